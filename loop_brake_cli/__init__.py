@@ -1,0 +1,45 @@
+"""loop-brake-cli: the dsh-loop-brake exact-match circuit breaker, in Python.
+
+The public API imports neither click nor rich, so an agent host can use the
+brake without the CLI::
+
+    from loop_brake_cli import LoopBrake, LoopBrakeError
+    brake = LoopBrake(max_repeats=3)
+    brake.enforce("search", {"q": "weather"}, session_id="s1")  # raises on the 3rd
+"""
+
+from .brake import (
+    DEFAULT_MAX_REPEATS,
+    ENV_VAR,
+    InvalidMaxRepeatsError,
+    LoopBrake,
+    LoopBrakeError,
+    Verdict,
+    decorate_tool,
+    deny_message,
+    normalize_max_repeats,
+    resolve_max_repeats,
+    session_key,
+    wrap_execute,
+)
+from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
+
+__all__ = [
+    "DEFAULT_MAX_REPEATS",
+    "ENV_VAR",
+    "InvalidMaxRepeatsError",
+    "JSONInputError",
+    "LoopBrake",
+    "LoopBrakeError",
+    "Verdict",
+    "call_hash",
+    "canonical_json",
+    "decorate_tool",
+    "deny_message",
+    "hash_prefix",
+    "normalize_max_repeats",
+    "parse_json",
+    "resolve_max_repeats",
+    "session_key",
+    "wrap_execute",
+]

@@ -1,0 +1,308 @@
+"""Where a verdict is decided: the streak counter of dsh-loop-brake.
+
+Per session there is one slot, the current call digest and its count: a streak,
+not a history. The same digest extends the streak, a different one starts it at
+1, and the call whose count reaches ``max_repeats`` is denied (denied calls
+count too). A call carrying the same call id as the last call counted in its
+session is the same call seen twice by the host: it is not counted again and
+gets the same verdict, marked duplicate.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import call_digest, hash_prefix
+
+__all__ = [
+    "DEFAULT_MAX_REPEATS",
+    "ENV_VAR",
+    "InvalidMaxRepeatsError",
+    "LoopBrake",
+    "LoopBrakeError",
+    "PLUGIN",
+    "Verdict",
+    "decorate_tool",
+    "deny_message",
+    "normalize_max_repeats",
+    "resolve_max_repeats",
+    "session_key",
+    "subagent_session_key",
+    "wrap_execute",
+]
+
+DEFAULT_MAX_REPEATS = 3
+ENV_VAR = "DSH_LOOP_BRAKE_MAX_REPEATS"
+PLUGIN = "dsh-loop-brake"
+CODE = "LOOP_BRAKE"
+DEFAULT_SESSION = "default"
+
+
+class InvalidMaxRepeatsError(ValueError):
+    """A maxRepeats that the plugin would reject; names where the value came from."""
+
+    def __init__(self, source: str, value: object, reason: str = "") -> None:
+        self.source = source
+        self.value = value
+        shown = json.dumps(value, default=repr)
+        detail = reason or "must be an integer of at least 1"
+        super().__init__(f"invalid maxRepeats from {source}: {shown} ({detail})")
+
+
+def normalize_max_repeats(value: object, source: str = "maxRepeats") -> int:
+    """Accept an integer >= 1; an integral float such as 5.0 counts as 5.
+
+    Booleans and strings are rejected even though JavaScript would coerce them:
+    a config value of "5" is a mistake worth reporting, not guessing about.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidMaxRepeatsError(source, value, "must be an integer of at least 1")
+    if isinstance(value, float) and not value.is_integer():
+        raise InvalidMaxRepeatsError(source, value, "must be a whole number")
+    if value < 1:
+        raise InvalidMaxRepeatsError(source, value, "must be at least 1")
+    return int(value)
+
+
+def parse_env_max_repeats(raw: str) -> int | None:
+    """The environment fallback: a base-10 integer, spaces allowed, empty = unset."""
+    text = raw.strip()
+    if not text:
+        return None
+    digits = text[1:] if text[:1] in "+-" else text
+    if not (digits.isascii() and digits.isdigit()):
+        raise InvalidMaxRepeatsError(f"${ENV_VAR}", raw, "must be a base-10 integer of at least 1")
+    return normalize_max_repeats(int(text), f"${ENV_VAR}")
+
+
+def resolve_max_repeats(
+    explicit: object = None, env: Mapping[str, str] | None = None
+) -> tuple[int, str]:
+    """The value and a description of its source: explicit, environment, default."""
+    if explicit is not None:
+        return normalize_max_repeats(explicit, "--max-repeats"), "--max-repeats"
+    environ = os.environ if env is None else env
+    raw = environ.get(ENV_VAR)
+    if raw is not None:
+        value = parse_env_max_repeats(raw)
+        if value is not None:
+            return value, f"${ENV_VAR}"
+    return DEFAULT_MAX_REPEATS, "default"
+
+
+def session_key(session_id: str | None = None, agent_id: str | None = None) -> str:
+    """The explicit session id, else the agent id, else "default"."""
+    if session_id is not None:
+        return session_id
+    if agent_id is not None:
+        return agent_id
+    return DEFAULT_SESSION
+
+
+def subagent_session_key(session_id: str, agent_id: str | None) -> str:
+    """A subagent's own streak: the parent session joined with the agent id."""
+    return session_id if agent_id is None else f"{session_id}/{agent_id}"
+
+
+def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
+    """The plugin's denial text; the tool name as a JSON string, never the arguments."""
+    return (
+        f"loop brake: tool {json.dumps(tool_name, ensure_ascii=False)} called {count} times "
+        f"in a row with identical arguments (call {prefix}\u2026, limit {max_repeats}); "
+        "the call was denied before it ran.\n"
+        "Change the arguments, call a different tool, or stop."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One decision. ``denied`` calls must not run."""
+
+    denied: bool
+    tool_name: str
+    session_id: str
+    count: int
+    max_repeats: int
+    hash_prefix: str
+    call_id: Any = None
+    duplicate: bool = False
+
+    @property
+    def message(self) -> str:
+        return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
+
+
+class LoopBrakeError(Exception):
+    """Raised, never returned: a brake that can be ignored is not a brake."""
+
+    code = CODE
+    plugin = PLUGIN
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.tool_name = verdict.tool_name
+        self.count = verdict.count
+        self.max_repeats = verdict.max_repeats
+        self.hash_prefix = verdict.hash_prefix
+        self.session_id = verdict.session_id
+        self.verdict = verdict
+        super().__init__(verdict.message)
+
+
+class _Slot:
+    __slots__ = ("digest", "count", "call_id", "tool")
+
+    def __init__(self, digest: bytes, tool: str, call_id: Any) -> None:
+        self.digest = digest
+        self.count = 1
+        self.call_id = call_id
+        self.tool = tool
+
+
+class LoopBrake:
+    """The per-session streak counter.
+
+    ``max_sessions`` bounds memory for long-running consumers: the least recently
+    used session is evicted and starts a new streak if it returns. Unbounded by
+    default, as in the plugin. Each slot holds a 32-byte digest, not 64 hex chars.
+    """
+
+    def __init__(self, max_repeats: object = None, max_sessions: int | None = None) -> None:
+        self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
+        if max_sessions is not None and max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.max_sessions = max_sessions
+        self.evictions = 0
+        self._slots: OrderedDict[str, _Slot] | dict[str, _Slot] = (
+            OrderedDict() if max_sessions else {}
+        )
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def check(
+        self,
+        tool_name: str,
+        args: Any = None,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        call_id: Any = None,
+    ) -> Verdict:
+        """Count one call and return the verdict without raising."""
+        digest = call_digest(tool_name, {} if args is None else args)
+        return self.observe(session_key(session_id, agent_id), tool_name, digest, call_id)
+
+    def enforce(
+        self,
+        tool_name: str,
+        args: Any = None,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        call_id: Any = None,
+    ) -> Verdict:
+        """Count one call; raise LoopBrakeError if it must not run."""
+        verdict = self.check(
+            tool_name, args, session_id=session_id, agent_id=agent_id, call_id=call_id
+        )
+        if verdict.denied:
+            raise LoopBrakeError(verdict)
+        return verdict
+
+    def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:
+        """Count a call whose digest is already known (the hot path of the CLI)."""
+        slots = self._slots
+        slot = slots.get(session)
+        duplicate = False
+        if slot is None:
+            slot = _Slot(digest, tool_name, call_id)
+            slots[session] = slot
+            if self.max_sessions and len(slots) > self.max_sessions:
+                slots.popitem(last=False)  # type: ignore[call-arg]
+                self.evictions += 1
+        else:
+            if self.max_sessions:
+                slots.move_to_end(session)  # type: ignore[union-attr]
+            if call_id is not None and call_id == slot.call_id:
+                duplicate = True
+            elif slot.digest == digest:
+                slot.count += 1
+                slot.call_id = call_id
+                slot.tool = tool_name
+            else:
+                slot.digest = digest
+                slot.count = 1
+                slot.call_id = call_id
+                slot.tool = tool_name
+        count = slot.count
+        return Verdict(
+            denied=count >= self.max_repeats,
+            tool_name=slot.tool if duplicate else tool_name,
+            session_id=session,
+            count=count,
+            max_repeats=self.max_repeats,
+            hash_prefix=hash_prefix(slot.digest),
+            call_id=call_id,
+            duplicate=duplicate,
+        )
+
+    def reset(self, session: str | None = None) -> None:
+        """Forget one session's streak, or all of them."""
+        if session is None:
+            self._slots.clear()
+        else:
+            self._slots.pop(session, None)
+
+
+def wrap_execute(
+    fn: Callable[..., Any],
+    brake: LoopBrake,
+    *,
+    tool: str,
+    session_id: str | None = None,
+) -> Callable[..., Any]:
+    """Brake one execute function: ``fn(args, ...)``. A denied call's body never runs.
+
+    The first positional argument is the tool's arguments; keyword ``call_id``
+    (if the host passes one) de-duplicates a call seen at two seams.
+    """
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def braked_async(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+            brake.enforce(tool, args, session_id=session_id, call_id=kwargs.get("call_id"))
+            return await fn(args, *rest, **kwargs)
+
+        return braked_async
+
+    @functools.wraps(fn)
+    def braked(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        brake.enforce(tool, args, session_id=session_id, call_id=kwargs.get("call_id"))
+        return fn(args, *rest, **kwargs)
+
+    return braked
+
+
+def decorate_tool(definition: Any, brake: LoopBrake, session_id: str | None = None) -> Any:
+    """A braked copy of a tool definition (a mapping or an object with ``name`` and
+    ``execute``); the original is left untouched."""
+    if isinstance(definition, Mapping):
+        copy = dict(definition)
+        copy["execute"] = wrap_execute(
+            definition["execute"], brake, tool=definition["name"], session_id=session_id
+        )
+        return copy
+    import copy as copy_module
+
+    clone = copy_module.copy(definition)
+    clone.execute = wrap_execute(
+        definition.execute, brake, tool=definition.name, session_id=session_id
+    )
+    return clone

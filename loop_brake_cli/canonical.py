@@ -1,0 +1,259 @@
+"""Canonical JSON and the call hash: the documented contract.
+
+Changing anything in this module changes every hash, and a hash prefix printed
+by this tool must name the same call as one printed by the Node.js plugin
+dsh-loop-brake. The specification, normative:
+
+``call_hash(tool, args)`` is the lowercase hex sha256 of the UTF-8 bytes of
+``tool + "\\n" + canonical_json(args)``; a lone surrogate in ``tool`` is encoded
+as U+FFFD, as Node does when it hashes a string.
+
+``canonical_json`` is what Node.js prints for a value that came from
+``JSON.parse``, serialised with object keys sorted at every level:
+
+* object keys sorted by UTF-16 code units (JavaScript's default sort), written
+  ``{"k":v,...}`` with no whitespace; for duplicate keys the last one wins;
+* arrays in order; ``true``, ``false``, ``null``;
+* every number an IEEE-754 double printed by ECMAScript ``Number::toString``
+  (shortest round-trip digits, exponent form from 1e21 up and below 1e-6,
+  ``-0`` as ``0``, a literal beyond the double range as ``null``);
+* strings as ``JSON.stringify`` writes them: ``\\"`` ``\\\\`` ``\\b \\f \\n \\r \\t``,
+  other control characters and lone surrogates as lowercase ``\\uXXXX``,
+  everything else literally.
+
+Input is strict RFC 8259 (no NaN, Infinity or trailing commas; UTF-8 only), and
+the parser here produces exactly the values that the serialiser expects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+__all__ = [
+    "JSONInputError",
+    "call_digest",
+    "call_hash",
+    "canonical_json",
+    "hash_prefix",
+    "parse_json",
+    "PREFIX_LENGTH",
+]
+
+PREFIX_LENGTH = 12
+_SAFE_INT_DIGITS = 15  # any integer literal this short is exact as a double
+
+
+class JSONInputError(ValueError):
+    """Input that is not strict JSON. The message never quotes the input."""
+
+    def __init__(self, message: str, column: int | None = None) -> None:
+        self.reason = message
+        self.column = column
+        super().__init__(message if column is None else f"{message} at column {column}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise JSONInputError(f"not valid JSON: {name} is not a JSON value")
+
+
+def _parse_int(literal: str) -> int | float:
+    if len(literal) <= _SAFE_INT_DIGITS:
+        return int(literal)
+    return _as_js_number(float(literal))
+
+
+def _parse_float(literal: str) -> int | float:
+    return _as_js_number(float(literal))
+
+
+def _as_js_number(value: float) -> int | float:
+    """Integral doubles within 2**53 become ints, so equal numbers print alike cheaply."""
+    if value.is_integer() and -(2**53) <= value <= 2**53:
+        return int(value)
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant
+)
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Parse strict JSON the way ``JSON.parse`` sees it (numbers as doubles).
+
+    Raises JSONInputError with a column, never a message quoting the input.
+    """
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONInputError("not valid UTF-8", exc.start + 1) from None
+    else:
+        text = data
+    start = len(text) - len(text.lstrip(" \t\r\n"))
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        message = exc.msg[:1].lower() + exc.msg[1:]
+        raise JSONInputError(f"not valid JSON: {message}", exc.colno) from None
+    except RecursionError:
+        raise JSONInputError("not valid JSON: nested too deep") from None
+    except JSONInputError:
+        raise
+    except ValueError as exc:  # int/float conversion limits
+        raise JSONInputError(f"not valid JSON: {exc.__class__.__name__}") from None
+    rest = text[end:]
+    if rest.strip(" \t\r\n"):
+        raise JSONInputError("not valid JSON: extra data after the value", end + 1)
+    return value
+
+
+def js_number(value: float) -> str:
+    """ECMAScript Number::toString for a double, as JSON.stringify prints it."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "null"
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) < 1e21:
+        if abs(value) <= 2**53:
+            return str(int(value))
+    text = repr(value)
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + (int(exp) if exp else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k, n = len(digits), point
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exponent = ("e+" if e >= 0 else "e-") + str(abs(e))
+        body = digits[0] + ("." + digits[1:] if k > 1 else "") + exponent
+    return sign + body
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+for _code in range(0x20):
+    _ESCAPES.setdefault(chr(_code), f"\\u{_code:04x}")
+for _code in range(0xD800, 0xE000):
+    _ESCAPES[chr(_code)] = f"\\u{_code:04x}"
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    return _ESCAPES[match.group(0)]
+
+
+def js_string(value: str) -> str:
+    """A string literal exactly as JSON.stringify writes it."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape_match, value) + '"'
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _sorted_keys(obj: dict[str, Any]) -> list[str]:
+    keys = sorted(obj)
+    # Code-point order equals UTF-16 order unless an astral key meets one >= U+E000.
+    if keys and keys[-1] >= "\ue000" and not all(k.isascii() for k in keys):
+        keys.sort(key=_utf16_key)
+    return keys
+
+
+def _write(value: Any, out: list[str]) -> None:
+    cls = value.__class__
+    if cls is str:
+        out.append(js_string(value))
+    elif cls is dict:
+        out.append("{")
+        first = True
+        for key in _sorted_keys(value):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(js_string(key))
+            out.append(":")
+            _write(value[key], out)
+        out.append("}")
+    elif cls is list or cls is tuple:
+        out.append("[")
+        first = True
+        for item in value:
+            if not first:
+                out.append(",")
+            first = False
+            _write(item, out)
+        out.append("]")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif value is None:
+        out.append("null")
+    elif cls is int:
+        out.append(str(value) if -(2**53) <= value <= 2**53 else js_number(float(value)))
+    elif cls is float:
+        out.append(js_number(value))
+    elif isinstance(value, (int, float)):
+        _write(float(value) if isinstance(value, float) else int(value), out)
+    else:
+        raise TypeError(f"not a JSON value: {cls.__name__}")
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise a parsed JSON value with keys sorted, exactly as Node.js would."""
+    out: list[str] = []
+    try:
+        _write(value, out)
+    except RecursionError:
+        raise JSONInputError("not valid JSON: nested too deep") from None
+    return "".join(out)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def call_digest(tool_name: str, args: Any) -> bytes:
+    """The 32-byte sha256 digest behind call_hash; what session slots keep."""
+    return hashlib.sha256(_utf8(tool_name + "\n" + canonical_json(args))).digest()
+
+
+def call_hash(tool_name: str, args: Any) -> str:
+    """Lowercase hex sha256 of ``tool_name + "\\n" + canonical_json(args)``."""
+    return call_digest(tool_name, args).hex()
+
+
+def hash_prefix(digest: bytes | str) -> str:
+    """The 12 hex characters that are all this tool ever prints of a hash."""
+    if isinstance(digest, bytes):
+        return digest[: PREFIX_LENGTH // 2].hex()
+    return digest[:PREFIX_LENGTH]

@@ -1,0 +1,73 @@
+"""The ``loop-brake`` command group: commands load lazily, errors become exit codes.
+
+Each command lives in ``commands/<name>.py`` and is imported only when it runs,
+so ``loop-brake hook`` (run before every tool call) pays for nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from .exitcodes import EXIT_CODES_HELP, ExitStatus
+
+COMMANDS: dict[str, str] = {
+    "filter": "loop_brake_cli.commands.filter:filter_command",
+    "hash": "loop_brake_cli.commands.hash:hash_command",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP)
+@click.version_option(package_name="loop-brake-cli", prog_name="loop-brake")
+def cli() -> None:
+    """An exact-match circuit breaker for AI agents' repeated tool calls.
+
+    A call whose sha256(tool + "\\n" + canonical JSON of its arguments) equals the
+    previous call's in the same session extends a streak; the call that brings
+    the streak to maxRepeats (default 3) is denied. Output names calls by tool,
+    ids and a 12-hex hash prefix, never by their arguments.
+    """
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the exit flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: no tracebacks for Ctrl-C, a closed pipe or bad usage."""
+    try:
+        status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        status = exc.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("loop-brake: interrupted", err=True)
+        status = ExitStatus.INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        status = ExitStatus.OK
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    sys.exit(int(status) if isinstance(status, int) else 0)

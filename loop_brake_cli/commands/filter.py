@@ -1,0 +1,138 @@
+"""``loop-brake filter``: tool-call events in, one verdict line per event out."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import click
+
+from ..brake import InvalidMaxRepeatsError, LoopBrake
+from ..events import error_record, verdict_record
+from ..exitcodes import EXIT_CODES_HELP, ExitStatus
+from ..formats import UnknownFormatError, get, names
+from ..judge import Tally, judge
+from ..output import LineWriter
+from ..reader import DEFAULT_MAX_LINE_BYTES, UnreadableInputError, open_source
+
+VERDICT_KINDS = ("pass", "deny", "error")
+
+
+@click.command(
+    "filter",
+    epilog=EXIT_CODES_HELP,
+    short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
+)
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "-m",
+    "--max-repeats",
+    type=int,
+    default=None,
+    help="Deny the call that brings a streak to N (default: $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(names()),
+    default="events",
+    show_default=True,
+    help="Input format.",
+)
+@click.option(
+    "--only",
+    type=click.Choice(VERDICT_KINDS),
+    multiple=True,
+    help="Print only these verdicts (repeatable).",
+)
+@click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call was denied.")
+@click.option("--strict", is_flag=True, help="Exit 3 if any line was unreadable.")
+@click.option("--summary", is_flag=True, help="Print a short summary on stderr at the end.")
+@click.option(
+    "--continue-sessions",
+    is_flag=True,
+    help="Let streaks continue across files (default: each file is its own run).",
+)
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longer lines get an error verdict (and are never held in memory whole).",
+)
+def filter_command(
+    files: tuple[str, ...],
+    max_repeats: int | None,
+    format_name: str,
+    only: tuple[str, ...],
+    fail_on_deny: bool,
+    strict: bool,
+    summary: bool,
+    continue_sessions: bool,
+    max_line_bytes: int,
+) -> int:
+    """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
+
+    \b
+    Input, one JSON object per line:
+      {"tool": "search", "args": {"q": "weather"}, "sessionId": "s1", "callId": "c7"}
+    Output, one JSON line per event, in input order:
+      {"verdict":"pass","line":1,"toolName":"search","sessionId":"s1","callId":"c7",
+       "count":1,"maxRepeats":3,"hashPrefix":"35dca543bb3b"}
+
+    Verdicts are flushed whenever the input pauses, so `tail -f log | loop-brake
+    filter` answers each call at once. Bad lines get an error verdict and the run
+    goes on. Arguments never appear in the output.
+    """
+    try:
+        brake = LoopBrake(max_repeats)
+    except InvalidMaxRepeatsError as exc:
+        click.echo(f"loop-brake filter: {exc}", err=True)
+        return ExitStatus.USAGE
+    adapter = get(format_name)
+    wanted = set(only) if only else set(VERDICT_KINDS)
+    out = LineWriter(sys.stdout.buffer)
+    tally = Tally()
+    paths = files or ("-",)
+    label = len(paths) > 1
+    unreadable_file = False
+    for index, path in enumerate(paths):
+        if index and not continue_sessions:
+            brake.reset()
+        try:
+            source = open_source(path, max_line_bytes, on_wait=out.flush)
+        except OSError as exc:
+            click.echo(f"loop-brake filter: {path}: cannot read: {exc.strerror}", err=True)
+            unreadable_file = True
+            continue
+        file_label = source.name if label else None
+        try:
+            _run(adapter.parse(source), brake, tally, out, wanted, file_label)
+        except (UnreadableInputError, UnknownFormatError) as exc:
+            out.flush()
+            click.echo(f"loop-brake filter: {source.name}: {exc}", err=True)
+            unreadable_file = True
+        finally:
+            source.close()
+    out.flush()
+    if summary:
+        from ..render import print_filter_summary
+
+        print_filter_summary(tally, brake, len(paths))
+    if unreadable_file or (strict and tally.errors):
+        return ExitStatus.UNREADABLE
+    if fail_on_deny and tally.denied:
+        return ExitStatus.BRAKE
+    return ExitStatus.OK
+
+
+def _run(
+    records, brake: LoopBrake, tally: Tally, out: LineWriter, wanted: set[str], file: str | None
+) -> None:
+    write: Callable = out.write
+    for record, verdict in judge(records, brake, tally):
+        if verdict is None:
+            if "error" in wanted:
+                write(error_record(record, file))
+        elif ("deny" if verdict.denied else "pass") in wanted:
+            write(verdict_record(record, verdict, file))

@@ -1,0 +1,77 @@
+"""The records that flow from adapters to the brake, and the verdict line schema.
+
+Adapters yield ``ToolCall`` or ``BadRecord``; the verdict line is the one JSON
+shape every command writes (filter, replay --verdicts, hook --shadow, the proxy
+log). It carries the tool name, ids and the 12-hex prefix, never arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .brake import CODE, PLUGIN, Verdict
+
+__all__ = ["BadRecord", "Record", "ToolCall", "error_record", "verdict_record"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call as an adapter found it; ``line`` or ``path`` locates it."""
+
+    tool: str
+    args: Any
+    session: str
+    call_id: Any = None
+    line: int | None = None
+    path: str | None = None
+    args_unparsed: bool = False
+
+
+@dataclass(slots=True)
+class BadRecord:
+    """Input that could not be read as a call; ``message`` never quotes the input."""
+
+    message: str
+    line: int | None = None
+    path: str | None = None
+
+
+Record = ToolCall | BadRecord
+
+
+def _locate(out: dict[str, Any], line: int | None, path: str | None, file: str | None) -> None:
+    if file is not None:
+        out["file"] = file
+    if line is not None:
+        out["line"] = line
+    if path is not None:
+        out["path"] = path
+
+
+def verdict_record(call: ToolCall, verdict: Verdict, file: str | None = None) -> dict[str, Any]:
+    """The verdict line for one call, keys in the documented order."""
+    out: dict[str, Any] = {"verdict": "deny" if verdict.denied else "pass"}
+    _locate(out, call.line, call.path, file)
+    out["toolName"] = verdict.tool_name
+    out["sessionId"] = verdict.session_id
+    if call.call_id is not None:
+        out["callId"] = call.call_id
+    out["count"] = verdict.count
+    out["maxRepeats"] = verdict.max_repeats
+    out["hashPrefix"] = verdict.hash_prefix
+    if verdict.duplicate:
+        out["duplicate"] = True
+    if verdict.denied:
+        out["code"] = CODE
+        out["plugin"] = PLUGIN
+        out["message"] = verdict.message
+    return out
+
+
+def error_record(bad: BadRecord, file: str | None = None) -> dict[str, Any]:
+    """The error verdict line for input that was not a readable call."""
+    out: dict[str, Any] = {"verdict": "error"}
+    _locate(out, bad.line, bad.path, file)
+    out["error"] = bad.message
+    return out

@@ -1,0 +1,65 @@
+"""Records in, verdicts out: the one loop every command shares.
+
+The brake decides (brake.py); this module only feeds it and keeps the tallies a
+summary needs, so filter, replay and the live paths count the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from .brake import LoopBrake, Verdict
+from .canonical import JSONInputError, call_digest
+from .events import BadRecord, Record, ToolCall
+
+__all__ = ["Tally", "judge"]
+
+
+@dataclass
+class Tally:
+    """What a summary reports; never anything from the arguments."""
+
+    calls: int = 0
+    passed: int = 0
+    denied: int = 0
+    errors: int = 0
+    duplicates: int = 0
+    unparsed_args: int = 0
+
+    def add(self, record: Record, verdict: Verdict | None) -> None:
+        if verdict is None:
+            self.errors += 1
+            return
+        self.calls += 1
+        if verdict.denied:
+            self.denied += 1
+        else:
+            self.passed += 1
+        if verdict.duplicate:
+            self.duplicates += 1
+        if record.args_unparsed:  # type: ignore[union-attr]
+            self.unparsed_args += 1
+
+
+def judge(
+    records: Iterable[Record], brake: LoopBrake, tally: Tally | None = None
+) -> Iterator[tuple[Record, Verdict | None]]:
+    """Yield each record with its verdict (None for a BadRecord), in input order."""
+    for record in records:
+        verdict: Verdict | None = None
+        if record.__class__ is ToolCall:
+            try:
+                digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
+            except (JSONInputError, TypeError) as exc:
+                record = BadRecord(str(exc), record.line, record.path)
+            else:
+                verdict = brake.observe(
+                    record.session,  # type: ignore[union-attr]
+                    record.tool,  # type: ignore[union-attr]
+                    digest,
+                    record.call_id,  # type: ignore[union-attr]
+                )
+        if tally is not None:
+            tally.add(record, verdict)
+        yield record, verdict
