@@ -173,8 +173,16 @@ class LoopBrake:
     default, as in the plugin. Each slot holds a 32-byte digest, not 64 hex chars.
     """
 
-    def __init__(self, max_repeats: object = None, max_sessions: int | None = None) -> None:
+    def __init__(
+        self,
+        max_repeats: object = None,
+        max_sessions: int | None = None,
+        source: str | None = None,
+    ) -> None:
+        """``source`` names where an explicit ``max_repeats`` came from (for summaries)."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
+        if source is not None and max_repeats is not None:
+            self.max_repeats_source = source
         if max_sessions is not None and max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
         self.max_sessions = max_sessions
