@@ -47,9 +47,9 @@ class UnknownFormatError(ValueError):
 
 
 def _load() -> list[ModuleType]:
-    from . import events
+    from . import claude_code, claude_hooks, codex, events, mcp, otel
 
-    return [events]
+    return [claude_code, claude_hooks, codex, mcp, otel, events]
 
 
 ADAPTERS: list[ModuleType] = _load()
