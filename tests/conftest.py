@@ -1,0 +1,54 @@
+"""Shared test helpers: run the real CLI in a subprocess, find Node.js.
+
+Kept small on purpose; each test module owns its own fixtures beyond these.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+JS_DIR = Path(__file__).resolve().parent / "js"
+NODE = shutil.which("node")
+NO_NODE_REASON = (
+    "node is not on PATH: the Node.js reference cannot run here (the fixed vectors still do)"
+)
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment for a CLI subprocess: no inherited maxRepeats, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "DSH_LOOP_BRAKE_MAX_REPEATS"}
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.update(extra)
+    return env
+
+
+def run_cli(
+    *args: str,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m loop_brake_cli ARGS`` for real: bytes in, bytes out, status."""
+    return subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", *args],
+        input=input,
+        capture_output=True,
+        env=env if env is not None else cli_env(),
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture
+def node() -> str:
+    """The node executable, or a skip that says why."""
+    if NODE is None:
+        pytest.skip(NO_NODE_REASON)
+    return NODE
