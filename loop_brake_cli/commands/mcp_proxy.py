@@ -1,0 +1,100 @@
+"""``loop-brake mcp-proxy``: the brake in front of any MCP stdio server.
+
+Only argument parsing lives here; the proxy itself is ``loop_brake_cli.mcp_proxy``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
+from ..exitcodes import ExitStatus
+from ..mcp_proxy import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    LogOpenError,
+    ProxyOptions,
+    SpawnError,
+    run_proxy,
+)
+
+PROXY_EXIT_HELP = (
+    "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
+    "error, before the server starts; 126 the server could not be run; 127 the server "
+    "command was not found."
+)
+
+
+@click.command(
+    "mcp-proxy",
+    epilog=PROXY_EXIT_HELP,
+    short_help="Run an MCP stdio server behind the brake.",
+    context_settings={"allow_interspersed_args": False},
+)
+@click.argument("server_command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "-m",
+    "--max-repeats",
+    type=int,
+    default=None,
+    help="Deny the call that brings a streak to N (default: $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
+)
+@click.option(
+    "--shadow",
+    is_flag=True,
+    help="Never deny: forward every call, and log (and note on stderr) what would have been.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Append one verdict JSON line per tools/call to FILE (never arguments).",
+)
+@click.option(
+    "--shutdown-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_SHUTDOWN_TIMEOUT,
+    show_default=True,
+    help="After the client disconnects: seconds before SIGTERM, and again before SIGKILL.",
+)
+def mcp_proxy_command(
+    server_command: tuple[str, ...],
+    max_repeats: int | None,
+    shadow: bool,
+    log_path: str | None,
+    shutdown_timeout: float,
+) -> int:
+    """Start SERVER_COMMAND and brake every tools/call an MCP client sends it.
+
+    \b
+    In the client's configuration, put the proxy in front of the server:
+      loop-brake mcp-proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp
+
+    The server gets the proxy's environment, working directory and stderr.
+    Every line passes through unchanged, except a tools/call the brake denies:
+    the server never sees it, and the client gets a tool error (isError: true)
+    with the loop-brake message for the same id. One proxy process is one
+    session; a new initialize request starts the streak afresh. Signals
+    (INT, TERM, HUP) are forwarded; the proxy exits with the server's status.
+    """
+    try:
+        limit, source = resolve_max_repeats(max_repeats)
+    except InvalidMaxRepeatsError as exc:
+        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
+        return ExitStatus.USAGE
+    options = ProxyOptions(
+        command=list(server_command),
+        max_repeats=limit,
+        max_repeats_source=source,
+        shadow=shadow,
+        log_path=log_path,
+        shutdown_timeout=shutdown_timeout,
+    )
+    try:
+        return run_proxy(options)
+    except SpawnError as exc:
+        click.echo(f"loop-brake mcp-proxy: cannot start the server: {exc}", err=True)
+        return exc.status
+    except LogOpenError as exc:
+        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
+        return ExitStatus.USAGE
