@@ -17,7 +17,9 @@ from .exitcodes import EXIT_CODES_HELP, ExitStatus
 COMMANDS: dict[str, str] = {
     "filter": "loop_brake_cli.commands.filter:filter_command",
     "hash": "loop_brake_cli.commands.hash:hash_command",
+    "hook": "loop_brake_cli.commands.hook:hook_command",
     "mcp-proxy": "loop_brake_cli.commands.mcp_proxy:mcp_proxy_command",
+    "state": "loop_brake_cli.commands.state:state_command",
 }
 
 

@@ -113,6 +113,12 @@ class Source:
                 break
             if first:
                 first = False
+                # The first chunk may be shorter than the BOM (the gzip sniff reads 2 bytes).
+                while len(chunk) < len(BOM) and BOM.startswith(chunk):
+                    more = self._read()
+                    if not more:
+                        break
+                    chunk += more
                 if chunk.startswith(BOM):
                     chunk = chunk[3:]
             start = 0
