@@ -47,9 +47,36 @@ class UnknownFormatError(ValueError):
 
 
 def _load() -> list[ModuleType]:
-    from . import claude_code, claude_hooks, codex, events, mcp, otel
+    from . import (
+        anthropic,
+        claude_code,
+        claude_hooks,
+        codex,
+        events,
+        gemini_cli,
+        mcp,
+        openai_chat,
+        openai_responses,
+        openhands,
+        otel,
+        swe_agent,
+    )
 
-    return [claude_code, claude_hooks, codex, mcp, otel, events]
+    # Chat-shaped formats last: their sniffs are the most general.
+    return [
+        claude_code,
+        claude_hooks,
+        codex,
+        mcp,
+        otel,
+        gemini_cli,
+        openhands,
+        swe_agent,
+        openai_responses,
+        anthropic,
+        openai_chat,
+        events,
+    ]
 
 
 ADAPTERS: list[ModuleType] = _load()

@@ -1,0 +1,204 @@
+"""OpenHands: LLM completion logs, ``output.jsonl`` records, and event-stream trajectories.
+
+Three shapes, one format:
+
+* **Completion log** (``llm_completions/<instance>/*.json``): one request and
+  its response. The calls are in ``fncall_messages`` (Chat Completions
+  ``tool_calls``) plus ``fncall_response.choices[0].message``; ``messages`` and
+  ``response`` hold the same calls again, rendered as prompt text, so only the
+  ``fncall_*`` pair is read (``messages``/``response`` when there is no
+  ``fncall_messages``: native function-calling logs). The last call of a log is
+  only in the response: the real 30-call loop's 30th call is there. A plain
+  ``{"messages": [...]}`` is read the same way. Session: the file.
+* **output.jsonl**: one instance per line, ``{"instance_id", "history": [...]}``.
+  Session: ``instance_id``.
+* **Event stream** (``tests/runtime/trajs/*.json``): a JSON array of events.
+  Session: the file.
+
+In ``history`` and event streams a call is an event with an ``action`` and a
+``tool_call_metadata``::
+
+    {"id": 3, "source": "agent", "action": "edit", "args": {...},
+     "tool_call_metadata": {"function_name": "str_replace_editor", "tool_call_id": "toolu_01",
+       "model_response": {"choices": [{"message": {"tool_calls": [...]}}]}}}
+
+The observation answering it carries the same metadata and is not counted.
+The tool is ``function_name``, the call id ``tool_call_id``. The arguments are
+the ``function.arguments`` of the ``model_response`` tool call with that id:
+that is what the model sent and what a harness hashes. The action's ``args``
+are OpenHands' translation (with ``thought``, ``impl_source``…), so they are
+used only when the model response is missing or lacks that id. Actions without
+``tool_call_metadata`` (user messages, ``system``, ``recall``) are not calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..events import BadRecord, Record
+from ..reader import Source
+from . import FormatInfo
+from ._common import json_path
+from .openai_chat import (
+    CallLedger,
+    file_session,
+    head_text,
+    make_call,
+    messages_calls,
+    never_raises,
+    read_values,
+    response_calls,
+)
+
+INFO = FormatInfo(
+    name="openhands",
+    description="OpenHands completion logs, output.jsonl history, event-stream trajectories",
+    line_based=False,
+    patterns=("*.json", "*.jsonl"),
+)
+
+_MARKER = re.compile(rb'(?<!\\)"(fncall_messages|fncall_response|tool_call_metadata)"\s*:')
+# Prompt-style function calling, as OpenHands renders calls into ``messages`` text.
+_PROMPT_CALL = re.compile(rb"<(function|parameter)=[A-Za-z_][\w-]*>")
+_MESSAGES = re.compile(rb'^\{\s*"messages"\s*:\s*\[')
+_INSTANCE = re.compile(rb'(?<!\\)"instance_id"\s*:')
+_HISTORY = re.compile(rb'(?<!\\)"history"\s*:\s*\[')
+_EVENT = re.compile(
+    rb'(?<!\\)"source"\s*:\s*"(user|agent|environment)"'
+    rb'[^\n]{0,4096}?(?<!\\)"(action|observation)"\s*:\s*"'
+    rb'|(?<!\\)"(action|observation)"\s*:\s*"[a-z_]*"[^\n]{0,4096}?(?<!\\)"source"\s*:\s*"'
+    rb'(user|agent|environment)"',
+    re.DOTALL,
+)
+
+
+def sniff(head: bytes) -> bool:
+    """OpenHands-only keys, an instance with a history, prompt-style calls or OpenHands events.
+
+    A completion log starts with ``messages``, whose text renders the calls as
+    ``<function=…>``/``<parameter=…>``; its ``fncall_messages`` come after.
+    """
+    body = head_text(head)
+    if not body.startswith((b"[", b"{")):
+        return False
+    if _MARKER.search(body):
+        return True
+    if _INSTANCE.search(body) and _HISTORY.search(body):
+        return True
+    if _MESSAGES.match(body) and _PROMPT_CALL.search(body):
+        return True  # a completion log whose fncall_* keys lie beyond the head
+    if body.startswith(b"["):
+        window = body[:16384].replace(b"\n", b" ")
+        return _EVENT.search(window) is not None
+    return False
+
+
+def _model_arguments(metadata: dict[str, Any], call_id: Any) -> tuple[bool, Any]:
+    """The arguments of the model's tool call with ``call_id``: (found, arguments)."""
+    response = metadata.get("model_response")
+    if not isinstance(response, dict) or call_id is None:
+        return False, None
+    choices = response.get("choices")
+    if not isinstance(choices, list):
+        return False, None
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        tool_calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if not isinstance(tool_calls, list):
+            continue
+        for tool_call in tool_calls:
+            if not isinstance(tool_call, dict) or tool_call.get("id") != call_id:
+                continue
+            function = tool_call.get("function")
+            if isinstance(function, dict) and "arguments" in function:
+                return True, function["arguments"]
+    return False, None
+
+
+def event_call(
+    event: Any, ledger: CallLedger, session: str, line: int | None, parts: tuple[str | int, ...]
+) -> Record | None:
+    """One history event as a call, or None when it is not one."""
+    path = json_path(*parts)
+    if not isinstance(event, dict):
+        return BadRecord("event is not an object", line, path)
+    if "action" not in event:
+        return None
+    metadata = event.get("tool_call_metadata")
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        return BadRecord("tool_call_metadata is not an object", line, path)
+    call_id = metadata.get("tool_call_id")
+    found, arguments = _model_arguments(metadata, call_id)
+    if not found:
+        arguments = event.get("args")
+    return make_call(ledger, metadata.get("function_name"), arguments, session, call_id, line, path)
+
+
+def events_calls(
+    events: list[Any],
+    ledger: CallLedger,
+    session: str,
+    line: int | None,
+    parts: tuple[str | int, ...],
+) -> Iterator[Record]:
+    """The calls of a list of events located at ``parts``."""
+    for index, event in enumerate(events):
+        record = event_call(event, ledger, session, line, (*parts, index))
+        if record is not None:
+            yield record
+
+
+def _completion_calls(
+    log: dict[str, Any], ledger: CallLedger, session: str, line: int | None
+) -> Iterator[Record]:
+    if isinstance(log.get("fncall_messages"), list):
+        messages_key, response_key = "fncall_messages", "fncall_response"
+    else:
+        messages_key, response_key = "messages", "response"
+    yield from messages_calls(log[messages_key], ledger, session, line, (messages_key,))
+    response = log.get(response_key)
+    if isinstance(response, dict):
+        yield from response_calls(response, ledger, session, line, (response_key,))
+
+
+def value_calls(
+    value: Any, ledgers: dict[str, CallLedger], file_key: str, line: int | None
+) -> Iterator[Record]:
+    """The calls of one JSON value in any of the three shapes.
+
+    Ids are remembered per session: OpenHands makes up ``toolu_01``, ``toolu_02``…
+    afresh for every instance of an ``output.jsonl``.
+    """
+    ledger = ledgers.setdefault(file_key, CallLedger())
+    if isinstance(value, list):
+        yield from events_calls(value, ledger, file_key, line, ())
+    elif isinstance(value, dict) and isinstance(value.get("history"), list):
+        instance = value.get("instance_id")
+        session = instance if isinstance(instance, str) and instance else file_key
+        if isinstance(instance, int) and not isinstance(instance, bool):
+            session = str(instance)
+        ledger = ledgers.setdefault(session, CallLedger())
+        yield from events_calls(value["history"], ledger, session, line, ("history",))
+    elif isinstance(value, dict) and (
+        isinstance(value.get("fncall_messages"), list) or isinstance(value.get("messages"), list)
+    ):
+        yield from _completion_calls(value, ledger, file_key, line)
+    else:
+        yield BadRecord("not an OpenHands completion log, output.jsonl record or event list", line)
+
+
+@never_raises
+def parse(source: Source) -> Iterator[Record]:
+    """Every call of the file once: one representation of each, never both."""
+    file_key = file_session(source)
+    ledgers: dict[str, CallLedger] = {}
+    for item in read_values(source):
+        if isinstance(item, BadRecord):
+            yield item
+            continue
+        line, value = item
+        yield from value_calls(value, ledgers, file_key, line)
