@@ -1,0 +1,84 @@
+"""``loop-brake hook``: the pre-tool hook, and ``hook install`` for agent settings.
+
+The hook's options are parsed by ``hooks.runner`` rather than click (see its
+docstring: a click usage error exits 2, which agents read as "deny"), so this
+command only passes its arguments through.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..exitcodes import ExitStatus
+
+
+@click.command(
+    "hook",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+    short_help="Pre-tool hook for Claude Code, Codex, Gemini CLI and Cursor.",
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook_command(args: tuple[str, ...]) -> int:
+    """Run before each tool call by a coding agent (see `loop-brake hook --help`)."""
+    if args and args[0] == "install":
+        try:
+            return install_command.main(
+                list(args[1:]), prog_name="loop-brake hook install", standalone_mode=False
+            )
+        except click.exceptions.Exit as exc:  # --help
+            return exc.exit_code
+    from ..hooks.runner import main
+
+    return ExitStatus(main(list(args)))
+
+
+@click.command(
+    "install",
+    epilog="Exit status: 0 ok (or already installed); 2 usage; "
+    "3 a settings file that cannot be read or parsed (left untouched).",
+)
+@click.argument("agent", type=click.Choice(["claude-code", "codex", "gemini"]))
+@click.option("--project", "scope", flag_value="project", help="This project's settings file.")
+@click.option(
+    "--user", "scope", flag_value="user", default=True, help="Your user settings file (default)."
+)
+@click.option("--dry-run", is_flag=True, help="Print the resulting file; change nothing.")
+@click.option(
+    "--command",
+    "executable",
+    default="loop-brake",
+    show_default=True,
+    help="How the agent should call loop-brake (e.g. an absolute path).",
+)
+def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> int:
+    """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
+
+    Everything else in the settings file is kept; a file that does not parse is
+    refused untouched; installing twice changes nothing; the old file is kept
+    as a timestamped .bak next to it.
+    """
+    from ..hooks.install import InstallError, plan_install, settings_path, write_plan
+
+    path = settings_path(agent, scope)
+    try:
+        plan = plan_install(agent, path, executable)
+    except InstallError as exc:
+        click.echo(f"loop-brake hook install: {exc}", err=True)
+        return ExitStatus.UNREADABLE
+    if dry_run:
+        click.echo(plan.text, nl=False)
+        state = "would change" if plan.changed else "already installed, would not change"
+        click.echo(f"loop-brake hook install: {path} {state} (dry run)", err=True)
+        return ExitStatus.OK
+    if not plan.changed:
+        click.echo(f"loop-brake hook install: already installed in {path}", err=True)
+        return ExitStatus.OK
+    try:
+        backup = write_plan(plan)
+    except OSError as exc:
+        click.echo(f"loop-brake hook install: cannot write {path}: {exc.strerror or exc}", err=True)
+        return ExitStatus.UNREADABLE
+    note = f" (backup: {backup})" if backup else ""
+    click.echo(f"loop-brake hook install: added the hook to {path}{note}", err=True)
+    return ExitStatus.OK

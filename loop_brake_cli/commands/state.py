@@ -1,0 +1,109 @@
+"""``loop-brake state list|reset``: look at or clear the hook's on-disk streaks."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from ..exitcodes import ExitStatus
+
+_STATE_HELP = (
+    "SQLite state file (default: $LOOP_BRAKE_STATE, else "
+    "${XDG_STATE_HOME:-~/.local/state}/loop-brake/state.db)."
+)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _store(path: str | None):
+    from ..hooks.store import StateStore, default_state_path
+
+    def warn(message: str) -> None:
+        click.echo(f"loop-brake state: {message}", err=True)
+
+    return StateStore(path or default_state_path(), warn=warn)
+
+
+@click.group("state", short_help="List or reset the hook's per-session streaks.")
+def state_command() -> None:
+    """List or reset the streaks `loop-brake hook` keeps on disk (never arguments)."""
+
+
+@state_command.command("list")
+@click.option("--session", "session", metavar="KEY", help="Only this session key.")
+@click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session.")
+def list_command(session: str | None, path: str | None, as_json: bool) -> int:
+    """Sessions with their tool, streak count, hash prefix, last call id and age."""
+    from ..hooks.store import StoreError
+
+    store = _store(path)
+    try:
+        rows = list(store.sessions(session))
+    except StoreError as exc:
+        click.echo(f"loop-brake state: {exc}", err=True)
+        return ExitStatus.UNREADABLE
+    finally:
+        store.close()
+    now = time.time()
+    if as_json:
+        for row in rows:
+            obj = {
+                "sessionId": row.session,
+                "toolName": row.tool,
+                "count": row.count,
+                "hashPrefix": row.hash_prefix,
+                "callId": row.call_id,
+                "ageSeconds": round(now - row.updated, 3),
+            }
+            click.echo(json.dumps(obj, ensure_ascii=False))
+        return ExitStatus.OK if rows or session is None else ExitStatus.NOT_FOUND
+    if not rows:
+        click.echo(f"no sessions in {store.path}", err=True)
+        return ExitStatus.OK if session is None else ExitStatus.NOT_FOUND
+    table = [("SESSION", "TOOL", "COUNT", "HASH", "CALL ID", "AGE")]
+    for row in rows:
+        table.append(
+            (
+                row.session,
+                row.tool,
+                str(row.count),
+                row.hash_prefix,
+                row.call_id or "-",
+                _age(now - row.updated),
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for line in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+    return ExitStatus.OK
+
+
+@state_command.command("reset")
+@click.option("--session", "session", metavar="KEY", help="Only this session (default: all).")
+@click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
+def reset_command(session: str | None, path: str | None) -> int:
+    """Forget one session's streak, or every session's."""
+    from ..hooks.store import StoreError
+
+    store = _store(path)
+    try:
+        removed = store.reset(session)
+    except StoreError as exc:
+        click.echo(f"loop-brake state: {exc}", err=True)
+        return ExitStatus.UNREADABLE
+    finally:
+        store.close()
+    what = f"session {session}" if session is not None else "all sessions"
+    click.echo(f"loop-brake state: reset {what} ({removed} removed)", err=True)
+    if session is not None and removed == 0:
+        return ExitStatus.NOT_FOUND
+    return ExitStatus.OK

@@ -1,0 +1,297 @@
+"""``loop-brake hook`` itself: stdin in, a verdict in each agent's dialect out.
+
+This module parses its own few options instead of going through click, for two
+reasons. Start-up: the hook runs before every tool call. And the exit code: a
+usage error in click exits 2, which Claude Code, Codex and Gemini CLI all read
+as "block this call", so a typo in a hook command would silently deny every
+tool call with a usage message as the reason. Here a bad option or value is a
+brake failure like any other: the call is allowed with one stderr line, or
+denied with ``--fail-closed``.
+
+Exit codes: 0 always (allow = no output, deny = the dialect's JSON on stdout),
+except a ``--fail-closed`` failure on input whose dialect cannot be told, which
+exits 2 with the reason on stderr (every supported agent blocks on exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, BinaryIO, TextIO
+
+from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
+from ..canonical import call_digest
+from .dialects import AGENTS, HookCall, HookInputError, deny_output, detect, read_call
+from .store import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_TTL,
+    StateStore,
+    StoreError,
+    default_state_path,
+)
+
+__all__ = ["HELP", "main", "parse_duration"]
+
+PROG = "loop-brake hook"
+
+HELP = f"""\
+Usage: {PROG} [OPTIONS]
+       {PROG} install claude-code|codex|gemini [--project|--user] [--dry-run]
+
+  Run before each tool call by a coding agent: read the call (JSON on stdin),
+  count it in the on-disk streak of its session, and deny the call that brings
+  a streak of identical calls to maxRepeats. Allow = exit 0, nothing printed;
+  deny = exit 0 with the agent's documented deny JSON.
+
+Options:
+  --agent [claude-code|codex|gemini|cursor]
+                          Input/output dialect (default: detected).
+  -m, --max-repeats N     Deny the call that brings a streak to N (default:
+                          $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).
+  --state PATH            SQLite state file (default: $LOOP_BRAKE_STATE, else
+                          ${{XDG_STATE_HOME:-~/.local/state}}/loop-brake/state.db).
+  --ttl DURATION          Sessions idle longer than this start over and are
+                          pruned (default 24h; 90s, 30m, 24h, 7d or seconds).
+  --max-sessions N        Keep at most N sessions, oldest dropped first
+                          (default {DEFAULT_MAX_SESSIONS}).
+  --lock-timeout SECONDS  Wait this long for the store's lock (default
+                          {DEFAULT_LOCK_TIMEOUT:g}).
+  --fail-closed           If the brake itself fails (bad input or option,
+                          store locked, disk full, read-only), deny the call
+                          instead of allowing it.
+  --shadow                Never deny: append the verdict a denial would have
+                          been to --log and let the call run.
+  --log FILE              Append one verdict JSON line per denied (or, with
+                          --shadow, would-be denied) call.
+  -h, --help              Show this message and exit.
+
+  Failures never print a traceback: one line on stderr, and the call is
+  allowed (or denied with --fail-closed). Arguments are never printed or
+  stored, only the tool name, ids and a 12-hex hash prefix.
+"""
+
+_VALUE_OPTIONS = {
+    "--agent": "agent",
+    "-m": "max_repeats",
+    "--max-repeats": "max_repeats",
+    "--state": "state",
+    "--ttl": "ttl",
+    "--max-sessions": "max_sessions",
+    "--lock-timeout": "lock_timeout",
+    "--log": "log",
+}
+_FLAG_OPTIONS = {"--fail-closed": "fail_closed", "--shadow": "shadow"}
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``24h`` or ``7d``; must be positive."""
+    raw = text.strip().lower()
+    scale = 1
+    if raw[-1:] in _UNITS:
+        scale = _UNITS[raw[-1]]
+        raw = raw[:-1]
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 24h, 7d)") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"duration must be positive: {text!r}")
+    return value
+
+
+def _parse_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    opts: dict[str, Any] = {"fail_closed": False, "shadow": False}
+    errors: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg in ("-h", "--help"):
+            opts["help"] = True
+            continue
+        if arg in _FLAG_OPTIONS:
+            opts[_FLAG_OPTIONS[arg]] = True
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _VALUE_OPTIONS and eq:
+            opts[_VALUE_OPTIONS[name]] = value
+            continue
+        if arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
+            opts["max_repeats"] = arg[2:]
+            continue
+        if arg in _VALUE_OPTIONS:
+            if i >= len(argv):
+                errors.append(f"option {arg} needs a value")
+                continue
+            opts[_VALUE_OPTIONS[arg]] = argv[i]
+            i += 1
+            continue
+        errors.append(f"unknown option or argument {arg!r}")
+    agent = opts.get("agent")
+    if agent is not None and agent not in AGENTS:
+        errors.append(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
+        opts["agent"] = None
+    for key, label, convert in (
+        ("ttl", "--ttl", parse_duration),
+        ("max_sessions", "--max-sessions", _positive_int),
+        ("lock_timeout", "--lock-timeout", _non_negative_float),
+    ):
+        if key in opts:
+            try:
+                opts[key] = convert(opts[key])
+            except ValueError as exc:
+                errors.append(f"{label}: {exc}")
+                del opts[key]
+    return opts, errors
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise ValueError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"must be zero or more seconds, not {text!r}")
+    return value
+
+
+def _explicit_max_repeats(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidMaxRepeatsError(
+            "--max-repeats", raw, "must be an integer of at least 1"
+        ) from None
+
+
+class _Hook:
+    def __init__(self, opts: dict[str, Any], stdout: BinaryIO, stderr: TextIO) -> None:
+        self.opts = opts
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def warn(self, message: str) -> None:
+        self.stderr.write(f"{PROG}: {message}\n")
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        from ..output import json_line
+
+        self.stdout.write(json_line(obj))
+        self.stdout.flush()
+
+    def fail(self, reason: str, agent: str | None) -> int:
+        """The failure policy: allow with a stderr line, or deny with --fail-closed."""
+        if not self.opts["fail_closed"] or self.opts["shadow"]:
+            self.warn(f"{reason}; the call was allowed (the brake fails open)")
+            return 0
+        self.warn(f"{reason}; the call was denied (--fail-closed)")
+        if agent is None:
+            return 2
+        message = (
+            f"loop brake: the brake could not decide ({reason}); "
+            "the call was denied because the hook runs with --fail-closed."
+        )
+        self.emit(deny_output(agent, message))
+        return 0
+
+    def log(self, call: HookCall, verdict: Any) -> None:
+        path = self.opts.get("log")
+        if not path:
+            return
+        from ..events import ToolCall, verdict_record
+        from ..output import json_line
+
+        record = verdict_record(ToolCall(call.tool, None, call.session, call.call_id), verdict)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, json_line(record))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.warn(f"could not append to --log {path}: {exc.strerror or exc}")
+
+    def run(self, data: bytes, errors: list[str]) -> int:
+        opts = self.opts
+        try:
+            call = read_call(data, opts.get("agent"))
+        except HookInputError as exc:
+            agent = opts.get("agent") or _sniff_agent(data)
+            return self.fail(str(exc), agent)
+        if errors:
+            return self.fail("; ".join(errors), call.agent)
+        try:
+            max_repeats, _ = resolve_max_repeats(_explicit_max_repeats(opts.get("max_repeats")))
+        except InvalidMaxRepeatsError as exc:
+            return self.fail(str(exc), call.agent)
+        try:
+            digest = call_digest(call.tool, call.args)
+        except (ValueError, TypeError) as exc:
+            return self.fail(f"tool_input cannot be hashed ({exc})", call.agent)
+        store = StateStore(
+            opts.get("state") or default_state_path(),
+            ttl=opts.get("ttl", DEFAULT_TTL),
+            max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
+            lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+            warn=self.warn,
+        )
+        try:
+            verdict = store.observe(call.session, call.tool, digest, call.call_id, max_repeats)
+        except StoreError as exc:
+            return self.fail(str(exc), call.agent)
+        finally:
+            store.close()
+        if not verdict.denied:
+            return 0
+        self.log(call, verdict)
+        if opts["shadow"]:
+            return 0
+        self.emit(deny_output(call.agent, verdict.message))
+        return 0
+
+
+def _sniff_agent(data: bytes) -> str | None:
+    """The dialect of input that is JSON but not a usable call, for a fail-closed deny."""
+    from ..canonical import JSONInputError, parse_json
+
+    try:
+        payload = parse_json(data)
+    except JSONInputError:
+        return None
+    return detect(payload) if isinstance(payload, dict) else None
+
+
+def main(
+    argv: list[str],
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run one hook decision; returns the exit status (never raises for bad input)."""
+    opts, errors = _parse_args(argv)
+    out = stdout if stdout is not None else sys.stdout.buffer
+    err = stderr if stderr is not None else sys.stderr
+    if opts.get("help"):
+        out.write(HELP.encode())
+        out.flush()
+        return 0
+    hook = _Hook(opts, out, err)
+    try:
+        data = (stdin if stdin is not None else sys.stdin.buffer).read()
+    except OSError as exc:
+        return hook.fail(f"could not read stdin ({exc.strerror or exc})", opts.get("agent"))
+    return hook.run(data, errors)

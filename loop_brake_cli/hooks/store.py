@@ -1,0 +1,334 @@
+"""The hook's streaks on disk: one SQLite row per session, safe under concurrency.
+
+Every hook invocation is its own process and several may run at once (Claude
+Code runs the read-only tool calls of one message in parallel), so a decision
+is one ``BEGIN IMMEDIATE`` transaction: read the session's row, apply the
+streak rule, write it back. SQLite serialises writers (WAL, a busy timeout), so
+no count is lost and no two calls see the same count.
+
+A row is ``(session, digest, count, call_id, tool, updated)``: the 32-byte call
+digest, never the arguments. The counting rule is ``brake.LoopBrake.observe``:
+the same digest extends the streak, another one restarts it at 1, a repeated
+call id is the same call seen twice (not counted again, same verdict), and the
+call whose count reaches ``max_repeats`` is denied. A row idle longer than the
+TTL counts as absent, so pruning is only about size: expired rows and the
+oldest rows beyond the cap are deleted when a new session is inserted (never on
+a streak update), through an index on ``updated``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..brake import Verdict
+from ..canonical import hash_prefix
+
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_TTL",
+    "ENV_STATE",
+    "SessionRow",
+    "StateStore",
+    "StoreError",
+    "default_state_path",
+]
+
+ENV_STATE = "LOOP_BRAKE_STATE"
+DEFAULT_TTL = 24 * 3600.0
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_LOCK_TIMEOUT = 10.0
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS streaks ("
+    " session TEXT PRIMARY KEY,"
+    " digest BLOB NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " call_id TEXT,"
+    " tool TEXT NOT NULL,"
+    " updated REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS streaks_updated ON streaks (updated)",
+    f"PRAGMA user_version = {SCHEMA_VERSION}",
+)
+_SELECT = "SELECT digest, count, call_id, tool, updated FROM streaks WHERE session = ?"
+_UPSERT = (
+    "INSERT INTO streaks (session, digest, count, call_id, tool, updated)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (session) DO UPDATE SET digest = excluded.digest,"
+    " count = excluded.count, call_id = excluded.call_id, tool = excluded.tool,"
+    " updated = excluded.updated"
+)
+# SQLite result codes that mean "this file is not a usable database".
+_CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+class StoreError(Exception):
+    """The brake itself failed (locked, disk full, read-only...); never quotes arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """What ``state list`` shows of one session: no arguments, only a prefix."""
+
+    session: str
+    tool: str
+    count: int
+    hash_prefix: str
+    call_id: str | None
+    updated: float
+
+
+def default_state_path(env: dict[str, str] | None = None) -> str:
+    """``$LOOP_BRAKE_STATE``, else ``${XDG_STATE_HOME:-~/.local/state}/loop-brake/state.db``."""
+    environ = os.environ if env is None else env
+    explicit = environ.get(ENV_STATE)
+    if explicit:
+        return explicit
+    base = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "loop-brake", "state.db")
+
+
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _CORRUPT_CODES
+    text = str(exc)
+    return "not a database" in text or "malformed" in text
+
+
+def _describe(exc: BaseException) -> str:
+    """An SQLite or OS error as one line; these messages never contain row data."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or exc.__class__.__name__
+
+
+class StateStore:
+    """The on-disk streaks. ``warn`` receives the one-line notices (moved-aside files)."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        warn=None,
+    ) -> None:
+        self.path = path
+        self.ttl = ttl
+        self.max_sessions = max_sessions
+        self.lock_timeout = lock_timeout
+        self._warn = warn or (lambda message: None)
+        self._conn: sqlite3.Connection | None = None
+
+    # -- connection ---------------------------------------------------------
+
+    def _connect(self, create: bool = True) -> sqlite3.Connection:
+        fresh = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+        if fresh and not create:
+            raise FileNotFoundError(self.path)
+        if fresh:
+            parent = os.path.dirname(self.path)
+            if parent:
+                os.makedirs(parent, mode=0o700, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.lock_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            if fresh:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _move_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """Rename a corrupt store (and its WAL files) so a fresh one can be made."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        aside = f"{self.path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        try:
+            os.replace(self.path, aside)
+        except FileNotFoundError:
+            return  # another hook process moved it first
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.replace(self.path + suffix, aside + suffix)
+            except FileNotFoundError:
+                pass
+        self._warn(
+            f"state store {self.path} was unreadable ({_describe(exc)}); "
+            f"moved it to {aside} and started a new one"
+        )
+
+    def _run(self, work, create: bool = True):
+        """Run ``work(conn)``; a corrupt file is moved aside once and the work retried.
+
+        Any other SQLite or OS failure becomes StoreError (the caller's failure policy).
+        """
+        for attempt in (0, 1):
+            try:
+                if self._conn is None:
+                    self._conn = self._connect(create)
+                return work(self._conn)
+            except sqlite3.DatabaseError as exc:
+                if (
+                    attempt == 0
+                    and _is_corrupt(exc)
+                    and not isinstance(exc, sqlite3.OperationalError)
+                ):
+                    try:
+                        self._move_aside(exc)
+                    except OSError as move_exc:
+                        raise StoreError(
+                            f"state store {self.path} is unreadable ({_describe(exc)}) "
+                            f"and could not be moved aside ({_describe(move_exc)})"
+                        ) from None
+                    continue
+                raise StoreError(f"state store {self.path}: {_describe(exc)}") from None
+            except OSError as exc:
+                raise StoreError(f"state store {self.path}: {_describe(exc)}") from None
+        raise StoreError(f"state store {self.path}: still unreadable after recreating it")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- the decision ---------------------------------------------------------
+
+    def observe(
+        self,
+        session: str,
+        tool: str,
+        digest: bytes,
+        call_id: str | None,
+        max_repeats: int,
+        now: float | None = None,
+    ) -> Verdict:
+        """Count one call in one ``BEGIN IMMEDIATE`` transaction and return its verdict."""
+
+        def work(conn: sqlite3.Connection) -> Verdict:
+            at = time.time() if now is None else now
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                verdict = self._decide(conn, session, tool, digest, call_id, max_repeats, at)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return verdict
+
+        return self._run(work)
+
+    def _decide(
+        self,
+        conn: sqlite3.Connection,
+        session: str,
+        tool: str,
+        digest: bytes,
+        call_id: str | None,
+        max_repeats: int,
+        at: float,
+    ) -> Verdict:
+        try:
+            row = conn.execute(_SELECT, (session,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            row = None
+        if row is not None and row[4] < at - self.ttl:
+            row = None  # idle past the TTL: a new streak, whether or not it was pruned
+        duplicate = False
+        if row is None:
+            count, kept_digest, kept_tool = 1, digest, tool
+            conn.execute(_UPSERT, (session, digest, 1, call_id, tool, at))
+            self._prune(conn, at)
+        elif call_id is not None and call_id == row[2]:
+            duplicate = True
+            kept_digest, count, kept_tool = row[0], row[1], row[3]
+        else:
+            count = row[1] + 1 if row[0] == digest else 1
+            kept_digest, kept_tool = digest, tool
+            conn.execute(_UPSERT, (session, digest, count, call_id, tool, at))
+        return Verdict(
+            denied=count >= max_repeats,
+            tool_name=kept_tool,
+            session_id=session,
+            count=count,
+            max_repeats=max_repeats,
+            hash_prefix=hash_prefix(kept_digest),
+            call_id=call_id,
+            duplicate=duplicate,
+        )
+
+    def _prune(self, conn: sqlite3.Connection, at: float) -> None:
+        """Drop expired sessions, then the oldest beyond the cap (index on ``updated``)."""
+        conn.execute("DELETE FROM streaks WHERE updated < ?", (at - self.ttl,))
+        (total,) = conn.execute("SELECT count(*) FROM streaks").fetchone()
+        excess = total - self.max_sessions
+        if excess > 0:
+            conn.execute(
+                "DELETE FROM streaks WHERE session IN"
+                " (SELECT session FROM streaks ORDER BY updated ASC, session ASC LIMIT ?)",
+                (excess,),
+            )
+
+    # -- state list / reset ---------------------------------------------------
+
+    def sessions(self, session: str | None = None) -> Iterator[SessionRow]:
+        """Every live session (or one), most recently updated first; none if no store."""
+
+        def work(conn: sqlite3.Connection) -> list[SessionRow]:
+            query = "SELECT session, tool, count, digest, call_id, updated FROM streaks"
+            params: tuple[object, ...] = ()
+            if session is not None:
+                query += " WHERE session = ?"
+                params = (session,)
+            try:
+                rows = conn.execute(query + " ORDER BY updated DESC", params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []
+                raise
+            return [SessionRow(r[0], r[1], r[2], hash_prefix(r[3]), r[4], r[5]) for r in rows]
+
+        try:
+            return iter(self._run(work, create=False))
+        except StoreError:
+            if not os.path.exists(self.path):
+                return iter(())
+            raise
+
+    def reset(self, session: str | None = None) -> int:
+        """Forget one session's streak, or all of them; returns how many were removed."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if session is None:
+                    cursor = conn.execute("DELETE FROM streaks")
+                else:
+                    cursor = conn.execute("DELETE FROM streaks WHERE session = ?", (session,))
+                removed = cursor.rowcount
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                conn.execute("ROLLBACK")
+                if "no such table" in str(exc):
+                    return 0
+                raise
+            return removed
+
+        if not os.path.exists(self.path):
+            return 0
+        return self._run(work, create=False)
