@@ -1,0 +1,388 @@
+"""``loop-brake replay``: saved transcripts through the brake, and where it would have bitten.
+
+The command only parses options, resolves maxRepeats (exit 2 before reading any
+input if it is unusable) and chooses an output; finding files is discover.py,
+counting is analysis.py, drawing is render.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+import click
+
+from ..analysis import (
+    FileInfo,
+    Job,
+    Report,
+    merge,
+    parse_sweep,
+    replay_files,
+    replay_job,
+    report_to_json,
+    sweep,
+)
+from ..brake import InvalidMaxRepeatsError, LoopBrake, resolve_max_repeats
+from ..discover import discover
+from ..exitcodes import EXIT_CODES_HELP, ExitStatus
+from ..formats import names
+from ..reader import DEFAULT_MAX_LINE_BYTES
+
+PROGRESS_MIN_BYTES = 8 << 20
+"""Below this many bytes in all, a replay is quick enough to need no progress bar."""
+
+
+def _fail(message: str) -> None:
+    click.echo(f"loop-brake replay: {message}", err=True)
+
+
+@click.command(
+    "replay",
+    epilog=EXIT_CODES_HELP,
+    short_help="Replay saved transcripts: where the brake would have stopped the agent.",
+)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option(
+    "-m",
+    "--max-repeats",
+    type=int,
+    default=None,
+    help="Deny the call that brings a streak to N "
+    "(default: --config, else $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
+)
+@click.option(
+    "--config",
+    "config_paths",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Take maxRepeats from these cordis.patch.yml layers, in composition order (repeatable).",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(names()),
+    default=None,
+    help="Read every file as this format (default: detected per file).",
+)
+@click.option(
+    "--continue-sessions",
+    is_flag=True,
+    help="Let streaks continue across files (default: each file is its own run).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+@click.option(
+    "--verdicts",
+    is_flag=True,
+    help="Print the filter's verdict lines instead of a summary (as `filter --format X`).",
+)
+@click.option(
+    "--sweep",
+    "sweep_text",
+    metavar="LOW..HIGH",
+    default=None,
+    help="Also tabulate what each maxRepeats in LOW..HIGH (e.g. 2..10) would deny.",
+)
+@click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call would be denied.")
+@click.option("--expect-deny", is_flag=True, help="Exit 1 unless at least one call would be.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Replay files in N worker processes (each file its own run; output in input order).",
+)
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longer lines are unreadable records (and are never held in memory whole).",
+)
+def replay_command(
+    paths: tuple[str, ...],
+    max_repeats: int | None,
+    config_paths: tuple[str, ...],
+    format_name: str | None,
+    continue_sessions: bool,
+    as_json: bool,
+    verdicts: bool,
+    sweep_text: str | None,
+    fail_on_deny: bool,
+    expect_deny: bool,
+    jobs: int,
+    max_line_bytes: int,
+) -> int:
+    """Replay transcripts from PATHS (files, directories searched recursively, or -)
+    through the brake and summarise where it would have stopped each agent.
+
+    \b
+    Every file is its own run; its format is detected from its content
+    (--format forces one) and .gz files are read transparently. The summary
+    lists sessions, their longest identical streak, each denial and how many
+    more identical calls the agent made after it, a histogram of streak lengths,
+    and what the exact match cannot catch (A/B alternation, same tool with
+    changing arguments). Unreadable files get a located error on stderr, the
+    other files are still reported, and the exit status is 3.
+
+    \b
+      loop-brake replay ~/.codex/sessions --sweep 2..10
+      loop-brake replay golden/ --fail-on-deny     # CI: healthy runs stay unbraked
+      loop-brake replay stuck/ --expect-deny       # CI: known loops are caught
+
+    Tool arguments never appear in any output: only tool names, session ids,
+    call ids, 12-hex hash prefixes and locations.
+    """
+    if as_json and verdicts:
+        _fail("--json and --verdicts are different outputs: choose one")
+        return ExitStatus.USAGE
+    if jobs > 1 and continue_sessions:
+        _fail("-j cannot be combined with --continue-sessions (streaks would cross workers)")
+        return ExitStatus.USAGE
+    limits = None
+    if sweep_text is not None:
+        try:
+            limits = parse_sweep(sweep_text)
+        except ValueError as exc:
+            _fail(f"--sweep: {exc}")
+            return ExitStatus.USAGE
+    resolved = _resolve_max_repeats(max_repeats, config_paths)
+    if resolved is None:
+        return ExitStatus.USAGE
+    value, source = resolved
+
+    files: list[str] = []
+    missing: list[str] = []
+    for found in discover(paths):
+        if found.error is None:
+            files.append(found.path)
+        else:
+            missing.append(found.path)
+            _fail(f"{found.path}: {found.error}")
+    if not files:
+        _fail("nothing to replay")
+        return ExitStatus.NOT_FOUND
+
+    if verdicts:
+        bad, denied = _print_verdicts(
+            files, value, source, format_name, continue_sessions, max_line_bytes
+        )
+        unreadable = bad or bool(missing)
+    else:
+        cap = max(limits.stop - 1 if limits else 0, value)
+        report = _replay(
+            files, value, source, cap, format_name, continue_sessions, max_line_bytes, jobs
+        )
+        for error in report.errors:
+            _fail(str(error))
+        if report.unreadable > len(report.errors):
+            _fail(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)")
+        rows = sweep(report, limits) if limits else None
+        if as_json:
+            doc = report_to_json(report, rows)
+            text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+            sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+            sys.stdout.flush()
+        else:
+            from ..render import print_replay_summary
+
+            print_replay_summary(report, rows)
+        denied = report.denied > 0
+        unreadable = report.unreadable > 0 or bool(missing)
+    if unreadable:
+        return ExitStatus.UNREADABLE
+    if fail_on_deny and denied:
+        return ExitStatus.BRAKE
+    if expect_deny and not denied:
+        _fail("--expect-deny: no call would be denied")
+        return ExitStatus.BRAKE
+    return ExitStatus.OK
+
+
+def _resolve_max_repeats(
+    explicit: int | None, config_paths: Sequence[str]
+) -> tuple[int, str] | None:
+    """maxRepeats and where it came from, or None after reporting why it is unusable."""
+    if config_paths:
+        try:
+            from .. import config
+        except ImportError:
+            _fail("--config needs loop_brake_cli/config.py, which this build does not have")
+            return None
+        try:
+            return config.max_repeats_for_cli(explicit, list(config_paths))
+        except (config.ConfigError, InvalidMaxRepeatsError) as exc:
+            _fail(str(exc))
+            return None
+    try:
+        return resolve_max_repeats(explicit)
+    except InvalidMaxRepeatsError as exc:
+        _fail(str(exc))
+        return None
+
+
+def _replay(
+    files: list[str],
+    value: int,
+    source: str,
+    cap: int,
+    format_name: str | None,
+    continue_sessions: bool,
+    max_line_bytes: int,
+    jobs: int,
+) -> Report:
+    progress = _progress(files)
+    try:
+        if jobs > 1 and len(files) > 1 and "-" not in files:
+            return _replay_parallel(
+                files, value, source, cap, format_name, max_line_bytes, jobs, progress
+            )
+        on_progress, on_file = progress.callbacks() if progress else (None, None)
+        return replay_files(
+            files,
+            max_repeats=value,
+            max_repeats_source=source,
+            cap=cap,
+            format_name=format_name,
+            max_line_bytes=max_line_bytes,
+            continue_sessions=continue_sessions,
+            on_file=on_file,
+            on_progress=on_progress,
+        )
+    finally:
+        if progress:
+            progress.stop()
+
+
+def _replay_parallel(
+    files: list[str],
+    value: int,
+    source: str,
+    cap: int,
+    format_name: str | None,
+    max_line_bytes: int,
+    jobs: int,
+    progress: _Progress | None,
+) -> Report:
+    """Each file in a worker process; reports merged in input order as they arrive."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    work = [Job(path, format_name, value, source, cap, max_line_bytes) for path in files]
+    merged: Report | None = None
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
+        for report in pool.map(replay_job, work, chunksize=1):
+            if progress:
+                progress.file_done(report.files[0])
+            merged = report if merged is None else merge([merged, report])
+    assert merged is not None
+    return merged
+
+
+def _print_verdicts(
+    files: list[str],
+    value: int,
+    source: str,
+    format_name: str | None,
+    continue_sessions: bool,
+    max_line_bytes: int,
+) -> tuple[bool, bool]:
+    """Verdict lines exactly as ``filter --format X`` prints them; (unreadable, denied)."""
+    from ..events import error_record, verdict_record
+    from ..formats import UnknownFormatError, detect, get
+    from ..judge import Tally, judge
+    from ..output import LineWriter
+    from ..reader import UnreadableInputError, open_source
+
+    brake = LoopBrake(value, source=source)
+    out = LineWriter(sys.stdout.buffer)
+    tally = Tally()
+    label = len(files) > 1
+    unreadable = False
+    for index, path in enumerate(files):
+        if index and not continue_sessions:
+            brake.reset()
+        try:
+            src = open_source(path, max_line_bytes, on_wait=out.flush)
+        except OSError as exc:
+            out.flush()
+            _fail(f"{path}: cannot read: {exc.strerror or exc}")
+            unreadable = True
+            continue
+        file_label = src.name if label else None
+        write: Callable = out.write
+        try:
+            adapter = get(format_name) if format_name else detect(src.head(), src.name)
+            for record, verdict in judge(adapter.parse(src), brake, tally):
+                if verdict is None:
+                    write(error_record(record, file_label))  # type: ignore[arg-type]
+                else:
+                    write(verdict_record(record, verdict, file_label))  # type: ignore[arg-type]
+        except UnknownFormatError as exc:
+            out.flush()
+            _fail(str(exc))
+            unreadable = True
+        except UnreadableInputError as exc:
+            out.flush()
+            _fail(f"{src.name}: {exc}")
+            unreadable = True
+        finally:
+            src.close()
+    out.flush()
+    return unreadable or tally.errors > 0, tally.denied > 0
+
+
+class _Progress:
+    """A transient bar on stderr, by bytes read, for long inputs on a terminal."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.bar.add_task("replay", total=total)
+        self.done = 0
+        self.bar.start()
+
+    def callbacks(self) -> tuple[Callable[[int], None], Callable[[FileInfo, Report | None], None]]:
+        def on_progress(position: int) -> None:
+            self.bar.update(self.task, completed=self.done + position)
+
+        def on_file(info: FileInfo, report: Report | None) -> None:
+            self.file_done(info)
+
+        return on_progress, on_file
+
+    def file_done(self, info: FileInfo) -> None:
+        self.done += info.size
+        self.bar.update(self.task, completed=self.done)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def _progress(files: list[str]) -> _Progress | None:
+    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+        return None
+    total = 0
+    for path in files:
+        try:
+            total += os.path.getsize(path) if path != "-" else 0
+        except OSError:
+            pass
+    return _Progress(total) if total >= PROGRESS_MIN_BYTES else None
