@@ -15,6 +15,7 @@ import click
 from .exitcodes import EXIT_CODES_HELP, ExitStatus
 
 COMMANDS: dict[str, str] = {
+    "check-config": "loop_brake_cli.commands.check_config:check_config_command",
     "filter": "loop_brake_cli.commands.filter:filter_command",
     "hash": "loop_brake_cli.commands.hash:hash_command",
     "hook": "loop_brake_cli.commands.hook:hook_command",

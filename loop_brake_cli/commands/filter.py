@@ -32,6 +32,15 @@ VERDICT_KINDS = ("pass", "deny", "error")
     help="Deny the call that brings a streak to N (default: $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
 )
 @click.option(
+    "--config",
+    "config_paths",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="PATCH_FILE",
+    help="Take maxRepeats from these harness patch layers, in order (repeatable; "
+    "after --max-repeats, before the environment).",
+)
+@click.option(
     "--format",
     "format_name",
     type=click.Choice(names()),
@@ -63,6 +72,7 @@ VERDICT_KINDS = ("pass", "deny", "error")
 def filter_command(
     files: tuple[str, ...],
     max_repeats: int | None,
+    config_paths: tuple[str, ...],
     format_name: str,
     only: tuple[str, ...],
     fail_on_deny: bool,
@@ -85,7 +95,18 @@ def filter_command(
     goes on. Arguments never appear in the output.
     """
     try:
-        brake = LoopBrake(max_repeats)
+        if config_paths:
+            from ..config import ConfigError, max_repeats_for_cli
+
+            try:
+                value, source = max_repeats_for_cli(max_repeats, config_paths)
+            except ConfigError as exc:
+                for line in str(exc).splitlines():
+                    click.echo(f"loop-brake filter: {line}", err=True)
+                return ExitStatus.USAGE
+            brake = LoopBrake(value, source=source)
+        else:
+            brake = LoopBrake(max_repeats)
     except InvalidMaxRepeatsError as exc:
         click.echo(f"loop-brake filter: {exc}", err=True)
         return ExitStatus.USAGE
