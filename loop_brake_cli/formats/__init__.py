@@ -49,6 +49,7 @@ class UnknownFormatError(ValueError):
 def _load() -> list[ModuleType]:
     from . import (
         anthropic,
+        cassette,
         claude_code,
         claude_hooks,
         codex,
@@ -69,6 +70,7 @@ def _load() -> list[ModuleType]:
         codex,
         mcp,
         otel,
+        cassette,
         gemini_cli,
         openhands,
         swe_agent,
