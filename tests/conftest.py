@@ -46,6 +46,21 @@ def run_cli(
     )
 
 
+def shared_dir() -> Path:
+    """The workplace's shared folder: $LOOP_BRAKE_SHARED, else ../shared beside the repo."""
+    override = os.environ.get("LOOP_BRAKE_SHARED")
+    return Path(override) if override else ROOT.parent / "shared"
+
+
+@pytest.fixture
+def shared_samples() -> Path:
+    """shared/samples-real (real transcripts we may not copy), or a skip that says why."""
+    samples = shared_dir() / "samples-real"
+    if not samples.is_dir():
+        pytest.skip(f"{samples} is absent: the no-licence real samples are read only from there")
+    return samples
+
+
 @pytest.fixture
 def node() -> str:
     """The node executable, or a skip that says why."""
