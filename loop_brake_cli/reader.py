@@ -104,7 +104,7 @@ class Source:
         """Yield (line number, bytes without the line ending); blank lines are skipped."""
         limit = self.max_line_bytes
         number = 0
-        pending = b""
+        pending = bytearray()  # a line's start, grown in place (long lines stay linear)
         skipping = False  # inside a line already reported as too long
         first = True
         while True:
@@ -128,8 +128,12 @@ class Source:
                 if skipping:
                     skipping = False
                 else:
-                    line = pending + chunk[start:end] if pending else chunk[start:end]
-                    pending = b""
+                    if pending:
+                        pending += chunk[start:end]
+                        line = bytes(pending)
+                        pending.clear()
+                    else:
+                        line = chunk[start:end]
                     if line.endswith(b"\r"):
                         line = line[:-1]
                     if len(line) > limit:
@@ -142,14 +146,14 @@ class Source:
                 continue
             rest = chunk[start:]
             if len(pending) + len(rest) > limit + 1:
-                pending = b""
+                pending.clear()
                 skipping = True
                 yield number + 1, TOO_LONG
             elif rest:
-                pending = pending + rest if pending else rest
+                pending += rest
         if pending and not skipping:
             number += 1
-            line = pending[:-1] if pending.endswith(b"\r") else pending
+            line = bytes(pending[:-1] if pending.endswith(b"\r") else pending)
             if len(line) > limit:
                 yield number, TOO_LONG
             elif line.strip():
