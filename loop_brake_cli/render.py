@@ -14,7 +14,7 @@ from .judge import Tally
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from .analysis import Report, SweepRow
+    from .analysis import Report, SessionStats, SweepRow, Where
 
 
 def stderr_console() -> Console:
@@ -38,6 +38,8 @@ def print_filter_summary(tally: Tally, brake: LoopBrake, files: int) -> None:
 # --- replay ----------------------------------------------------------------------
 
 _BAR_WIDTH = 30
+_PLAIN_WIDTH = 1000
+_DENIALS_SHOWN = 50
 
 
 def replay_console(stderr: bool = False) -> Console:
@@ -46,42 +48,13 @@ def replay_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def _ordinal(n: int) -> str:
-    words = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}
-    if n in words:
-        return words[n]
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
-
-
-def _table(title: str, console: Console) -> Table:
-    from rich import box
-    from rich.table import Table
-
-    style = box.SIMPLE_HEAD
-    if not console.is_terminal:  # plain text stays ASCII
-        style = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n")
-    return Table(
-        title=title or None,
-        title_justify="left",
-        title_style="bold",
-        box=style,
-        pad_edge=False,
-        show_edge=False,
-    )
-
-
 def print_replay_summary(
     report: Report, sweep_rows: Sequence[SweepRow] | None = None, console: Console | None = None
 ) -> None:
     """The at-a-glance answer: where the brake would have stopped these agents.
 
     On a terminal, rich draws it to fit. Otherwise (a pipe, a file, CI logs) it is
-    plain text drawn wide enough that no cell wraps, without trailing spaces, so
+    plain ASCII drawn wide enough that no cell wraps, without trailing spaces, so
     a line can be grepped whole.
     """
     if console is None:
@@ -91,59 +64,148 @@ def print_replay_summary(
             import sys
 
             buffer = io.StringIO()
-            _draw_replay(report, sweep_rows, Console(file=buffer, width=_PLAIN_WIDTH))
+            _ReplayView(report, Console(file=buffer, width=_PLAIN_WIDTH)).draw(sweep_rows)
             lines = (line.rstrip() for line in buffer.getvalue().splitlines())
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
             return
-    _draw_replay(report, sweep_rows, console)
+    _ReplayView(report, console).draw(sweep_rows)
 
 
-_PLAIN_WIDTH = 240
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
-def _draw_replay(report: Report, sweep_rows: Sequence[SweepRow] | None, console: Console) -> None:
-    from .analysis import histogram
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
-    e = _safe
-    formats = Counter(info.format for info in report.files if info.format)
-    shown_formats = ", ".join(f"{name} {n}" for name, n in sorted(formats.items())) or "none"
-    failed = report.failed_files
-    console.print(
-        f"[bold]loop-brake replay[/]: {_plural(len(report.files), 'file')} ({e(shown_formats)})"
-        + (f", [bold red]{failed} unreadable[/]" if failed else "")
-        + f"; {_plural(report.calls, 'tool call')}; {_plural(len(report.sessions), 'session')}"
-    )
-    console.print(f"maxRepeats = {report.max_repeats} ({e(report.max_repeats_source)})")
-    extras = []
-    if report.duplicates:
-        extras.append(f"{_plural(report.duplicates, 'duplicate')} (same call id, counted once)")
-    if report.unparsed_args:
-        extras.append(f"{_plural(report.unparsed_args, 'call')} with unparseable arguments")
-    if report.unreadable:
-        extras.append(f"{_plural(report.unreadable, 'unreadable record')} (see stderr)")
-    if extras:
-        console.print("; ".join(extras))
-    if report.denied:
-        sessions = sum(1 for s in report.sessions if s.denied)
-        console.print(
-            f"[bold red]{_plural(report.denied, 'call')} would be denied[/] in "
-            f"{_plural(sessions, 'session')} ({_plural(report.denied_streaks, 'streak')})"
+
+def _safe(text: str) -> str:
+    """Markup-escaped, and a lone surrogate (possible in a tool name) as its escape."""
+    from rich.markup import escape
+
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _common_dir(names: Sequence[str]) -> str:
+    """The directory every file shares, so tables can show shorter names ("" if none)."""
+    import os
+
+    dirs = [os.path.dirname(name) for name in names if name != "<stdin>"]
+    if not dirs or not all(dirs) or len(dirs) != len(names):
+        return ""
+    try:
+        return os.path.commonpath(dirs)
+    except ValueError:
+        return ""
+
+
+class _ReplayView:
+    """Draws one report; knows how to name files and locations briefly."""
+
+    def __init__(self, report: Report, console: Console) -> None:
+        self.report = report
+        self.console = console
+        self.base = _common_dir([info.file for info in report.files])
+        self.only = report.files[0].file if len(report.files) == 1 else None
+
+    def name(self, file: str) -> str:
+        import os
+
+        return os.path.relpath(file, self.base) if self.base else file
+
+    def where(self, where: Where, file: str | None = None) -> str:
+        """A location; inside the row's own file (or the only file) the line or JSON path."""
+        if where.file == (file or self.only):
+            if where.line is not None:
+                return f"line {where.line}"
+            return where.path if where.path is not None else f"call {where.call}"
+        name = self.name(where.file)
+        if where.line is not None:
+            return f"{name}:{where.line}"
+        if where.path is not None:
+            return f"{name}:{where.path}"
+        return f"{name} (call {where.call})"
+
+    def session(self, stats: SessionStats) -> str:
+        return "(the file)" if stats.session == stats.file else stats.session
+
+    def table(self, title: str, *columns: tuple[str, str]) -> Table:
+        from rich import box
+        from rich.table import Table
+
+        style = box.SIMPLE_HEAD
+        if not self.console.is_terminal:  # plain text stays ASCII
+            style = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n")
+        table = Table(
+            title=title or None,
+            title_justify="left",
+            title_style="bold",
+            box=style,
+            pad_edge=False,
+            show_edge=False,
         )
-    else:
-        console.print("[green]No call would be denied.[/]")
+        for name, justify in columns:
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        return table
 
-    if report.sessions:
-        table = _table("Sessions", console)
-        for name, justify in (
+    def show(self, table: Table) -> None:
+        self.console.print()
+        self.console.print(table)
+
+    def draw(self, sweep_rows: Sequence[SweepRow] | None) -> None:
+        self.header()
+        self.sessions()
+        self.denials()
+        self.histogram()
+        self.not_caught()
+        if sweep_rows is not None:
+            self.sweep(sweep_rows)
+
+    def header(self) -> None:
+        report, e, out = self.report, _safe, self.console.print
+        formats = Counter(info.format for info in report.files if info.format)
+        shown = ", ".join(f"{name} {n}" for name, n in sorted(formats.items())) or "none"
+        failed = report.failed_files
+        out(
+            f"[bold]loop-brake replay[/]: {_plural(len(report.files), 'file')} ({e(shown)})"
+            + (f", [bold red]{failed} unreadable[/]" if failed else "")
+            + (f": {e(self.only)}" if self.only else f" in {e(self.base)}" if self.base else "")
+            + f"; {_plural(report.calls, 'tool call')}; {_plural(len(report.sessions), 'session')}"
+        )
+        out(f"maxRepeats = {report.max_repeats} ({e(report.max_repeats_source)})")
+        extras = []
+        if report.duplicates:
+            extras.append(f"{_plural(report.duplicates, 'duplicate')} (same call id, counted once)")
+        if report.unparsed_args:
+            extras.append(f"{_plural(report.unparsed_args, 'call')} with unparseable arguments")
+        if report.unreadable:
+            extras.append(f"{_plural(report.unreadable, 'unreadable record')} (see stderr)")
+        if extras:
+            out("; ".join(extras))
+        if report.denied:
+            sessions = sum(1 for s in report.sessions if s.denied)
+            out(
+                f"[bold red]{_plural(report.denied, 'call')} would be denied[/] in "
+                f"{_plural(sessions, 'session')} ({_plural(report.denied_streaks, 'streak')})"
+            )
+        else:
+            out("[green]No call would be denied.[/]")
+
+    def sessions(self) -> None:
+        if not self.report.sessions:
+            return
+        e = _safe
+        table = self.table(
+            "Sessions",
             ("file", "left"),
             ("session", "left"),
             ("calls", "right"),
             ("longest identical streak", "left"),
             ("denied", "right"),
-        ):
-            table.add_column(name, justify=justify, overflow="fold")
-        for stats in report.sessions:
+        )
+        for stats in self.report.sessions:
             longest = stats.longest
             if longest is None:
                 streak = "-"
@@ -152,46 +214,54 @@ def _draw_replay(report: Report, sweep_rows: Sequence[SweepRow] | None, console:
             else:
                 streak = (
                     f"{e(longest.tool)} {longest.hash_prefix} x{longest.length} "
-                    f"from {e(str(longest.start))}"
+                    f"from {e(self.where(longest.start, stats.file))}"
                 )
-            denied = f"[bold red]{stats.denied}[/]" if stats.denied else "0"
-            table.add_row(e(stats.file), e(stats.session), str(stats.calls), streak, denied)
-        console.print()
-        console.print(table)
+            table.add_row(
+                e(self.name(stats.file)),
+                e(self.session(stats)),
+                str(stats.calls),
+                streak,
+                f"[bold red]{stats.denied}[/]" if stats.denied else "0",
+            )
+        self.show(table)
 
-    if report.denials:
-        table = _table("Denials: where the brake first stopped each streak", console)
-        for name, justify in (
+    def denials(self) -> None:
+        report, e = self.report, _safe
+        if not report.denials:
+            return
+        table = self.table(
+            "Denials: where the brake first stopped each streak",
             ("where", "left"),
             ("tool", "left"),
             ("hash", "left"),
             ("streak", "right"),
-            ("after the denial", "left"),
-        ):
-            table.add_column(name, justify=justify, overflow="fold")
+            ("what happened", "left"),
+        )
         for denial in report.denials[:_DENIALS_SHOWN]:
             more = denial.more
             after = (
-                "the agent stopped"
-                if more == 0
-                else f"the agent tried {_plural(more, 'more time')}"
+                "then it stopped" if more == 0 else f"the agent tried {_plural(more, 'more time')}"
             )
             table.add_row(
-                e(str(denial.at)) + f" (call {denial.at.call})",
+                f"{e(self.where(denial.at))} (call {denial.at.call})",
                 e(denial.tool),
                 denial.hash_prefix,
                 str(denial.streak_length),
-                after,
+                f"denied at the {_ordinal(report.max_repeats)} identical call; {after}",
             )
-        console.print()
-        console.print(table)
+        self.show(table)
         hidden = report.denied_streaks - min(len(report.denials), _DENIALS_SHOWN)
         if hidden:
-            console.print(f"... and {_plural(hidden, 'more denial')} (see --json)")
+            self.console.print(f"... and {_plural(hidden, 'more denial')} (all of them: --json)")
 
-    if report.streak_lengths:
-        console.print()
-        console.print("[bold]Streak lengths[/] (identical consecutive calls; 1 = no repeat)")
+    def histogram(self) -> None:
+        from .analysis import histogram
+
+        report, out = self.report, self.console.print
+        if not report.streak_lengths:
+            return
+        out()
+        out("[bold]Streak lengths[/] (identical consecutive calls; 1 = no repeat)")
         buckets = histogram(report)
         peak = max(n for _, n in buckets) or 1
         longest = max(report.streak_lengths)
@@ -202,69 +272,59 @@ def _draw_replay(report: Report, sweep_rows: Sequence[SweepRow] | None, console:
                 label.endswith("+") and longest >= report.max_repeats
             )
             mark = " [red]<- denied[/]" if denied and n else ""
-            console.print(f"{label:>4} {bar:<{_BAR_WIDTH}} {n}{mark}")
+            out(f"{label:>4} {bar:<{_BAR_WIDTH}} {n}{mark}")
 
-    _print_not_caught(report, console)
-
-    if sweep_rows is not None:
-        table = _table("Sweep: what each maxRepeats would have denied", console)
-        for name in ("maxRepeats", "denied calls", "sessions with a denial", "first denial"):
-            table.add_column(name, justify="left" if name == "first denial" else "right")
-        for row in sweep_rows:
-            first = (
-                f"{e(str(row.first_denial))} (call {row.first_denial.call})"
-                if row.first_denial
-                else "-"
+    def not_caught(self) -> None:
+        e, out = _safe, self.console.print
+        rows = [
+            s
+            for s in self.report.sessions
+            if (s.longest_alternation and s.longest_alternation.length >= 4)
+            or (s.longest_same_tool and s.longest_same_tool.length >= 3)
+        ]
+        out()
+        out("[bold]What the exact brake does not catch[/] (informational; the rules do not change)")
+        if not rows:
+            out("No A/B alternation of 4+ calls; no same-tool run of 3+ calls, arguments changing.")
+            return
+        table = self.table(
+            "",
+            ("file", "left"),
+            ("session", "left"),
+            ("longest A/B alternation", "left"),
+            ("longest same-tool run, arguments changing", "left"),
+        )
+        for s in rows:
+            alt, same = s.longest_alternation, s.longest_same_tool
+            table.add_row(
+                e(self.name(s.file)),
+                e(self.session(s)),
+                f"{e(alt.tools[0])}/{e(alt.tools[1])} x{alt.length} "
+                f"from {e(self.where(alt.start, s.file))}"
+                if alt
+                else "-",
+                f"{e(same.tool)} x{same.length} from {e(self.where(same.start, s.file))}"
+                if same
+                else "-",
             )
-            current = " (current)" if row.max_repeats == report.max_repeats else ""
+        self.console.print(table)
+
+    def sweep(self, rows: Sequence[SweepRow]) -> None:
+        e = _safe
+        table = self.table(
+            "Sweep: what each maxRepeats would have denied",
+            ("maxRepeats", "right"),
+            ("denied calls", "right"),
+            ("sessions with a denial", "right"),
+            ("first denial", "left"),
+        )
+        for row in rows:
+            first = row.first_denial
+            current = " (current)" if row.max_repeats == self.report.max_repeats else ""
             table.add_row(
                 f"{row.max_repeats}{current}",
                 str(row.denied_calls),
                 str(row.sessions_with_denial),
-                first,
+                f"{e(self.where(first))} (call {first.call})" if first else "-",
             )
-        console.print()
-        console.print(table)
-
-
-_DENIALS_SHOWN = 50
-
-
-def _safe(text: str) -> str:
-    """Markup-escaped, and a lone surrogate (possible in a tool name) as its escape."""
-    from rich.markup import escape
-
-    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
-
-
-def _print_not_caught(report: Report, console: Console) -> None:
-    e = _safe
-
-    rows = [
-        s
-        for s in report.sessions
-        if (s.longest_alternation and s.longest_alternation.length >= 4)
-        or (s.longest_same_tool and s.longest_same_tool.length >= 3)
-    ]
-    console.print()
-    console.print(
-        "[bold]What the exact brake does not catch[/] (informational; the rules do not change):"
-    )
-    if not rows:
-        console.print("no A/B alternation of 4+ calls and no same-tool run of 3+ changing calls")
-        return
-    table = _table("", console)
-    table.add_column("session", overflow="fold")
-    table.add_column("longest A/B alternation", overflow="fold")
-    table.add_column("longest same-tool run, arguments changing", overflow="fold")
-    for s in rows:
-        alt = s.longest_alternation
-        same = s.longest_same_tool
-        table.add_row(
-            e(f"{s.file} {s.session}" if s.file != s.session else s.session),
-            f"{e(alt.tools[0])}/{e(alt.tools[1])} x{alt.length} from {e(str(alt.start))}"
-            if alt
-            else "-",
-            f"{e(same.tool)} x{same.length} from {e(str(same.start))}" if same else "-",
-        )
-    console.print(table)
+        self.show(table)

@@ -207,15 +207,13 @@ def _resolve_max_repeats(
 ) -> tuple[int, str] | None:
     """maxRepeats and where it came from, or None after reporting why it is unusable."""
     if config_paths:
+        from ..config import ConfigError, max_repeats_for_cli  # reads YAML: only when asked
+
         try:
-            from .. import config
-        except ImportError:
-            _fail("--config needs loop_brake_cli/config.py, which this build does not have")
-            return None
-        try:
-            return config.max_repeats_for_cli(explicit, list(config_paths))
-        except (config.ConfigError, InvalidMaxRepeatsError) as exc:
-            _fail(str(exc))
+            return max_repeats_for_cli(explicit, list(config_paths))
+        except (ConfigError, InvalidMaxRepeatsError) as exc:
+            for line in str(exc).splitlines():
+                _fail(line)
             return None
     try:
         return resolve_max_repeats(explicit)
