@@ -87,7 +87,9 @@ def event_to_records(obj: Any, number: int | None, seen: RecentIds) -> Iterator[
     elif call_id is not None:
         yield BadRecord("tool_use_id is not a string", number)
         return
-    key = session_key(session) if agent is None else subagent_session_key(session_key(session), agent)
+    key = (
+        session_key(session) if agent is None else subagent_session_key(session_key(session), agent)
+    )
     args, unparsed = parse_arguments(obj.get("tool_input"))
     yield ToolCall(name, args, key, call_id, number, None, unparsed)
 

@@ -149,7 +149,9 @@ class _Connections:
         self.touch(label)
         yield from self.call(msg, label, number, path)
 
-    def call(self, msg: dict[str, Any], label: str, number: int, path: str | None) -> Iterator[Record]:
+    def call(
+        self, msg: dict[str, Any], label: str, number: int, path: str | None
+    ) -> Iterator[Record]:
         params = msg.get("params")
         where = json_path("params") if path is None else path + ".params"
         if not isinstance(params, dict):

@@ -236,7 +236,9 @@ def _to_record(span: _Span, index: dict[tuple[str, str], _Span]) -> Record:
     attributes = span.attributes
     name = attributes.get(TOOL_NAME)
     if not isinstance(name, str):
-        return BadRecord("execute_tool span without a string gen_ai.tool.name", span.line, span.path)
+        return BadRecord(
+            "execute_tool span without a string gen_ai.tool.name", span.line, span.path
+        )
     if ARGUMENTS not in attributes:
         return BadRecord(
             "execute_tool span without gen_ai.tool.call.arguments (an opt-in attribute)",
