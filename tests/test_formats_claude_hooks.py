@@ -1,0 +1,110 @@
+"""The claude-hooks adapter: Claude Code hook-event logs, one PreToolUse = one call.
+
+The real fasthooks hook log records the same session as the fasthooks main
+transcript: its 10 PreToolUse events are that transcript's 10 tool_use blocks
+(SOURCES.md: "0 tool_use blocks; it holds PreToolUse events").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import claude_hooks, detect, get
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
+SAMPLE = ROOT / "samples" / "formats" / "claude-hooks.jsonl"
+CANARY = "CANARY-9a7b3c-do-not-print"
+
+
+def read(path: Path, fmt: str | None = None):
+    source = open_source(str(path))
+    try:
+        module = get(fmt) if fmt else detect(source.head(), str(path))
+        return module, list(module.parse(source))
+    finally:
+        source.close()
+
+
+def parse_bytes(data: bytes) -> list:
+    return list(claude_hooks.parse(Source(io.BytesIO(data), "<test>")))
+
+
+def test_real_hook_log_counts_its_pre_tool_use_events() -> None:
+    module, records = read(FIXTURES / "real--fasthooks-hook-logs.jsonl")
+    assert module.INFO.name == "claude-hooks"
+    assert all(isinstance(r, ToolCall) for r in records)
+    assert len(records) == 10
+    assert Counter(r.tool for r in records) == Counter({"Bash": 5, "Write": 3, "Read": 2})
+    assert {r.session for r in records} == {"c45af7b1-cb7c-4e51-93db-8cbb250a877a"}
+
+
+def test_real_hook_log_matches_the_transcript_call_for_call() -> None:
+    _, hooks = read(FIXTURES / "real--fasthooks-hook-logs.jsonl")
+    _, transcript = read(FIXTURES / "real--fasthooks-main-transcript.jsonl")
+    assert [call_hash(r.tool, r.args) for r in hooks] == [
+        call_hash(r.tool, r.args) for r in transcript
+    ]
+
+
+def test_edge_cases() -> None:
+    _, records = read(FIXTURES / "synthetic--hooks.jsonl")
+    got = []
+    for record, verdict in judge(records, LoopBrake(3)):
+        if verdict is None:
+            got.append(("bad", record.line))
+        else:
+            got.append((record.line, record.tool, record.session, record.call_id, verdict.count))
+    assert got == [
+        (2, "Bash", "sess-H", "toolu_a", 1),  # PostToolUse (line 3) is not a call
+        (4, "Bash", "sess-H", "toolu_b", 2),  # line 5 logs toolu_b again
+        (6, "Read", "sess-H/ag1", "toolu_c", 1),
+        (7, "Bash", "sess-H", "toolu_d", 3),
+        ("bad", 8),
+        ("bad", 9),
+    ]
+
+
+def test_canary_never_in_errors() -> None:
+    rows = [
+        {"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {"k": CANARY}},
+        {"session_id": {"x": CANARY}, "event": "PreToolUse", "tool_name": "Bash"},
+        {"session_id": "s", "event": "PreToolUse", "tool_name": "Bash", "tool_use_id": [CANARY]},
+        [CANARY],
+    ]
+    data = ("\n".join(json.dumps(r) for r in rows) + '\n{"tool_input":"' + CANARY).encode()
+    bad = [r for r in parse_bytes(data) if isinstance(r, BadRecord)]
+    assert len(bad) == 5 and all(CANARY not in r.message for r in bad)
+    result = run_cli("filter", "--format", "claude-hooks", "-", input=data)
+    assert CANARY.encode() not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    [FIXTURES / "real--fasthooks-hook-logs.jsonl", FIXTURES / "synthetic--hooks.jsonl", SAMPLE],
+    ids=lambda p: p.name,
+)
+def test_detect(path: Path) -> None:
+    module, records = read(path)
+    assert module.INFO.name == "claude-hooks"
+    assert any(isinstance(r, ToolCall) for r in records)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=600))
+def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+    claude_hooks.sniff(data)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))
