@@ -1,0 +1,257 @@
+"""The codex adapter on real Codex CLI rollouts and on edge cases.
+
+Counts checked by hand against ../shared/samples-real/SOURCES.md: 3 (shell),
+36 (write_stdin 20, exec_command 12, apply_patch 3, update_plan 1) with the
+6 identical write_stdin polls, and 8 (exec_command 5, js 3 in mcp__node_repl__).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import codex, detect, get
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = ROOT / "tests" / "fixtures" / "codex"
+SAMPLE = ROOT / "samples" / "formats" / "codex.jsonl"
+SHARED = ROOT.parent / "shared" / "samples-real" / "codex-cli"
+POLLS = FIXTURES / "real--codemie-rollout-019e1625-EXCERPT-write-stdin-polls.jsonl.gz"
+NAMESPACE = FIXTURES / "real--codemie-rollout-019e1695-EXCERPT-mcp-namespace.jsonl.gz"
+SHELL = FIXTURES / "real--codemie-rollout-019b7f94-shell.jsonl"
+CANARY = "CANARY-3d2e1f-do-not-print"
+
+
+def read(path: Path, fmt: str | None = None):
+    source = open_source(str(path))
+    try:
+        module = get(fmt) if fmt else detect(source.head(), str(path))
+        return module, list(module.parse(source))
+    finally:
+        source.close()
+
+
+def parse_bytes(data: bytes) -> list:
+    return list(codex.parse(Source(io.BytesIO(data), "<test>")))
+
+
+REAL = [
+    (SHELL, 3, "019b7f94-51b4-7593-922e-ba12b5b73b52", {"shell": 3}),
+    (
+        POLLS,
+        36,
+        "019e1625-789d-76c0-80ab-3724b5ddb799",
+        {"write_stdin": 20, "exec_command": 12, "apply_patch": 3, "update_plan": 1},
+    ),
+    (
+        NAMESPACE,
+        8,
+        "019e1695-0522-7c83-8b39-0dd379793f80",
+        {"exec_command": 5, "mcp__node_repl__js": 3},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "count", "session", "tools"), REAL, ids=lambda v: str(v)[-30:])
+def test_real_rollouts(path: Path, count: int, session: str, tools: dict) -> None:
+    module, records = read(path)
+    assert module.INFO.name == "codex"
+    assert all(isinstance(r, ToolCall) for r in records)
+    assert len(records) == count
+    assert {r.session for r in records} == {session}
+    assert Counter(r.tool for r in records) == Counter(tools)
+    assert not any(r.args_unparsed for r in records)
+
+
+def test_six_identical_polls_are_one_streak_denied_from_the_third() -> None:
+    _, records = read(POLLS)
+    verdicts = list(judge(records, LoopBrake(3)))
+    longest = max(verdicts, key=lambda rv: rv[1].count)
+    assert longest[1].count == 6 and longest[0].tool == "write_stdin"
+    streak = [(r.line, v.count, v.denied) for r, v in verdicts if r.line >= 82 and r.line <= 100]
+    assert streak == [
+        (82, 1, False),
+        (87, 2, False),
+        (90, 3, True),
+        (93, 4, True),
+        (96, 5, True),
+        (100, 6, True),
+    ]
+    assert sum(v.denied for _, v in verdicts) == 4
+    # the boundary a --sweep shows: at maxRepeats 7 the legitimate polling passes
+    assert not any(v.denied for _, v in judge(records, LoopBrake(7)))
+    assert any(v.denied for _, v in judge(records, LoopBrake(6)))
+
+
+def test_custom_tool_call_input_is_hashed_as_text_not_unparseable() -> None:
+    _, records = read(POLLS)
+    patches = [r for r in records if r.tool == "apply_patch"]
+    assert len(patches) == 3
+    assert all(isinstance(r.args, str) and r.args.startswith("*** Begin Patch") for r in patches)
+    assert not any(r.args_unparsed for r in patches)
+
+
+def test_edge_cases() -> None:
+    _, records = read(FIXTURES / "synthetic--edge-cases.jsonl")
+    got = []
+    for record, verdict in judge(records, LoopBrake(3)):
+        if verdict is None:
+            got.append(("bad", record.line))
+        else:
+            got.append(
+                (record.line, record.tool, record.call_id, verdict.count, record.args_unparsed)
+            )
+    assert got == [
+        (4, "exec_command", "c1", 1, False),  # arguments "" is {}
+        (6, "exec_command", "c2", 2, False),  # "{}" is the same call; line 5 is an event_msg echo
+        (7, "exec_command", "c3", 1, True),  # invalid JSON: hashed as the string, counted
+        (8, "mcp__fs__read", "c4", 1, False),
+        (9, "apply_patch", "c5", 1, False),
+        # line 10 records c4 again
+        (11, "local_shell", None, 1, False),
+        (12, "local_shell", None, 2, False),
+        (13, "write_stdin", "c6", 1, False),
+        (14, "write_stdin", "c7", 2, False),  # same object, keys in another order
+        (15, "write_stdin", "c8", 3, False),
+        ("bad", 17),
+        ("bad", 18),
+        (20, "update_plan", "c9", 1, False),
+    ]
+    assert {r.session for r in records if isinstance(r, ToolCall)} == {"sess-C"}
+
+
+def test_legacy_layout() -> None:
+    module, records = read(FIXTURES / "synthetic--legacy-layout.jsonl")
+    assert module.INFO.name == "codex"
+    assert [(r.line, r.tool, r.session, r.call_id) for r in records] == [
+        (4, "shell", "legacy-1", "call_1"),
+        (7, "shell", "legacy-1", "call_2"),
+    ]
+
+
+def test_calls_before_session_meta_are_default_session() -> None:
+    line = {"type": "response_item", "payload": {"type": "function_call", "name": "x"}}
+    (record,) = parse_bytes(json.dumps(line).encode())
+    assert record.session == "default" and record.args == {}
+
+
+def test_live_pipe_verdict_before_input_ends() -> None:
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loop_brake_cli", "filter", "--format", "codex"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(lines[0] + lines[1])
+        proc.stdin.flush()
+        verdict = json.loads(proc.stdout.readline())
+        assert verdict["toolName"] == "exec_command" and verdict["callId"] == "call_s1"
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_filter_on_the_sample() -> None:
+    result = run_cli("filter", "--format", "codex", str(SAMPLE))
+    verdicts = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(v["toolName"], v["count"], v["verdict"]) for v in verdicts] == [
+        ("exec_command", 1, "pass"),
+        ("write_stdin", 1, "pass"),
+        ("write_stdin", 2, "pass"),
+        ("write_stdin", 3, "deny"),
+    ]
+
+
+def test_canary_never_in_errors() -> None:
+    def item(payload: object) -> dict:
+        return {"timestamp": "t", "type": "response_item", "payload": payload}
+
+    rows = [
+        item({"type": "function_call", "arguments": json.dumps({"k": CANARY})}),
+        item({"type": "function_call", "name": "x", "call_id": {"k": CANARY}}),
+        item({"type": "function_call", "name": "x", "namespace": [CANARY]}),
+        item({"type": "custom_tool_call", "input": CANARY}),
+        item(CANARY),
+        {"type": "session_meta", "payload": {"id": [CANARY]}},
+        [CANARY],
+        item({"type": "function_call", "name": "x", "arguments": "{" + CANARY}),
+    ]
+    data = ("\n".join(json.dumps(r) for r in rows) + '\n{"payload":"' + CANARY).encode()
+    records = parse_bytes(data)
+    bad = [r for r in records if isinstance(r, BadRecord)]
+    assert len(bad) == 8 and all(CANARY not in r.message for r in bad)
+    result = run_cli("filter", "--format", "codex", "-", input=data)
+    assert CANARY.encode() not in result.stdout + result.stderr
+    assert b'"verdict":"pass"' in result.stdout  # the unparseable call is still judged
+
+
+@pytest.mark.parametrize(
+    "path",
+    [SHELL, POLLS, NAMESPACE, FIXTURES / "synthetic--edge-cases.jsonl", SAMPLE],
+    ids=lambda p: p.name,
+)
+def test_detect(path: Path) -> None:
+    module, _ = read(path)
+    assert module.INFO.name == "codex"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
+def test_detect_the_shared_originals() -> None:
+    counts = {}
+    for path in SHARED.glob("*.jsonl"):
+        module, records = read(path)
+        assert module.INFO.name == "codex", path.name
+        counts[path.name[:60]] = len(records)
+    assert sorted(counts.values()) == [3, 8, 36]
+
+
+def test_sniff_a_session_meta_longer_than_the_head() -> None:
+    head = b'{"timestamp":"2026-05-11T08:27:17.490Z","type":"session_meta","payload":{"x":"'
+    assert codex.sniff(head + b"y" * 70000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=600))
+def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+    codex.sniff(data)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(sorted(codex._CALLS)), _JSON, _JSON, _JSON)
+def test_fuzz_odd_payloads_never_raise(kind: str, a, b, c) -> None:
+    rows = [
+        {"type": "session_meta", "payload": {"id": a}},
+        {"type": "response_item", "payload": {"type": kind, "name": b, "arguments": c}},
+        {"type": "response_item", "payload": {"type": kind, "name": "n", "call_id": a, "input": b}},
+        {"type": kind, "action": c, "call_id": b},
+    ]
+    records = parse_bytes("\n".join(json.dumps(r) for r in rows).encode())
+    list(judge(records, LoopBrake(3)))
