@@ -226,6 +226,26 @@ class LoopBrake:
 
     def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:
         """Count a call whose digest is already known (the hot path of the CLI)."""
+        slot, duplicate = self.count_call(session, tool_name, digest, call_id)
+        count = slot.count
+        return Verdict(
+            denied=count >= self.max_repeats,
+            tool_name=slot.tool if duplicate else tool_name,
+            session_id=session,
+            count=count,
+            max_repeats=self.max_repeats,
+            hash_prefix=hash_prefix(slot.digest),
+            call_id=call_id,
+            duplicate=duplicate,
+        )
+
+    def count_call(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> tuple[_Slot, bool]:
+        """The counting behind observe(), without building a Verdict (fastpath.py).
+
+        Returns the session's slot (read its count, tool and digest at once) and
+        whether the call was a duplicate."""
         slots = self._slots
         slot = slots.get(session)
         duplicate = False
@@ -249,17 +269,7 @@ class LoopBrake:
                 slot.count = 1
                 slot.call_id = call_id
                 slot.tool = tool_name
-        count = slot.count
-        return Verdict(
-            denied=count >= self.max_repeats,
-            tool_name=slot.tool if duplicate else tool_name,
-            session_id=session,
-            count=count,
-            max_repeats=self.max_repeats,
-            hash_prefix=hash_prefix(slot.digest),
-            call_id=call_id,
-            duplicate=duplicate,
-        )
+        return slot, duplicate
 
     def reset(self, session: str | None = None) -> None:
         """Forget one session's streak, or all of them."""

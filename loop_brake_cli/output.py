@@ -30,6 +30,13 @@ class LineWriter:
         if self._size >= self._limit:
             self.flush()
 
+    def write_raw(self, data: bytes) -> None:
+        """Add lines already encoded (fastpath.py builds them from templates)."""
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size >= self._limit:
+            self.flush()
+
     def flush(self) -> None:
         if self._parts:
             self._stream.write(b"".join(self._parts))

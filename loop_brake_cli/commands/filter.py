@@ -69,6 +69,21 @@ VERDICT_KINDS = ("pass", "deny", "error")
     show_default=True,
     help="Longer lines get an error verdict (and are never held in memory whole).",
 )
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Keep at most N session slots, least recently used evicted first (an evicted "
+    "session starts a new streak). Default: unbounded.",
+)
+@click.option(
+    "--shard",
+    "shard_text",
+    default=None,
+    metavar="K/N",
+    help="Judge only sessions whose key hashes to shard K of N (0..N-1): "
+    "sha256(session key)[:8] big-endian mod N. Error verdicts go to shard 0.",
+)
 def filter_command(
     files: tuple[str, ...],
     max_repeats: int | None,
@@ -80,6 +95,8 @@ def filter_command(
     summary: bool,
     continue_sessions: bool,
     max_line_bytes: int,
+    max_sessions: int | None = None,
+    shard_text: str | None = None,
 ) -> int:
     """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
 
@@ -104,12 +121,21 @@ def filter_command(
                 for line in str(exc).splitlines():
                     click.echo(f"loop-brake filter: {line}", err=True)
                 return ExitStatus.USAGE
-            brake = LoopBrake(value, source=source)
+            brake = LoopBrake(value, source=source, max_sessions=max_sessions)
         else:
-            brake = LoopBrake(max_repeats)
+            brake = LoopBrake(max_repeats, max_sessions=max_sessions)
     except InvalidMaxRepeatsError as exc:
         click.echo(f"loop-brake filter: {exc}", err=True)
         return ExitStatus.USAGE
+    shard = None
+    if shard_text is not None:
+        from ..shard import parse_shard
+
+        try:
+            shard = parse_shard(shard_text)
+        except ValueError as exc:
+            click.echo(f"loop-brake filter: --shard: {exc}", err=True)
+            return ExitStatus.USAGE
     adapter = get(format_name)
     wanted = set(only) if only else set(VERDICT_KINDS)
     out = LineWriter(sys.stdout.buffer)
@@ -128,7 +154,7 @@ def filter_command(
             continue
         file_label = source.name if label else None
         try:
-            _run(adapter.parse(source), brake, tally, out, wanted, file_label)
+            _run_source(adapter, source, brake, tally, out, wanted, file_label, shard)
         except (UnreadableInputError, UnknownFormatError) as exc:
             out.flush()
             click.echo(f"loop-brake filter: {source.name}: {exc}", err=True)
@@ -145,6 +171,21 @@ def filter_command(
     if fail_on_deny and tally.denied:
         return ExitStatus.BRAKE
     return ExitStatus.OK
+
+
+def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
+    """The fast path for event lines where it is available (same bytes out), else _run."""
+    from .. import fastpath
+
+    if adapter.INFO.name == "events" and fastpath.enabled():
+        fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
+        return
+    records = adapter.parse(source)
+    if shard is not None:
+        from ..shard import select_shard
+
+        records = select_shard(records, *shard)
+    _run(records, brake, tally, out, wanted, file)
 
 
 def _run(

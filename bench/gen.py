@@ -1,0 +1,151 @@
+"""Deterministic input generators for the benchmarks (no arguments ever printed).
+
+* ``events(n)``: ~150-byte event lines, 7 interleaved sessions, streaks of 1..6,
+  30% of streaks a brand-new call (the rest reuse one of the session's earlier
+  calls, so alternations happen), nested args with strings, ints, booleans,
+  lists and a few floats, every event with its own call id.
+* ``distinct_sessions(n)``: the same shape of event, each in its own session.
+* ``claude_transcript(target_bytes)``: a Claude Code session transcript (assistant
+  ``tool_use`` blocks and user ``tool_result`` blocks with realistic padding).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+WORDS = (
+    "weather forecast berlin python asyncio retry backoff invoice parser "
+    "kubernetes pod crash loop release notes changelog latency budget"
+).split()
+DIRS = ("src", "lib", "tests", "docs", "app/api", "app/models", "scripts")
+EXTS = ("py", "ts", "md", "json", "yaml")
+
+
+def _args(rng: random.Random) -> tuple[str, dict]:
+    kind = rng.randrange(4)
+    if kind == 0:
+        args = {
+            "q": " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3))),
+            "limit": rng.choice((5, 10, 20)),
+            "filters": {"safe": rng.random() < 0.5, "lang": rng.choice(("en", "de", "fr"))},
+        }
+        if rng.random() < 0.15:
+            args["temperature"] = rng.choice((0.2, 0.7, 1.5))
+        return "search", args
+    if kind == 1:
+        path = f"{rng.choice(DIRS)}/{rng.choice(WORDS)}_{rng.randrange(100)}.{rng.choice(EXTS)}"
+        start = rng.randrange(1, 500)
+        return "read_file", {"path": path, "range": [start, start + rng.randrange(10, 200)]}
+    if kind == 2:
+        test = f"tests/test_{rng.choice(WORDS)}.py"
+        args = {"cmd": ["pytest", "-q", test], "env": {"CI": True}, "timeout": rng.choice((30, 60))}
+        if rng.random() < 0.15:
+            args["timeout"] = rng.choice((2.5, 0.25))
+        return "run_shell", args
+    path = f"{rng.choice(DIRS)}/{rng.choice(WORDS)}.{rng.choice(EXTS)}"
+    return "edit_file", {
+        "path": path,
+        "edits": [{"line": rng.randrange(1, 400), "text": rng.choice(WORDS)}],
+        "dry_run": rng.random() < 0.3,
+    }
+
+
+def events(n: int, sessions: int = 7, seed: int = 6) -> Iterator[bytes]:
+    rng = random.Random(seed)
+    names = [f"sess-{i:02d}-{rng.randrange(16**8):08x}" for i in range(sessions)]
+    current: list[tuple[str, dict] | None] = [None] * sessions
+    left = [0] * sessions
+    pools: list[list[tuple[str, dict]]] = [[] for _ in range(sessions)]
+    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    for i in range(n):
+        s = rng.randrange(sessions)
+        if left[s] == 0:
+            pool = pools[s]
+            if not pool or rng.random() < 0.3:
+                call = _args(rng)
+                pool.append(call)
+                if len(pool) > 8:
+                    pool.pop(0)
+            else:
+                call = rng.choice(pool)
+            current[s] = call
+            left[s] = rng.randint(1, 6)
+        left[s] -= 1
+        tool, args = current[s]  # type: ignore[misc]
+        event = {"tool": tool, "args": args, "sessionId": names[s], "callId": f"call_{i:07d}"}
+        yield (dumps(event) + "\n").encode()
+
+
+def distinct_sessions(n: int, seed: int = 7) -> Iterator[bytes]:
+    rng = random.Random(seed)
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    for i in range(n):
+        tool, args = _args(rng)
+        event = {"tool": tool, "args": args, "sessionId": f"s{i:07d}-{rng.randrange(16**6):06x}"}
+        event["callId"] = f"call_{i:07d}"
+        yield (dumps(event) + "\n").encode()
+
+
+def claude_transcript(target_bytes: int, seed: int = 8) -> Iterator[bytes]:
+    """Claude Code JSONL: assistant tool_use / user tool_result pairs."""
+    rng = random.Random(seed)
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    session = "0f3c2a1e-7b7d-4c1a-9e55-2d7f3c8b9a10"
+    written = 0
+    i = 0
+    while written < target_bytes:
+        tool, args = _args(rng)
+        use_id = f"toolu_{i:012d}"
+        assistant = {
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": f"a-{i}",
+            "timestamp": "2026-11-29T12:00:00.000Z",
+            "message": {
+                "role": "assistant",
+                "model": "claude-sonnet",
+                "content": [
+                    {"type": "text", "text": "Let me check that. " * rng.randint(1, 4)},
+                    {"type": "tool_use", "id": use_id, "name": tool, "input": args},
+                ],
+            },
+        }
+        result = {
+            "type": "user",
+            "sessionId": session,
+            "uuid": f"u-{i}",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": use_id,
+                        "content": "line of output\n" * rng.randint(5, 60),
+                    }
+                ],
+            },
+        }
+        for obj in (assistant, result):
+            data = (dumps(obj) + "\n").encode()
+            written += len(data)
+            yield data
+        i += 1
+
+
+def write(path: str, lines: Iterator[bytes]) -> int:
+    size = 0
+    with open(path, "wb") as fh:
+        batch: list[bytes] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) >= 4096:
+                data = b"".join(batch)
+                fh.write(data)
+                size += len(data)
+                batch.clear()
+        data = b"".join(batch)
+        fh.write(data)
+        size += len(data)
+    return size

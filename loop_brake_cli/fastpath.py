@@ -1,0 +1,299 @@
+"""The fast path of ``loop-brake filter --format events``: the same bytes out, less work.
+
+Exactness first: every verdict line written here is byte-identical to what the
+exact path (``formats.events.parse`` -> ``judge`` -> ``verdict_record`` ->
+``json_line``) writes, and every hash equals ``canonical.call_digest``. The fast
+path takes a line only when it can be sure, and hands it to the exact path
+otherwise:
+
+* Lines are parsed with orjson (optional: without it everything goes the exact
+  way). Anything orjson rejects (bad JSON, lone surrogates, literals beyond the
+  double range, nesting past 1024) is re-read by ``canonical.parse_json``, so
+  errors, and the values Python accepts where orjson does not, are the exact ones.
+* The canonical form is ``orjson.dumps(args, OPT_SORT_KEYS | OPT_STRICT_INTEGER)``
+  only when it provably equals ``canonical_json(args)``. Strings: orjson escapes
+  exactly as JSON.stringify (``\\" \\\\ \\b \\f \\n \\r \\t``, other controls as
+  lowercase ``\\u00xx``, the rest literally; lone surrogates cannot reach it).
+  Integers: exact within 2**53, anything beyond raises (STRICT_INTEGER) and goes
+  the exact way. Floats: orjson writes shortest round-trip digits like
+  ``Number::toString`` but ``1.0`` for integral values and exponents from 1e16
+  and below 1e-5 (``1e+16``, ``1e-6``); any output containing ``.0`` or a digit
+  followed by ``e+``/``e-`` goes the exact way (strings that merely contain those
+  characters do too, which costs time, never correctness). Key order: orjson
+  sorts by code point, JavaScript by UTF-16 unit; they differ only when an astral
+  character meets one in U+E000..U+FFFF, so output with both goes the exact way.
+  Nesting past orjson's serialiser limit (254) raises and goes the exact way.
+* Event fields: the common shape (``tool``, ``args``, ``sessionId`` strings,
+  ``callId`` string) is read directly; other shapes through
+  ``formats.events.event_to_record``; a record that is not a clean call, or has an
+  integer call id beyond 2**53 (which ``parse_json`` would read as a double),
+  goes the exact way.
+
+``tests/test_fastpath_node.py`` checks the canonical forms against Node.js and
+``tests/test_fastpath.py`` checks whole verdict streams against the exact path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+from .brake import LoopBrake
+from .canonical import JSONInputError, parse_json
+from .events import BadRecord, Record, ToolCall, error_record
+from .formats.events import event_to_record
+from .judge import Tally, judge
+from .output import LineWriter
+from .reader import TOO_LONG, Source
+from .shard import shard_of
+
+try:  # optional: the exact path is complete without it
+    import orjson
+except ImportError:  # pragma: no cover - exercised where orjson is absent
+    orjson = None  # type: ignore[assignment]
+
+__all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
+
+AVAILABLE = orjson is not None
+_MAX_SAFE = 2**53
+_EXPONENT = re.compile(rb"[0-9]e[-+]")
+_ASTRAL = re.compile(b"[\xf0-\xf4]")  # UTF-8 lead bytes of U+10000..
+_HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
+_CACHE_LIMIT = 1 << 16
+
+if AVAILABLE:
+    _dumps = orjson.dumps
+    _loads = orjson.loads
+    _DecodeError = orjson.JSONDecodeError
+    _EncodeError = orjson.JSONEncodeError
+    _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+
+def enabled() -> bool:
+    """orjson is installed and ``LOOP_BRAKE_EXACT`` is not set (to compare the paths)."""
+    return AVAILABLE and not os.environ.get("LOOP_BRAKE_EXACT")
+
+
+def fast_canonical(args: Any) -> bytes | None:
+    """UTF-8 canonical JSON of a value orjson parsed, or None when not provably exact."""
+    try:
+        out = _dumps(args, option=_OPTIONS)
+    except _EncodeError:
+        return None
+    if b".0" in out:
+        return None
+    if (b"e+" in out or b"e-" in out) and _EXPONENT.search(out):
+        return None
+    if not out.isascii() and _ASTRAL.search(out) and _HIGH_BMP.search(out):
+        return None
+    return out
+
+
+def _exact(line: bytes, number: int) -> Record:
+    """What ``formats.events.parse`` yields for this line."""
+    try:
+        obj = parse_json(line)
+    except JSONInputError as exc:
+        return BadRecord(str(exc), number)
+    return event_to_record(obj, number)
+
+
+class _Templates:
+    """Pre-encoded pieces of the verdict line (keys in the documented order)."""
+
+    def __init__(self, max_repeats: int, file: str | None) -> None:
+        label = b"" if file is None else b'"file":' + _json_str(file) + b","
+        self.pass_head = b'{"verdict":"pass",' + label + b'"line":'
+        self.deny_head = b'{"verdict":"deny",' + label + b'"line":'
+        self.tail = b',"maxRepeats":%d,"hashPrefix":"' % max_repeats
+        self.deny_mid = _json_str(" times in a row with identical arguments (call ", quoted=False)
+        self.deny_end = (
+            _json_str(
+                f"\u2026, limit {max_repeats}); the call was denied before it ran.\n"
+                "Change the arguments, call a different tool, or stop.",
+                quoted=False,
+            )
+            + b'"}\n'
+        )
+        self.strings: dict[str, bytes] = {}
+        self.deny_tools: dict[str, bytes] = {}
+
+    def string(self, value: str) -> bytes:
+        cached = self.strings.get(value)
+        if cached is None:
+            if len(self.strings) >= _CACHE_LIMIT:
+                self.strings.clear()
+            cached = self.strings[value] = _json_str(value)
+        return cached
+
+    def deny_tool(self, tool: str) -> bytes:
+        cached = self.deny_tools.get(tool)
+        if cached is None:
+            if len(self.deny_tools) >= _CACHE_LIMIT:
+                self.deny_tools.clear()
+            text = f"loop brake: tool {json.dumps(tool, ensure_ascii=False)} called "
+            cached = b',"code":"LOOP_BRAKE","plugin":"dsh-loop-brake","message":"'
+            cached += _json_str(text, quoted=False)
+            self.deny_tools[tool] = cached
+        return cached
+
+
+def _json_str(value: str, quoted: bool = True) -> bytes:
+    """A JSON string as ``output.json_line`` writes it (a lone surrogate, possible in a
+    tool name or session key read by the exact path, as its escape); cached by callers."""
+    data = _encode_str(value).encode("utf-8", "backslashreplace")
+    return data if quoted else data[1:-1]
+
+
+_encode_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def filter_events(
+    source: Source,
+    brake: LoopBrake,
+    tally: Tally,
+    out: LineWriter,
+    wanted: set[str] | frozenset[str],
+    file: str | None = None,
+    shard: tuple[int, int] | None = None,
+) -> None:
+    """Judge the event lines of one source and write the verdicts, as filter does."""
+    t = _Templates(brake.max_repeats, file)
+    write = out.write_raw
+    count_call = brake.count_call
+    max_repeats = brake.max_repeats
+    want_pass = "pass" in wanted
+    want_deny = "deny" in wanted
+    want_error = "error" in wanted
+    loads, sha256, string, hexlify = _loads, hashlib.sha256, t.string, bytes.hex
+    pass_head, deny_head, tail = t.pass_head, t.deny_head, t.tail
+    deny_mid, deny_end, deny_tool = t.deny_mid, t.deny_end, t.deny_tool
+    tool_prefix: dict[str, bytes] = {}
+    shard_cache: dict[str, bool] = {}
+    shard_index, shard_count = shard if shard is not None else (0, 1)
+    errors_here = shard_index == 0
+    calls = passed = denied = duplicates = 0
+
+    def slow(record: Record) -> None:
+        if shard is not None:
+            if record.__class__ is BadRecord:
+                if not errors_here:
+                    return
+            elif shard_of(record.session, shard_count) != shard_index:  # type: ignore[union-attr]
+                return
+        for rec, verdict in judge((record,), brake, tally):
+            if verdict is None:
+                if want_error:
+                    out.write(error_record(rec, file))
+            elif want_deny if verdict.denied else want_pass:
+                from .events import verdict_record
+
+                out.write(verdict_record(rec, verdict, file))  # type: ignore[arg-type]
+
+    try:
+        for number, line in source.lines():
+            if line is TOO_LONG:
+                slow(BadRecord(f"line longer than {source.max_line_bytes} bytes", number))
+                continue
+            try:
+                obj = loads(line)
+            except _DecodeError:
+                slow(_exact(line, number))
+                continue
+            if obj.__class__ is not dict:
+                slow(_exact(line, number))
+                continue
+            tool = obj.get("tool")
+            args = obj.get("args")
+            session = obj.get("sessionId")
+            call_id = obj.get("callId")
+            if not (
+                tool.__class__ is str
+                and args is not None
+                and session.__class__ is str
+                and call_id.__class__ is str
+                and "agentId" not in obj
+                and "agent_id" not in obj
+            ):
+                record = event_to_record(obj, number)
+                if record.__class__ is not ToolCall:
+                    slow(_exact(line, number))
+                    continue
+                call_id = record.call_id  # type: ignore[union-attr]
+                if call_id.__class__ is int and not -_MAX_SAFE <= call_id <= _MAX_SAFE:
+                    slow(_exact(line, number))
+                    continue
+                tool = record.tool  # type: ignore[union-attr]
+                args = record.args  # type: ignore[union-attr]
+                session = record.session  # type: ignore[union-attr]
+            canonical = fast_canonical(args)
+            if canonical is None:
+                slow(_exact(line, number))
+                continue
+            if shard is not None:
+                keep = shard_cache.get(session)
+                if keep is None:
+                    if len(shard_cache) >= _CACHE_LIMIT:
+                        shard_cache.clear()
+                    keep = shard_cache[session] = shard_of(session, shard_count) == shard_index
+                if not keep:
+                    continue
+            prefix = tool_prefix.get(tool)
+            if prefix is None:
+                if len(tool_prefix) >= _CACHE_LIMIT:
+                    tool_prefix.clear()
+                prefix = tool_prefix[tool] = (tool + "\n").encode("utf-8")
+            slot, duplicate = count_call(
+                session, tool, sha256(prefix + canonical).digest(), call_id
+            )
+            count = slot.count
+            calls += 1
+            if duplicate:
+                duplicates += 1
+                tool = slot.tool
+            if count >= max_repeats:
+                denied += 1
+                if not want_deny:
+                    continue
+                head = deny_head
+            else:
+                passed += 1
+                if not want_pass:
+                    continue
+                head = pass_head
+            hash_prefix = hexlify(slot.digest[:6]).encode()
+            if call_id is None:
+                ids = b',"toolName":%b,"sessionId":%b,"count":%d' % (
+                    string(tool),
+                    string(session),
+                    count,
+                )
+            else:
+                ids = b',"toolName":%b,"sessionId":%b,"callId":%b,"count":%d' % (
+                    string(tool),
+                    string(session),
+                    _dumps(call_id),
+                    count,
+                )
+            line_out = b'%b%d%b%b%b"' % (head, number, ids, tail, hash_prefix)
+            if duplicate:
+                line_out += b',"duplicate":true'
+            if head is deny_head:
+                line_out += b"%b%d%b%b%b" % (
+                    deny_tool(tool),
+                    count,
+                    deny_mid,
+                    hash_prefix,
+                    deny_end,
+                )
+            else:
+                line_out += b"}\n"
+            write(line_out)
+    finally:
+        tally.calls += calls
+        tally.passed += passed
+        tally.denied += denied
+        tally.duplicates += duplicates
