@@ -566,7 +566,7 @@ def _describe(value: Any) -> str:
         return f'"{shown}" (a string)'
     if isinstance(value, (int, float)):
         return repr(value)
-    return type(value).__name__
+    return "a list" if isinstance(value, list) else "a mapping"
 
 
 def _row_config(
@@ -683,7 +683,8 @@ def check_config(
             warnings.append(
                 ConfigWarning(
                     f"this override replaces the whole config of row {row_name!r} and drops "
-                    f"maxRepeats (set at {earlier}); the brake falls back to {fallback}",
+                    f"maxRepeats (set at {earlier}); the brake falls back to {fallback}. "
+                    "Restate maxRepeats in this config to keep it",
                     replaced,
                 )
             )
