@@ -36,6 +36,17 @@ class LazyGroup(click.Group):
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
+    def invoke(self, ctx: click.Context) -> object:
+        """A closed stdout (``| head -1``) ends the run with status 0, quietly.
+
+        Caught here because click's own handler would turn it into exit status 1.
+        """
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _silence_stdout()
+            return ExitStatus.OK
+
 
 @click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="loop-brake-cli", prog_name="loop-brake")
