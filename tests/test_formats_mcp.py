@@ -1,0 +1,263 @@
+"""The mcp adapter on real goose and Claude Desktop logs and on edge cases.
+
+Counts checked by hand against ../shared/samples-real/SOURCES.md: goose
+5 + 5 + 1 + 1, Claude Desktop excerpt 9 (3 before the reconnect at line 155,
+6 after it; the call with id 52 has no arguments).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import detect, get, mcp
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = ROOT / "tests" / "fixtures" / "mcp"
+SAMPLE = ROOT / "samples" / "formats" / "mcp.jsonl"
+SHARED = ROOT.parent / "shared" / "samples-real" / "mcp"
+DESKTOP = FIXTURES / "real--odoo-mcp-claude-desktop-EXCERPT-lines200-720.log.gz"
+CANARY = "CANARY-7c6d5e-do-not-print"
+
+
+def read(path: Path, fmt: str | None = None):
+    source = open_source(str(path))
+    try:
+        module = get(fmt) if fmt else detect(source.head(), str(path))
+        return module, list(module.parse(source))
+    finally:
+        source.close()
+
+
+def parse_bytes(data: bytes) -> list:
+    return list(mcp.parse(Source(io.BytesIO(data), "<test>")))
+
+
+GOOSE = [
+    (
+        "real--goose-cargorun--quiet-pgoose-server--bingoosed--mcpdeveloper.stdio.log",
+        {"text_editor": 3, "shell": 1, "list_windows": 1},
+    ),
+    ("real--goose-github-mcp-serverstdio.stdio.log", {"get_file_contents": 1}),
+    (
+        "real--goose-npx-y_modelcontextprotocol_server-everything.stdio.log",
+        {"echo": 1, "add": 1, "longRunningOperation": 1, "structuredContent": 1, "sampleLLM": 1},
+    ),
+    ("real--goose-uvxmcp-server-fetch.stdio.log", {"fetch": 1}),
+]
+
+
+@pytest.mark.parametrize(("name", "tools"), GOOSE, ids=lambda v: str(v)[:40])
+def test_real_goose_logs(name: str, tools: dict) -> None:
+    module, records = read(FIXTURES / name)
+    assert module.INFO.name == "mcp"
+    assert all(isinstance(r, ToolCall) for r in records)
+    assert Counter(r.tool for r in records) == Counter(tools)
+    assert [r.call_id for r in records] == list(range(1, len(records) + 1))
+    assert {r.session for r in records} == {"mcp#1"}
+
+
+def test_meta_is_never_hashed() -> None:
+    _, records = read(FIXTURES / GOOSE[0][0])
+    first = records[0]
+    assert first.args == {"command": "view", "path": "/tmp/goose_test/goose.txt"}
+    assert all("_meta" not in r.args for r in records)
+
+
+def test_real_claude_desktop_log() -> None:
+    module, records = read(DESKTOP)
+    assert module.INFO.name == "mcp"
+    assert all(isinstance(r, ToolCall) for r in records)
+    assert [(r.session, r.call_id) for r in records] == [
+        ("odoo#1", 81),
+        ("odoo#1", 84),
+        ("odoo#1", 141),
+        ("odoo#2", 46),
+        ("odoo#2", 49),
+        ("odoo#2", 52),
+        ("odoo#2", 125),
+        ("odoo#2", 130),
+        ("odoo#2", 173),
+    ]
+    assert {r.tool for r in records} == {"execute_method"}
+    no_arguments = records[5]
+    assert no_arguments.line == 260 and no_arguments.args == {}
+    # near-repeats differ in their fields: no identical streak
+    assert all(v.count == 1 for _, v in judge(records, LoopBrake(3)))
+
+
+def test_raw_jsonrpc_edge_cases() -> None:
+    _, records = read(FIXTURES / "synthetic--raw-jsonrpc-reconnect.jsonl")
+    got = []
+    for record, verdict in judge(records, LoopBrake(3)):
+        if verdict is None:
+            got.append(("bad", record.line, record.path))
+        else:
+            got.append((record.line, record.path, record.tool, record.session, verdict.count))
+    assert got == [
+        (4, None, "search", "mcp#1", 1),
+        (5, None, "search", "mcp#1", 2),  # only _meta differs
+        # line 6 logs request 2 again; line 7 is the server's own request
+        (8, None, "search", "mcp#1", 3),
+        (9, None, "list", "mcp#1", 1),  # no arguments: {}
+        (10, None, "list", "mcp#1", 2),  # arguments as the JSON string "{}"
+        (11, "$[0]", "list", "mcp#1", 3),  # inside a batch
+        ("bad", 12, "$.params"),
+        ("bad", 13, None),
+        (15, None, "list", "mcp#2", 1),  # after the reconnect ids restart, a new streak
+    ]
+
+
+def test_claude_desktop_wrapping_edge_cases() -> None:
+    _, records = read(FIXTURES / "synthetic--claude-desktop-two-servers.log")
+    got = [
+        ("bad", r.line) if isinstance(r, BadRecord) else (r.line, r.session, r.call_id)
+        for r in records
+    ]
+    assert got == [
+        (4, "alpha#1", 1),
+        (5, "beta#1", 1),  # the other bracket order; another server, its own connection
+        (7, "alpha#1", 2),
+        # line 8: a tools/call sent by the server is not the agent's call
+        (13, "alpha#2", 1),
+        ("bad", 14),
+    ]
+
+
+def test_goose_wrapping_edge_cases() -> None:
+    _, records = read(FIXTURES / "synthetic--goose-stdio.log")
+    verdicts = list(judge(records, LoopBrake(3)))
+    assert [(r.line, v.count, v.denied) for r, v in verdicts] == [
+        (5, 1, False),
+        (8, 2, False),  # STDOUT requests, STDIN responses and broken STDOUT lines are ignored
+        (10, 3, True),
+    ]
+
+
+def test_same_call_hashes_alike_in_every_wrapping() -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    call["params"] = {"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 9}}
+    text = json.dumps(call)
+    lines = [
+        text,
+        "STDIN: " + text,
+        f"2026-01-01T00:00:00Z [info] [x] Message from client: {text} {{ metadata: undefined }}",
+    ]
+    hashes = {call_hash(r.tool, r.args) for r in parse_bytes("\n".join(lines).encode())}
+    assert hashes == {call_hash("t", {"a": 1})}
+
+
+def test_live_pipe_verdict_before_input_ends() -> None:
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loop_brake_cli", "filter", "--format", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(lines[:4]))
+        proc.stdin.flush()
+        verdict = json.loads(proc.stdout.readline())
+        assert verdict["toolName"] == "get_forecast" and verdict["sessionId"] == "mcp#1"
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_canary_never_in_errors() -> None:
+    def call(params: object, ident: object = 1) -> dict:
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+    rows = [
+        json.dumps(call({"arguments": {"k": CANARY}})),
+        json.dumps(call(CANARY)),
+        json.dumps(call({"name": "t", "arguments": {"k": CANARY}}, {"k": CANARY})),
+        json.dumps([CANARY]),
+        "STDIN: {" + CANARY,
+        f"2026-01-01T00:00:00Z [info] [s] Message from client: {{{CANARY}",
+        '{"jsonrpc":"2.0","params":{"arguments":"' + CANARY,
+    ]
+    data = "\n".join(rows).encode()
+    bad = [r for r in parse_bytes(data) if isinstance(r, BadRecord)]
+    assert len(bad) == 7 and all(CANARY not in r.message for r in bad)
+    result = run_cli("filter", "--format", "mcp", "-", input=data)
+    assert CANARY.encode() not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *(FIXTURES / name for name, _ in GOOSE),
+        DESKTOP,
+        FIXTURES / "synthetic--raw-jsonrpc-reconnect.jsonl",
+        FIXTURES / "synthetic--claude-desktop-two-servers.log",
+        FIXTURES / "synthetic--goose-stdio.log",
+        SAMPLE,
+    ],
+    ids=lambda p: p.name[:50],
+)
+def test_detect(path: Path) -> None:
+    module, _ = read(path)
+    assert module.INFO.name == "mcp"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
+def test_detect_the_shared_originals() -> None:
+    counts = []
+    for path in SHARED.glob("*.log"):
+        module, records = read(path)
+        assert module.INFO.name == "mcp", path.name
+        counts.append(len(records))
+    assert sorted(counts) == [1, 1, 5, 5, 9]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=600))
+def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+    mcp.sniff(data)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    _JSON,
+    _JSON,
+    _JSON,
+    st.sampled_from(["", "STDIN: ", "STDOUT: ", "t [info] [s] Message from client: "]),
+)
+def test_fuzz_odd_messages_never_raise(ident, params, name, prefix) -> None:
+    rows = [
+        {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params},
+        {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name}},
+        {"jsonrpc": "2.0", "id": ident, "method": "initialize"},
+        [params, {"method": "tools/call", "params": {"name": "n", "arguments": name}}],
+    ]
+    data = "\n".join(prefix + json.dumps(r) for r in rows).encode()
+    list(judge(parse_bytes(data), LoopBrake(3)))
