@@ -121,15 +121,19 @@ def _document_error(data: bytes) -> BadRecord:
     return BadRecord(message, line)
 
 
+def _is_object(raw: bytes) -> bool:
+    if not raw.lstrip(_WS).startswith(b"{"):
+        return False
+    try:
+        return isinstance(parse_json(raw), dict)
+    except JSONInputError:
+        return False
+
+
 def _first_line_is_object(head: bytes) -> bool:
     body = head_text(head)
     end = body.find(b"\n")
-    if not body.startswith(b"{") or end < 0 or not body[end:].strip():
-        return False
-    try:
-        return isinstance(parse_json(body[:end]), dict)
-    except JSONInputError:
-        return False
+    return end >= 0 and bool(body[end:].strip()) and _is_object(body[:end])
 
 
 def _lines_values(lines: Iterator[tuple[int, bytes | None]], limit: int) -> Iterator[Any]:
@@ -170,7 +174,7 @@ def read_values(source: Source) -> Iterator[tuple[int | None, Any] | BadRecord]:
     except JSONInputError:
         pass
     lines = list(_split_lines(data))
-    if len(lines) > 1 and lines[0][1].lstrip().startswith(b"{"):
+    if len(lines) > 1 and _is_object(lines[0][1]):
         # JSON lines whose first line is longer than the sniff window.
         yield from _lines_values(iter(lines), len(data))
         return
