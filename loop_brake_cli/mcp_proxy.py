@@ -76,7 +76,9 @@ The MCP Python SDK gives its own servers 2 s after closing stdin before it
 kills the process group, so a proxy started by it finishes its escalation at
 about the time the client would begin its own."""
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)  # no SIGHUP on Windows
 
 READ_SIZE = 1 << 16
 MAX_ANSWERED_IDS = 4096  # ids answered by the proxy, remembered to drop their cancellations
