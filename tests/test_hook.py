@@ -441,3 +441,20 @@ def test_help_lists_the_options() -> None:
     assert result.returncode == 0
     for option in ("--agent", "--max-repeats", "--state", "--ttl", "--fail-closed", "--shadow"):
         assert option.encode() in result.stdout
+
+
+def test_hook_path_imports_nothing_it_does_not_need(state: Path) -> None:
+    """The hook runs before every tool call: no rich, no transcript formats, no reader."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "loop_brake_cli", "hook", "--state", str(state)],
+        input=claude_input(1),
+        capture_output=True,
+        env=cli_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()}
+    for unwanted in ("rich", "loop_brake_cli.formats", "loop_brake_cli.reader", "argparse"):
+        assert unwanted not in imported
+    assert "loop_brake_cli.hooks.runner" in imported
