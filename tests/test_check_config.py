@@ -608,3 +608,38 @@ def test_samples_readme_sessions_are_exact(monkeypatch: pytest.MonkeyPatch) -> N
         assert args[0] == "loop-brake"
         status, out, err = invoke(*args[1:])
         assert (status, out + err) == (expected, output), line
+
+
+# ---------------------------------------------------------------- ecosystem files
+
+
+def test_pre_commit_hook_definition() -> None:
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    (hook,) = [h for h in hooks if h["id"] == "loop-brake-config"]
+    assert hook["entry"] == "loop-brake check-config"
+    assert hook["language"] == "python"
+    files = re.compile(hook["files"])
+    for name in ("cordis.patch.yml", "profile/cordis.patch.yaml"):
+        assert files.search(name)
+    for name in ("cordis.patch.yml.bak", "other.yml"):
+        assert not files.search(name)
+
+
+def test_every_option_the_docs_name_exists() -> None:
+    """docs/readme/{config,ci}.md: each `loop-brake CMD ... --flag` is a real option."""
+    import click
+
+    for doc in ("config.md", "ci.md"):
+        text = (ROOT / "docs" / "readme" / doc).read_text(encoding="utf-8")
+        named = re.findall(r"(?<![\w-])loop-brake ([a-z-]+)((?: [^\n`|&;]*)?)", text)
+        commands = {command for command, _ in named}
+        assert {"check-config", "replay"} <= commands, doc
+        for command, rest in named:
+            cmd = cli.get_command(click.Context(cli), command)
+            if cmd is None:  # prose such as "the loop-brake row"
+                continue
+            known = {opt for param in cmd.params for opt in param.opts}
+            for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest):
+                assert flag in known, f"{doc}: loop-brake {command} {flag}"
