@@ -1,0 +1,225 @@
+"""The otel adapter on OTLP/JSON fixtures written from the specification.
+
+No real OTLP/JSON export with execute_tool spans was found (FORMATS.md, "Not
+found"); tests/fixtures/otel/README.md says how these were written.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import detect, get, otel
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = ROOT / "tests" / "fixtures" / "otel"
+TREE = FIXTURES / "synthetic--conversation-tree.json"
+JSONL = FIXTURES / "synthetic--file-exporter.jsonl"
+SAMPLE = ROOT / "samples" / "formats" / "otel.json"
+CANARY = "CANARY-1b2c3d-do-not-print"
+TRACE_2 = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+
+
+def read(path: Path, fmt: str | None = None):
+    source = open_source(str(path))
+    try:
+        module = get(fmt) if fmt else detect(source.head(), str(path))
+        return module, list(module.parse(source))
+    finally:
+        source.close()
+
+
+def parse_bytes(data: bytes) -> list:
+    return list(otel.parse(Source(io.BytesIO(data), "<test>")))
+
+
+def spans_doc(*spans: dict) -> dict:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def tool_span(span_id: str, args: dict | None, **extra: object) -> dict:
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": "t"}},
+    ]
+    if args is not None:
+        attributes.append({"key": "gen_ai.tool.call.arguments", "value": args})
+    return {"traceId": "ab" * 16, "spanId": span_id, "attributes": attributes, **extra}
+
+
+def test_conversation_tree() -> None:
+    module, records = read(TREE)
+    assert module.INFO.name == "otel"
+    got = []
+    for record, verdict in judge(records, LoopBrake(3)):
+        where = record.path.replace("$.resourceSpans", "R").replace(".scopeSpans[0].spans", "")
+        if verdict is None:
+            got.append(("bad", where))
+        else:
+            got.append((where, record.tool, record.session, record.call_id, verdict.count))
+    assert got == [
+        # ordered by startTimeUnixNano, not by where the exporter put them
+        ("R[1][4]", "get_time", "conv_2", "call_8", 1),  # conversation id on the span itself
+        ("R[0][2]", "get_weather", "conv_1", "call_1", 1),  # from the invoke_agent parent
+        ("R[0][1]", "get_weather", "conv_1", "call_2", 2),  # kvlistValue == the JSON string
+        ("R[0][0]", "get_weather", "conv_1", "call_3", 3),
+        ("R[0][3]", "lookup", "conv_1", "call_4", 1),  # through two levels of ancestors
+        ("R[1][0]", "search", TRACE_2, "call_5", 1),  # no conversation: the trace id
+        ("bad", "R[1][1]"),  # arguments not recorded (opt-in)
+        ("bad", "R[1][2]"),  # no tool name
+        # R[1][5] is R[0][2] exported twice
+    ]
+
+
+def test_structured_arguments_decode_to_plain_json() -> None:
+    _, records = read(TREE)
+    lookup = next(r for r in records if isinstance(r, ToolCall) and r.tool == "lookup")
+    assert lookup.args == {"id": 42, "tags": ["a", True, 1.5]}
+    search = next(r for r in records if isinstance(r, ToolCall) and r.tool == "search")
+    assert search.args_unparsed and isinstance(search.args, str)
+
+
+def test_file_exporter_json_lines() -> None:
+    module, records = read(JSONL)
+    assert module.INFO.name == "otel"
+    assert isinstance(records[0], BadRecord) and records[0].line == 4
+    calls = records[1:]
+    assert [(r.line, r.call_id, r.session) for r in calls] == [
+        (3, "call_a", "conv_J"),  # started first, though written after
+        (1, "call_b", "conv_J"),  # its parent is on line 2
+    ]
+    assert calls[0].path == "$.resourceSpans[0].scopeSpans[0].spans[0]"
+    assert call_hash(calls[0].tool, calls[0].args) == call_hash(calls[1].tool, calls[1].args)
+
+
+def test_snake_case_and_legacy_scope_names() -> None:
+    span = tool_span("01" * 8, {"stringValue": '{"a":1}'})
+    span["start_time_unix_nano"] = 5
+    doc = {"resource_spans": [{"instrumentationLibrarySpans": [{"spans": [span]}]}]}
+    (record,) = parse_bytes(json.dumps(doc).encode())
+    assert record.args == {"a": 1}
+    assert record.path == "$.resourceSpans[0].instrumentationLibrarySpans[0].spans[0]"
+
+
+def test_a_broken_document_is_one_located_error() -> None:
+    text = TREE.read_text().splitlines()
+    text[40] = text[40] + ","  # a trailing comma on line 41
+    records = parse_bytes("\n".join(text).encode())
+    assert len(records) == 1 and isinstance(records[0], BadRecord)
+    assert records[0].line is not None and 40 <= records[0].line <= 43
+
+
+def test_empty_argument_values() -> None:
+    doc = spans_doc(
+        tool_span("01" * 8, {"stringValue": ""}, startTimeUnixNano="1"),
+        tool_span("02" * 8, {}, startTimeUnixNano="2"),
+    )
+    records = parse_bytes(json.dumps(doc).encode())
+    assert [(r.args, r.args_unparsed) for r in records] == [({}, False), ({}, False)]
+
+
+def test_filter_on_the_sample() -> None:
+    result = run_cli("filter", "--format", "otel", str(SAMPLE))
+    (verdict,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert verdict["toolName"] == "get_forecast" and verdict["sessionId"] == "conv_sample_1"
+    assert verdict["path"] == "$.resourceSpans[0].scopeSpans[0].spans[0]"
+
+
+def test_canary_never_in_errors() -> None:
+    secret = {"stringValue": json.dumps({"k": CANARY})}
+    doc = spans_doc(
+        {
+            "traceId": "ab" * 16,
+            "spanId": "03" * 8,
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.call.arguments", "value": secret},
+            ],
+        },
+        tool_span("04" * 8, None, name=CANARY),
+        CANARY,
+    )
+    records = parse_bytes(json.dumps(doc).encode())
+    bad = [r for r in records if isinstance(r, BadRecord)]
+    assert len(bad) == 3 and all(CANARY not in r.message for r in bad)
+    for data in (
+        json.dumps(doc).encode(),
+        b'{"resourceSpans":[' + CANARY.encode() + b"]}",
+        (json.dumps(doc) + "\n" + '{"x":"' + CANARY).encode(),
+    ):
+        result = run_cli("filter", "--format", "otel", "-", input=data)
+        assert CANARY.encode() not in result.stdout + result.stderr
+        assert result.stdout  # the error was reported, located
+
+
+@pytest.mark.parametrize("path", [TREE, JSONL, SAMPLE], ids=lambda p: p.name)
+def test_detect(path: Path) -> None:
+    module, _ = read(path)
+    assert module.INFO.name == "otel"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=600))
+def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+    otel.sniff(data)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "stringValue",
+                    "intValue",
+                    "kvlistValue",
+                    "arrayValue",
+                    "values",
+                    "key",
+                    "value",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=3,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON, _JSON, _JSON, _JSON)
+def test_fuzz_odd_spans_never_raise(args, ids, start, attributes) -> None:
+    docs = [
+        spans_doc(tool_span("05" * 8, args, parentSpanId=ids, startTimeUnixNano=start)),
+        spans_doc({"spanId": ids, "traceId": start, "attributes": attributes}),
+        {"resourceSpans": [{"scopeSpans": attributes}]},
+        {"resourceSpans": [attributes]},
+    ]
+    data = "\n".join(json.dumps(doc) for doc in docs).encode()
+    list(judge(parse_bytes(data), LoopBrake(3)))
+
+
+@pytest.mark.parametrize("depth", [100, 240, 5000])
+def test_deep_nesting_is_an_error_not_a_crash(depth: int) -> None:
+    opening = '{"kvlistValue":{"values":[{"key":"k","value":'
+    value = opening * depth + "{}" + "}]}}" * depth
+    span = json.dumps(tool_span("06" * 8, {"stringValue": "{}"}))
+    span = span.replace('{"stringValue": "{}"}', value)
+    data = ('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}").encode()
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))
