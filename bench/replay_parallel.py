@@ -1,0 +1,94 @@
+"""``replay -j N``: wall time and speed-up on a generated set of Claude Code transcripts.
+
+    python bench/replay_parallel.py [--files 8] [--mb 8] [--rounds 3] [--jobs 1,2]
+
+Writes ``--files`` transcripts of about ``--mb`` MB each (bench/gen.py's
+deterministic Claude Code generator, a different seed per file) into a
+temporary directory, then runs ``loop-brake replay DIR --json -j N`` as a real
+subprocess for each N, alternating the job counts round by round, and prints
+the median wall time, throughput, speed-up over ``-j 1`` and efficiency
+(speed-up / N). It also checks that every run printed the same JSON document:
+files are replayed independently and merged in input order, so ``-j`` must not
+change the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen  # noqa: E402
+
+
+def generate(directory: Path, files: int, megabytes: float) -> int:
+    total = 0
+    for i in range(files):
+        path = directory / f"session-{i:03d}.jsonl"
+        total += gen.write(str(path), gen.claude_transcript(int(megabytes * 1e6), seed=100 + i))
+    return total
+
+
+def run(directory: Path, jobs: int) -> tuple[float, bytes]:
+    command = [sys.executable, "-m", "loop_brake_cli", "replay", str(directory), "--json"]
+    command += ["-j", str(jobs)]
+    env = {k: v for k, v in os.environ.items() if k != "DSH_LOOP_BRAKE_MAX_REPEATS"}
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        sys.exit(f"replay -j {jobs} failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    return elapsed, done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--mb", type=float, default=8.0, help="size of each file in MB")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", default="1,2", help="comma-separated job counts")
+    options = parser.parse_args()
+    job_counts = [int(j) for j in options.jobs.split(",")]
+
+    with tempfile.TemporaryDirectory(prefix="replay-bench-") as tmp:
+        directory = Path(tmp)
+        size = generate(directory, options.files, options.mb)
+        times: dict[int, list[float]] = {j: [] for j in job_counts}
+        outputs: set[bytes] = set()
+        run(directory, 1)  # warm the page cache and the interpreter's .pyc files
+        for _ in range(options.rounds):
+            for jobs in job_counts:
+                elapsed, output = run(directory, jobs)
+                times[jobs].append(elapsed)
+                outputs.add(output)
+
+    cpus = os.cpu_count()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"replay -j: {options.files} Claude Code transcripts, {size / 1e6:.1f} MB in all, "
+        f"{cpus} CPU(s), median of {options.rounds} rounds (wall time of the whole command)"
+    )
+    print(f"load average after the runs: {load} (other work on the machine skews the figures)")
+    print(f"{'jobs':>4}  {'median s':>9}  {'MB/s':>7}  {'speed-up':>8}  {'efficiency':>10}")
+    base = statistics.median(times[job_counts[0]]) if job_counts[0] == 1 else None
+    for jobs in job_counts:
+        median = statistics.median(times[jobs])
+        speedup = base / median if base else float("nan")
+        print(
+            f"{jobs:>4}  {median:>9.2f}  {size / 1e6 / median:>7.1f}  {speedup:>7.2f}x"
+            f"  {speedup / jobs:>9.0%}"
+        )
+    same = "identical" if len(outputs) == 1 else f"DIFFERENT ({len(outputs)} variants)"
+    print(f"JSON output across job counts and rounds: {same}")
+    if len(outputs) != 1:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
