@@ -199,6 +199,12 @@ def _load_file(path: str) -> Any:
         loc = Location(path, mark.line + 1, mark.column + 1) if mark else None
         words = " ".join(part for part in (exc.problem, exc.context) if part)
         raise ConfigError([(loc, f"YAML syntax error: {words or 'unreadable'}")]) from None
+    except yaml.reader.ReaderError as exc:
+        before = text[: max(exc.position, 0)]
+        loc = Location(path, before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1)
+        code = ord(exc.character) if isinstance(exc.character, str) else int(exc.character)
+        problem = f"a character YAML does not allow (#x{code:04x})"
+        raise ConfigError([(loc, f"YAML syntax error: {problem}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([(None, f"{path}: YAML error: {type(exc).__name__}")]) from None
     problems: list[tuple[Location | None, str]] = []

@@ -643,3 +643,15 @@ def test_every_option_the_docs_name_exists() -> None:
             known = {opt for param in cmd.params for opt in param.opts}
             for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest):
                 assert flag in known, f"{doc}: loop-brake {command} {flag}"
+
+
+def test_control_characters_and_bad_utf8_are_located(layers, tmp_path: Path) -> None:
+    (tmp_path / "ctrl.yml").write_bytes(b"- insert:\n    - id: loop-brake\n      x: a\x01\n")
+    status, _, err = invoke("check-config", "ctrl.yml")
+    assert status == 2
+    assert (
+        err == "ctrl.yml:3:11: error: YAML syntax error: a character YAML does not allow (#x0001)\n"
+    )
+    (tmp_path / "latin.yml").write_bytes(b"- insert:\n    - id: caf\xe9\n")
+    status, _, err = invoke("check-config", "latin.yml")
+    assert (status, err) == (2, "latin.yml:2:14: error: not UTF-8 text\n")
