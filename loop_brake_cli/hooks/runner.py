@@ -290,8 +290,15 @@ def main(
         out.flush()
         return 0
     hook = _Hook(opts, out, err)
+    source = stdin if stdin is not None else sys.stdin.buffer
+    if source.isatty():
+        return hook.fail(
+            "no hook input: an agent pipes the tool call as JSON to stdin "
+            "(see `loop-brake hook --help`)",
+            opts.get("agent"),
+        )
     try:
-        data = (stdin if stdin is not None else sys.stdin.buffer).read()
+        data = source.read()
     except OSError as exc:
         return hook.fail(f"could not read stdin ({exc.strerror or exc})", opts.get("agent"))
     return hook.run(data, errors)
