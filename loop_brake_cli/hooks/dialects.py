@@ -26,7 +26,10 @@ Gemini CLI ``BeforeTool`` (https://geminicli.com/docs/hooks/reference):
   sent to the agent as the tool's error. "Silence is mandatory": nothing but
   that JSON may be printed on stdout.
 
-Cursor ``beforeMCPExecution`` / ``preToolUse`` (https://cursor.com/docs/agent/hooks):
+Cursor ``beforeMCPExecution`` / ``preToolUse`` (https://cursor.com/docs/hooks; the
+official page is not in the reference corpus this was written from, so the shape
+is the issue's, cross-checked with https://cupcake.eqtylab.io/reference/harnesses/cursor
+and https://pivanov.github.io/agent-hooks-bridge/adapters/cursor.html, which agree):
   stdin ``{"conversation_id", "generation_id", "hook_event_name", "tool_name",
   "tool_input", ...}`` where ``tool_input`` may be a JSON *string*; it is parsed
   before hashing. Deny: stdout ``{"permission": "deny", "agent_message": "...",
