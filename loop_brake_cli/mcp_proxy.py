@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -119,13 +120,15 @@ def iter_lines(fd: int, read_size: int = READ_SIZE) -> Iterator[bytes]:
     ``os.read`` rather than a buffered file: a line of any length is collected
     piecewise (no cap, no quadratic copying), each line is yielded as soon as
     its newline arrives, and a thread blocked here holds no interpreter-level
-    lock that would stop the process from exiting.
+    lock that would stop the process from exiting. A descriptor the parent left
+    non-blocking is waited on rather than taken for end of input.
     """
     pending: list[bytes] = []
     while True:
         try:
             data = os.read(fd, read_size)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+        except BlockingIOError:  # a non-blocking descriptor from the parent: wait for data
+            select.select([fd], [], [])
             continue
         if not data:
             if pending:
@@ -149,9 +152,14 @@ def iter_lines(fd: int, read_size: int = READ_SIZE) -> Iterator[bytes]:
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data``, waiting out a full pipe even on a non-blocking descriptor."""
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
         view = view[written:]
 
 
@@ -214,6 +222,7 @@ class _Proxy:
         self.answered: OrderedDict[str, None] = OrderedDict()
         self.out_lock = threading.Lock()
         self.client_gone = False  # the client's stdout pipe is closed
+        self.server_stdin_closed = False  # set just before shutdown closes it
         self.exited = threading.Event()
         self.shutdown_started = threading.Lock()
         self.log_fd: int | None = None
@@ -382,7 +391,7 @@ class _Proxy:
                 forward, answer = self.filter_line(line)
                 if answer is not None:
                     self.to_client(answer)
-                if forward is not None and server_open:
+                if forward is not None and server_open and not self.server_stdin_closed:
                     try:
                         _write_all(server_fd, forward)
                     except OSError:
@@ -415,6 +424,7 @@ class _Proxy:
     def _escalate(self) -> None:
         proc = self.proc
         assert proc is not None and proc.stdin is not None
+        self.server_stdin_closed = True
         try:
             proc.stdin.close()
         except OSError:

@@ -390,3 +390,25 @@ def test_options_after_the_server_command_belong_to_the_server() -> None:
     )
     assert result.returncode == 3
     assert result.stdout == b"{}\n"
+
+
+def test_non_blocking_stdio_from_the_client_is_waited_on_not_taken_for_eof() -> None:
+    """Some parents hand their children non-blocking pipes: a full or empty pipe
+    must mean "wait", not "the client has gone"."""
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    for fd in (in_read, out_write):
+        os.set_blocking(fd, False)
+    proc = subprocess.Popen(proxy_argv(), stdin=in_read, stdout=out_write, env=cli_env(), cwd=ROOT)
+    os.close(in_read)
+    os.close(out_write)
+    line = b'{"jsonrpc":"2.0","method":"x","params":"' + b"n" * (4 << 20) + b'"}\n'
+    time.sleep(0.5)  # the proxy now reads an empty non-blocking pipe
+    with os.fdopen(in_write, "wb") as to_proxy, os.fdopen(out_read, "rb") as from_proxy:
+        to_proxy.write(line)
+        to_proxy.flush()
+        time.sleep(0.3)  # the proxy now writes into a full non-blocking pipe
+        assert from_proxy.readline() == line
+        to_proxy.close()
+        assert from_proxy.read() == b""
+    assert proc.wait(timeout=10) == 0
