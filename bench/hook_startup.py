@@ -54,11 +54,11 @@ def _time(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--max-ratio", type=float, default=3.0)
-    args = parser.parse_args()
+def measure(rounds: int = 30) -> dict[str, float]:
+    """Median milliseconds of the hook and of the bare interpreter, same run, alternating.
+
+    For bench/run.py to import: ``{"hook_ms", "bare_ms", "ratio", "rounds"}``.
+    """
     hook = _loop_brake() + ["hook", "--agent", "claude-code"]
     bare = [sys.executable, "-c", "import sqlite3"]
     with tempfile.TemporaryDirectory() as state_dir:
@@ -67,12 +67,21 @@ def main() -> int:
         _time(hook, _payload(-1), env)  # warm the file cache, create the store
         _time(bare, b"", env)
         hook_times, bare_times = [], []
-        for i in range(args.rounds):
+        for i in range(rounds):
             bare_times.append(_time(bare, b"", env))
             hook_times.append(_time(hook, _payload(i), env))
     hook_ms = statistics.median(hook_times) * 1000
     bare_ms = statistics.median(bare_times) * 1000
-    ratio = hook_ms / bare_ms
+    return {"hook_ms": hook_ms, "bare_ms": bare_ms, "ratio": hook_ms / bare_ms, "rounds": rounds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--max-ratio", type=float, default=3.0)
+    args = parser.parse_args()
+    result = measure(args.rounds)
+    bare_ms, hook_ms, ratio = result["bare_ms"], result["hook_ms"], result["ratio"]
     print(f"python -c 'import sqlite3'  median {bare_ms:7.1f} ms  ({args.rounds} rounds)")
     print(f"loop-brake hook            median {hook_ms:7.1f} ms  ({args.rounds} rounds)")
     verdict = "ok" if ratio <= args.max_ratio else "MISSED"
