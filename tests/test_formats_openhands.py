@@ -1,0 +1,240 @@
+"""The openhands adapter: the real 30-call loop, output.jsonl, event streams, canary, fuzz."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import detect, get
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CANARY = "CANARY-5e1d-never-print-me"
+
+
+def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
+    """(format name, records) of one file, detected unless ``fmt`` is given."""
+    source = open_source(str(path))
+    try:
+        adapter = get(fmt) if fmt else detect(source.head(), str(path))
+        return adapter.INFO.name, list(adapter.parse(source))
+    finally:
+        source.close()
+
+
+def calls(records: list) -> list[ToolCall]:
+    return [r for r in records if isinstance(r, ToolCall)]
+
+
+def longest_streak(records: list, max_repeats: int = 3) -> tuple[int, int]:
+    """(longest identical streak, denials) as the real brake counts them."""
+    verdicts = [v for _, v in judge(records, LoopBrake(max_repeats)) if v is not None]
+    return max((v.count for v in verdicts), default=0), sum(v.denied for v in verdicts)
+
+
+def parse_bytes(fmt: str, data: bytes) -> list:
+    return list(get(fmt).parse(Source(io.BytesIO(data), "fuzz.json")))
+
+
+def summary(records: list) -> list[tuple]:
+    return [
+        (r.tool, r.args, r.call_id, r.line, r.path, r.args_unparsed)
+        if isinstance(r, ToolCall)
+        else ("BAD", r.line, r.path)
+        for r in records
+    ]
+
+
+def assert_canary_hidden(fmt: str, path: Path) -> None:
+    result = run_cli("filter", "--format", fmt, "--summary", str(path))
+    out = result.stdout.decode() + result.stderr.decode()
+    assert '"verdict":"deny"' in out  # the secret calls were judged
+    assert CANARY not in out
+
+
+STUCK_16667 = (
+    "trajectories/openhands/gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__django__"
+    "django-16667__STUCK-LOOP.json"
+)
+STUCK_12713 = (
+    "trajectories/openhands/gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__django__"
+    "django-12713__STUCK-LOOP.json"
+)
+PONYC = "OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl"
+
+
+def test_acceptance_real_30_call_loop(shared_samples: Path) -> None:
+    """filter --format openhands: one session, a 30-call streak, 28 denials from the 3rd call."""
+    path = shared_samples / STUCK_16667
+    result = run_cli("filter", "--format", "openhands", "-m", "3", str(path))
+    assert result.returncode == 0, result.stderr
+    verdicts = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(verdicts) == 50
+    assert {v["sessionId"] for v in verdicts} == {str(path)}
+    denied = [i for i, v in enumerate(verdicts) if v["verdict"] == "deny"]
+    assert len(denied) == 28
+    streak = verdicts[-30:]
+    assert {v["toolName"] for v in streak} == {"str_replace_editor"}
+    assert len({v["hashPrefix"] for v in streak}) == 1
+    assert [v["count"] for v in streak] == list(range(1, 31))
+    assert denied == list(range(22, 50))  # the first denial is the streak's third call
+    # the 30th call exists only in fncall_response
+    assert verdicts[-1]["path"] == "$.fncall_response.choices[0].message.tool_calls[0]"
+    assert verdicts[-1]["callId"] == "toolu_50"
+
+
+@pytest.mark.parametrize(("name", "count", "streak"), [(STUCK_16667, 50, 30), (STUCK_12713, 34, 4)])
+def test_shared_completion_logs(shared_samples: Path, name: str, count: int, streak: int) -> None:
+    fmt, records = read(shared_samples / name)
+    assert fmt == "openhands"
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    assert len(calls(records)) == count
+    assert longest_streak(records)[0] == streak
+
+
+def test_real_output_jsonl_record() -> None:
+    fmt, records = read(FIXTURES / "openhands" / PONYC)
+    assert fmt == "openhands"
+    found = calls(records)
+    assert len(found) == 33
+    assert {c.session for c in found} == {"ponylang__ponyc-4593"}
+    assert [c.call_id for c in found] == [f"toolu_{n:02d}" for n in range(1, 34)]
+    assert found[0].line == 1 and found[0].path == "$.history[4]"
+    assert found[-1].tool == "finish"
+    # the arguments are the model's call, not OpenHands' translated action args
+    assert "thought" not in found[0].args and "command" in found[0].args
+    assert longest_streak(records)[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "tools"),
+    [
+        ("OpenHands__tests-runtime-trajs__basic.json", ["str_replace_editor", "finish"]),
+        (
+            "OpenHands__tests-runtime-trajs__wrong_initial_state.json",
+            ["str_replace_editor", "execute_bash", "str_replace_editor", "finish"],
+        ),
+    ],
+)
+def test_real_event_streams(name: str, tools: list[str]) -> None:
+    path = FIXTURES / "openhands" / name
+    fmt, records = read(path)
+    assert fmt == "openhands"
+    assert [c.tool for c in calls(records)] == tools
+    assert {c.session for c in calls(records)} == {str(path)}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        PONYC,
+        "OpenHands__tests-runtime-trajs__basic.json",
+        "OpenHands__tests-runtime-trajs__wrong_initial_state.json",
+    ],
+)
+def test_shared_copies_agree(shared_samples: Path, name: str) -> None:
+    assert read(shared_samples / "trajectories/openhands" / name)[0] == "openhands"
+
+
+TRIMMED = "the model response was trimmed from this log"
+
+
+def test_edge_cases() -> None:
+    path = FIXTURES / "openhands/synthetic--edge-cases.json"
+    fmt, records = read(path)
+    assert fmt == "openhands"
+    assert summary(records) == [
+        # two calls of one response: each action picks its own tool call by id
+        ("execute_bash", {"command": "ls"}, "toolu_01", None, "$[1]", False),
+        ("str_replace_editor", {"command": "view", "path": "/workspace"}, "toolu_02", None,
+         "$[2]", False),
+        # $[3] is the observation: same metadata, not a call
+        # no model_response: the action's own args
+        ("execute_bash", {"command": "ls", "thought": TRIMMED}, "toolu_03", None, "$[4]", False),
+        ("execute_bash", {}, "toolu_04", None, "$[5]", False),
+        ("execute_bash", '{"command": "unterminated', "toolu_05", None, "$[6]", True),
+        ("BAD", None, "$[7]"),
+        ("BAD", None, "$[8]"),
+        ("BAD", None, "$[9]"),
+        ("finish", {}, "toolu_07", None, "$[10]", False),
+    ]  # fmt: skip
+
+
+def test_instances_keep_their_own_ids() -> None:
+    """output.jsonl: every instance restarts at toolu_01; both instances' calls count."""
+    call = {"id": "toolu_01", "function": {"name": "execute_bash", "arguments": '{"c": 1}'}}
+    event = {"action": "run", "tool_call_metadata": {
+        "function_name": "execute_bash", "tool_call_id": "toolu_01",
+        "model_response": {"choices": [{"message": {"tool_calls": [call]}}]}}}  # fmt: skip
+    lines = [{"instance_id": f"i{n}", "history": [event]} for n in (1, 2)]
+    data = b"\n".join(json.dumps(line).encode() for line in lines) + b"\n"
+    assert get("openhands").sniff(data)
+    records = parse_bytes("openhands", data)
+    assert [(r.session, r.call_id, r.line) for r in records] == [
+        ("i1", "toolu_01", 1),
+        ("i2", "toolu_01", 2),
+    ]
+
+
+def test_completion_log_reads_one_representation() -> None:
+    call = {"id": "toolu_01", "function": {"name": "t", "arguments": "{}"}}
+    log = {
+        "messages": [{"role": "assistant", "content": "<function=t>\n</function>"}],
+        "fncall_messages": [{"role": "assistant", "content": "", "tool_calls": [call]}],
+        "response": {"choices": [{"message": {"content": "<function=t>\n</function>"}}]},
+        "fncall_response": {"choices": [{"message": {"tool_calls": [dict(call, id="toolu_02")]}}]},
+    }
+    records = parse_bytes("openhands", json.dumps(log).encode())
+    assert [(r.call_id, r.path) for r in records] == [
+        ("toolu_01", "$.fncall_messages[0].tool_calls[0]"),
+        ("toolu_02", "$.fncall_response.choices[0].message.tool_calls[0]"),
+    ]
+
+
+def test_canary_never_printed(tmp_path: Path) -> None:
+    def event(n: int, arguments: str) -> dict:
+        call = {"id": f"toolu_{n}", "function": {"name": "execute_bash", "arguments": arguments}}
+        metadata = {
+            "function_name": "execute_bash",
+            "tool_call_id": f"toolu_{n}",
+            "model_response": {"choices": [{"message": {"tool_calls": [call]}}]},
+        }
+        return {"action": "run", "args": {"command": CANARY}, "tool_call_metadata": metadata}
+
+    secret = json.dumps({"command": CANARY})
+    events = [{"source": "user", "action": "message", "args": {"content": CANARY}}]
+    events += [event(n, secret) for n in range(3)] + [event(9, CANARY + "{")]
+    events += [{"action": "run", "tool_call_metadata": {"function_name": 3, "x": CANARY}}]
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(events))
+    assert_canary_hidden("openhands", path)
+
+
+JSON_KEYS = st.sampled_from(
+    ["action", "observation", "tool_call_metadata", "function_name", "tool_call_id",
+     "model_response", "choices", "message", "tool_calls", "id", "function", "arguments",
+     "args", "history", "instance_id", "fncall_messages", "fncall_response", "messages",
+     "response", "role", "name"]
+)  # fmt: skip
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.sampled_from(["{}", "{"]),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(JSON_KEYS, kids, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+def test_never_raises(data: bytes) -> None:
+    assert isinstance(get("openhands").sniff(data), bool)
+    for record in parse_bytes("openhands", data):
+        assert isinstance(record, (ToolCall, BadRecord))
