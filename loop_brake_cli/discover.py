@@ -44,11 +44,23 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
 
 
 def _walk(root: str, patterns: Sequence[str]) -> Iterator[str]:
-    for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and _matches(name, patterns):
-                yield os.path.join(top, name)
+    """Files under root in path order (a directory's entries sorted by name, files and
+    subdirectories together), so the order is the same on every machine."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            yield from _walk(entry.path, patterns)
+        elif _matches(entry.name, patterns):
+            yield entry.path
 
 
 def discover(paths: Iterable[str], patterns: Sequence[str] | None = None) -> Iterator[Found]:

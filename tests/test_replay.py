@@ -325,6 +325,7 @@ def test_usage_errors(loop_file: Path) -> None:
     assert replay("loop.jsonl", "--json", "--verdicts").status == 2
     assert replay("loop.jsonl", "--sweep", "5..2").status == 2
     assert replay("loop.jsonl", "-j", "2", "--continue-sessions").status == 2
+    assert replay("loop.jsonl", "--verdicts", "--sweep", "2..4").status == 2
 
 
 def test_codex_polls_are_one_streak_of_six_and_the_sweep_shows_where_it_stops() -> None:

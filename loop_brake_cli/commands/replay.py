@@ -139,6 +139,9 @@ def replay_command(
     if as_json and verdicts:
         _fail("--json and --verdicts are different outputs: choose one")
         return ExitStatus.USAGE
+    if verdicts and sweep_text is not None:
+        _fail("--sweep is part of the summary (and --json), not of --verdicts")
+        return ExitStatus.USAGE
     if jobs > 1 and continue_sessions:
         _fail("-j cannot be combined with --continue-sessions (streaks would cross workers)")
         return ExitStatus.USAGE
