@@ -24,7 +24,8 @@ from loop_brake_cli.formats import claude_hooks, detect, get
 from loop_brake_cli.judge import judge
 from loop_brake_cli.reader import Source, open_source
 
-FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
+FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
+TRANSCRIPTS = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-hooks.jsonl"
 CANARY = "CANARY-9a7b3c-do-not-print"
 
@@ -53,7 +54,7 @@ def test_real_hook_log_counts_its_pre_tool_use_events() -> None:
 
 def test_real_hook_log_matches_the_transcript_call_for_call() -> None:
     _, hooks = read(FIXTURES / "real--fasthooks-hook-logs.jsonl")
-    _, transcript = read(FIXTURES / "real--fasthooks-main-transcript.jsonl")
+    _, transcript = read(TRANSCRIPTS / "real--fasthooks-main-transcript.jsonl")
     assert [call_hash(r.tool, r.args) for r in hooks] == [
         call_hash(r.tool, r.args) for r in transcript
     ]
