@@ -301,4 +301,13 @@ def main(
         data = source.read()
     except OSError as exc:
         return hook.fail(f"could not read stdin ({exc.strerror or exc})", opts.get("agent"))
-    return hook.run(data, errors)
+    try:
+        return hook.run(data, errors)
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:  # a bug must not block the agent, nor print a traceback
+        # Only the class name: an exception's text could carry part of the input.
+        return hook.fail(
+            f"internal error ({exc.__class__.__name__}); please report it",
+            opts.get("agent"),
+        )
