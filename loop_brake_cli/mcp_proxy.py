@@ -360,10 +360,16 @@ class _Proxy:
             message = parse_json(line)
         except JSONInputError:
             return line, None  # unparseable: forwarded unchanged, the server decides
-        if isinstance(message, list):
-            return self.filter_batch(line, message)
-        forward, answer = self.judge(message, line)
-        return (line if forward else None), (json_line(answer) if answer else None)
+        try:
+            if isinstance(message, list):
+                return self.filter_batch(line, message)
+            forward, answer = self.judge(message, line)
+            return (line if forward else None), (json_line(answer) if answer else None)
+        except Exception as exc:  # noqa: BLE001 - a broken brake must not break the server
+            # Fail open, as the hook does by default: the call runs, and the
+            # reason (its type only: a message could quote the input) is told.
+            self.note(f"internal error while judging a line ({type(exc).__name__}); forwarded")
+            return line, None
 
     def filter_batch(self, line: bytes, batch: list[Any]) -> tuple[bytes | None, bytes | None]:
         """A JSON-RPC batch (removed from MCP in 2025-06-18, still accepted here):
@@ -413,6 +419,15 @@ class _Proxy:
         except OSError:
             pass
 
+    def guarded(self, target: Any) -> None:
+        """Run a copy thread; an unexpected failure is one stderr line and a shutdown,
+        never a traceback (whose locals could hold a line being forwarded)."""
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001
+            self.note(f"internal error ({type(exc).__name__}); shutting the server down")
+            self.begin_shutdown()
+
     # -- shutdown -----------------------------------------------------------------
 
     def begin_shutdown(self) -> None:
@@ -453,10 +468,10 @@ class _Proxy:
             previous[signum] = signal.signal(signum, self.forward_signal)
         try:
             reader = threading.Thread(
-                target=self.server_to_client, name="mcp-proxy-server-out", daemon=True
+                target=self.guarded, args=(self.server_to_client,), daemon=True
             )
             writer = threading.Thread(
-                target=self.client_to_server, name="mcp-proxy-client-in", daemon=True
+                target=self.guarded, args=(self.client_to_server,), daemon=True
             )
             reader.start()
             writer.start()
