@@ -235,6 +235,9 @@ def test_sniff_a_first_line_longer_than_the_head() -> None:
     line = {"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user"}
     head = (json.dumps(line, separators=(",", ":"))[:-1] + ',"message":"' + "x" * 70000).encode()
     assert claude_code.sniff(head[: 1 << 16])
+    snapshot = b'{"type":"file-history-snapshot","messageId":"m","snapshot":{"x":"' + b"y" * 70000
+    assert claude_code.sniff(snapshot[: 1 << 16])
+    assert not claude_code.sniff(b'{"type":"summary","x":"' + b"y" * 70000)
 
 
 _JSON = st.recursive(

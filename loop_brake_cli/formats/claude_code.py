@@ -44,7 +44,10 @@ INFO = FormatInfo(
 
 _LINE_TYPES = {"user", "assistant", "system", "progress", "queue-operation"}
 # A line too long for the sniff window still starts like this.
-_PREFIX = re.compile(rb'^\s*\{"parentUuid":(null|"[^"]*"),"isSidechain":(true|false),')
+_PREFIX = re.compile(
+    rb'^\s*\{("parentUuid":(null|"[^"]*"),"isSidechain":(true|false),'
+    rb'|"type":"(file-history-snapshot|summary)","(messageId|summary)":)'
+)
 
 
 def _looks_like_claude(obj: dict[str, Any]) -> bool:
