@@ -119,6 +119,18 @@ def test_a_broken_document_is_one_located_error() -> None:
     assert records[0].line is not None and 40 <= records[0].line <= 43
 
 
+def test_other_signals_in_the_same_file_are_skipped() -> None:
+    lines = [
+        json.dumps({"resourceLogs": [{"scopeLogs": []}]}),
+        json.dumps(spans_doc(tool_span("07" * 8, {"stringValue": "{}"}))),
+        json.dumps({"resourceMetrics": []}),
+        json.dumps({"something": "else"}),
+    ]
+    records = parse_bytes("\n".join(lines).encode())
+    assert [type(r).__name__ for r in records] == ["BadRecord", "ToolCall"]
+    assert records[0].line == 4 and records[1].line == 2
+
+
 def test_empty_argument_values() -> None:
     doc = spans_doc(
         tool_span("01" * 8, {"stringValue": ""}, startTimeUnixNano="1"),

@@ -61,6 +61,7 @@ CONVERSATION = "gen_ai.conversation.id"
 
 _SNIFF = re.compile(rb'^\s*\{.{0,200}?"(resourceSpans|resource_spans)"\s*:\s*\[', re.S)
 _MISSING = object()
+_OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles", "resource_logs")
 
 
 def sniff(head: bytes) -> bool:
@@ -179,6 +180,8 @@ def _spans(document: Any, line: int | None, order: int) -> Iterator[_Span | BadR
         yield BadRecord("not an OTLP/JSON object", line, "$")
         return
     resources = _field(document, "resourceSpans", "resource_spans")
+    if resources is None and any(key in document for key in _OTHER_SIGNALS):
+        return  # logs or metrics written to the same file exporter
     if not isinstance(resources, list):
         yield BadRecord("no resourceSpans array", line, "$")
         return
