@@ -126,6 +126,7 @@ def test_other_signals_in_the_same_file_are_skipped() -> None:
         json.dumps({"resourceMetrics": []}),
         json.dumps({"something": "else"}),
     ]
+    assert otel.sniff("\n".join(lines).encode())
     records = parse_bytes("\n".join(lines).encode())
     assert [type(r).__name__ for r in records] == ["BadRecord", "ToolCall"]
     assert records[0].line == 4 and records[1].line == 2

@@ -45,6 +45,7 @@ from ..events import BadRecord, Record, ToolCall
 from ..reader import Source
 from . import FormatInfo
 from ._common import parse_arguments
+from ._sniff import head_lines
 
 INFO = FormatInfo(
     name="otel",
@@ -65,8 +66,10 @@ _OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles", "resour
 
 
 def sniff(head: bytes) -> bool:
-    """The head opens an OTLP/JSON traces document."""
-    return bool(_SNIFF.match(head.lstrip(b"\xef\xbb\xbf")))
+    """The head opens an OTLP/JSON traces document, or one of its lines is one."""
+    if _SNIFF.match(head.lstrip(b"\xef\xbb\xbf")):
+        return True
+    return any(_SNIFF.match(line) for line in head_lines(head, 50))
 
 
 def _any_value(value: Any) -> Any:
