@@ -182,6 +182,14 @@ def _sorted_keys(obj: dict[str, Any]) -> list[str]:
     return keys
 
 
+def _big_int(value: int) -> str:
+    """A Python int beyond 2**53 as Node's Number(value) prints it (Infinity -> null)."""
+    try:
+        return js_number(float(value))
+    except OverflowError:
+        return "null"
+
+
 def _write(value: Any, out: list[str]) -> None:
     cls = value.__class__
     if cls is str:
@@ -213,7 +221,7 @@ def _write(value: Any, out: list[str]) -> None:
     elif value is None:
         out.append("null")
     elif cls is int:
-        out.append(str(value) if -(2**53) <= value <= 2**53 else js_number(float(value)))
+        out.append(str(value) if -(2**53) <= value <= 2**53 else _big_int(value))
     elif cls is float:
         out.append(js_number(value))
     elif isinstance(value, (int, float)):
