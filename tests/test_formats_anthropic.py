@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -175,3 +176,14 @@ def test_never_raises(data: bytes) -> None:
     assert isinstance(get("anthropic").sniff(data), bool)
     for record in parse_bytes("anthropic", data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
+
+
+@pytest.mark.parametrize(("fmt", "name", "count"), [("anthropic", "anthropic.json", 2)])
+def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
+    """samples/formats: our own small example is recognised and read whole."""
+    detected, records = read(SAMPLES / name)
+    assert detected == fmt
+    assert len(calls(records)) == count == len(records)

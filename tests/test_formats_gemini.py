@@ -150,3 +150,14 @@ def test_never_raises(data: bytes) -> None:
     assert isinstance(get("gemini-cli").sniff(data), bool)
     for record in parse_bytes("gemini-cli", data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
+
+
+@pytest.mark.parametrize(("fmt", "name", "count"), [("gemini-cli", "gemini-cli.json", 2)])
+def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
+    """samples/formats: our own small example is recognised and read whole."""
+    detected, records = read(SAMPLES / name)
+    assert detected == fmt
+    assert len(calls(records)) == count == len(records)

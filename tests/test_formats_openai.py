@@ -289,3 +289,17 @@ def test_never_raises(fmt: str, data: bytes) -> None:
     assert isinstance(get(fmt).sniff(data), bool)
     for record in parse_bytes(fmt, data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "count"),
+    [("openai-chat", "openai-chat.json", 3), ("openai-responses", "openai-responses.json", 2)],
+)
+def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
+    """samples/formats: our own small example is recognised and read whole."""
+    detected, records = read(SAMPLES / name)
+    assert detected == fmt
+    assert len(calls(records)) == count == len(records)
