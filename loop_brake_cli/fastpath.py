@@ -39,11 +39,12 @@ import hashlib
 import json
 import os
 import re
+from binascii import hexlify as _hexlify
 from typing import Any
 
-from .brake import LoopBrake
+from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, parse_json
-from .events import BadRecord, Record, ToolCall, error_record
+from .events import BadRecord, Record, ToolCall, error_record, verdict_record
 from .formats.events import event_to_record
 from .judge import Tally, judge
 from .output import LineWriter
@@ -62,7 +63,7 @@ _MAX_SAFE = 2**53
 _EXPONENT = re.compile(rb"[0-9]e[-+]")
 _ASTRAL = re.compile(b"[\xf0-\xf4]")  # UTF-8 lead bytes of U+10000..
 _HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
-_CACHE_LIMIT = 1 << 16
+_CACHE_LIMIT = 1 << 12
 
 if AVAILABLE:
     _dumps = orjson.dumps
@@ -141,6 +142,27 @@ class _Templates:
         return cached
 
 
+def _tool_parts(t: _Templates, tool: str) -> tuple[bytes, bytes, bytes]:
+    """What a verdict needs of a tool name: the hashed ``tool + "\\n"``, its JSON, and
+    the start of the deny message that quotes it."""
+    hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
+    return hashed, t.string(tool), t.deny_tool(tool)
+
+
+def _verdict(brake: LoopBrake, slot: Any, session: str, call_id: Any) -> Verdict:
+    count = slot.count
+    return Verdict(
+        denied=count >= brake.max_repeats,
+        tool_name=slot.tool,
+        session_id=session,
+        count=count,
+        max_repeats=brake.max_repeats,
+        hash_prefix=slot.digest[:6].hex(),
+        call_id=call_id,
+        duplicate=True,
+    )
+
+
 def _json_str(value: str, quoted: bool = True) -> bytes:
     """A JSON string as ``output.json_line`` writes it (a lone surrogate, possible in a
     tool name or session key read by the exact path, as its escape); cached by callers."""
@@ -162,20 +184,25 @@ def filter_events(
 ) -> None:
     """Judge the event lines of one source and write the verdicts, as filter does."""
     t = _Templates(brake.max_repeats, file)
-    write = out.write_raw
+    parts = out.pending()  # verdict lines collect here until the reader's on_wait flush
+    append = parts.append
     count_call = brake.count_call
     max_repeats = brake.max_repeats
     want_pass = "pass" in wanted
     want_deny = "deny" in wanted
     want_error = "error" in wanted
-    loads, sha256, string, hexlify = _loads, hashlib.sha256, t.string, bytes.hex
-    pass_head, deny_head, tail = t.pass_head, t.deny_head, t.tail
-    deny_mid, deny_end, deny_tool = t.deny_mid, t.deny_end, t.deny_tool
-    tool_prefix: dict[str, bytes] = {}
+    loads, dumps, options, sha256, hexlify = _loads, _dumps, _OPTIONS, hashlib.sha256, _hexlify
+    middle = b',"toolName":%b,"sessionId":%b,'
+    pass_id = t.pass_head + b"%d" + middle + b'"callId":%b,"count":%d' + t.tail + b'%b"}\n'
+    deny_id = t.deny_head + b"%d" + middle + b'"callId":%b,"count":%d' + t.tail + b'%b"%b%d%b%b'
+    deny_id += t.deny_end
+    deny_mid = t.deny_mid
+    strings = t.strings
+    tools: dict[str, tuple[bytes, bytes, bytes]] = {}  # tool -> hashed prefix, JSON, deny text
     shard_cache: dict[str, bool] = {}
     shard_index, shard_count = shard if shard is not None else (0, 1)
     errors_here = shard_index == 0
-    calls = passed = denied = duplicates = 0
+    calls = passed = denied = 0
 
     def slow(record: Record) -> None:
         if shard is not None:
@@ -189,8 +216,6 @@ def filter_events(
                 if want_error:
                     out.write(error_record(rec, file))
             elif want_deny if verdict.denied else want_pass:
-                from .events import verdict_record
-
                 out.write(verdict_record(rec, verdict, file))  # type: ignore[arg-type]
 
     try:
@@ -229,8 +254,17 @@ def filter_events(
                 tool = record.tool  # type: ignore[union-attr]
                 args = record.args  # type: ignore[union-attr]
                 session = record.session  # type: ignore[union-attr]
-            canonical = fast_canonical(args)
-            if canonical is None:
+            try:
+                canonical = dumps(args, option=options)
+            except _EncodeError:
+                slow(_exact(line, number))
+                continue
+            if (
+                b".0" in canonical
+                or b"e+" in canonical
+                or b"e-" in canonical
+                or not canonical.isascii()
+            ) and fast_canonical(args) is None:
                 slow(_exact(line, number))
                 continue
             if shard is not None:
@@ -241,59 +275,69 @@ def filter_events(
                     keep = shard_cache[session] = shard_of(session, shard_count) == shard_index
                 if not keep:
                     continue
-            prefix = tool_prefix.get(tool)
-            if prefix is None:
-                if len(tool_prefix) >= _CACHE_LIMIT:
-                    tool_prefix.clear()
-                prefix = tool_prefix[tool] = (tool + "\n").encode("utf-8")
+            known = tools.get(tool)
+            if known is None:
+                if len(tools) >= _CACHE_LIMIT:
+                    tools.clear()
+                known = tools[tool] = _tool_parts(t, tool)
             slot, duplicate = count_call(
-                session, tool, sha256(prefix + canonical).digest(), call_id
+                session, tool, sha256(known[0] + canonical).digest(), call_id
             )
             count = slot.count
             calls += 1
             if duplicate:
-                duplicates += 1
-                tool = slot.tool
+                # rare: the exact writer, with the slot's tool and hash
+                tally.duplicates += 1
+                verdict = _verdict(brake, slot, session, call_id)
+                if verdict.denied:
+                    denied += 1
+                else:
+                    passed += 1
+                if want_deny if verdict.denied else want_pass:
+                    record = ToolCall(tool, None, session, call_id, number)
+                    out.write(verdict_record(record, verdict, file))
+                continue
+            session_json = strings.get(session)
+            if session_json is None:
+                session_json = t.string(session)
+            if call_id.__class__ is not str:
+                call_json = b"" if call_id is None else dumps(call_id)
+            else:
+                call_json = dumps(call_id)
             if count >= max_repeats:
                 denied += 1
-                if not want_deny:
-                    continue
-                head = deny_head
+                if want_deny:
+                    hash_prefix = hexlify(slot.digest[:6])
+                    line_out = deny_id % (
+                        number,
+                        known[1],
+                        session_json,
+                        call_json,
+                        count,
+                        hash_prefix,
+                        known[2],
+                        count,
+                        deny_mid,
+                        hash_prefix,
+                    )
+                    if call_id is None:
+                        line_out = line_out.replace(b'"callId":,', b"", 1)
+                    append(line_out)
             else:
                 passed += 1
-                if not want_pass:
-                    continue
-                head = pass_head
-            hash_prefix = hexlify(slot.digest[:6]).encode()
-            if call_id is None:
-                ids = b',"toolName":%b,"sessionId":%b,"count":%d' % (
-                    string(tool),
-                    string(session),
-                    count,
-                )
-            else:
-                ids = b',"toolName":%b,"sessionId":%b,"callId":%b,"count":%d' % (
-                    string(tool),
-                    string(session),
-                    _dumps(call_id),
-                    count,
-                )
-            line_out = b'%b%d%b%b%b"' % (head, number, ids, tail, hash_prefix)
-            if duplicate:
-                line_out += b',"duplicate":true'
-            if head is deny_head:
-                line_out += b"%b%d%b%b%b" % (
-                    deny_tool(tool),
-                    count,
-                    deny_mid,
-                    hash_prefix,
-                    deny_end,
-                )
-            else:
-                line_out += b"}\n"
-            write(line_out)
+                if want_pass:
+                    line_out = pass_id % (
+                        number,
+                        known[1],
+                        session_json,
+                        call_json,
+                        count,
+                        hexlify(slot.digest[:6]),
+                    )
+                    if call_id is None:
+                        line_out = line_out.replace(b'"callId":,', b"", 1)
+                    append(line_out)
     finally:
         tally.calls += calls
         tally.passed += passed
         tally.denied += denied
-        tally.duplicates += duplicates

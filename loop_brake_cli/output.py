@@ -30,6 +30,11 @@ class LineWriter:
         if self._size >= self._limit:
             self.flush()
 
+    def pending(self) -> list[bytes]:
+        """The list of encoded lines not yet written: a hot loop may append to it
+        directly, provided something calls flush() (the reader's on_wait does)."""
+        return self._parts
+
     def write_raw(self, data: bytes) -> None:
         """Add lines already encoded (fastpath.py builds them from templates)."""
         self._parts.append(data)

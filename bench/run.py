@@ -1,0 +1,365 @@
+"""The loop-brake benchmarks: one entry point, needs only the project's install and Node.js.
+
+    python bench/run.py                   # everything below, prints one table
+    python bench/run.py --quick           # smaller inputs, fewer rounds (a smoke run)
+    python bench/run.py --only throughput # or memory, live, hook, replay (repeatable)
+    python bench/run.py --soak            # 10,000,000 events, RSS sampled over time
+
+* throughput: 1,000,000 generated ~150-byte events (7 interleaved sessions),
+  ``loop-brake filter FILE > out`` against ``node bench/reference.mjs FILE > out``,
+  alternating, 5 rounds; median events/s of each (wall clock, and per CPU second,
+  user + system, which other processes on the machine disturb less), the ratio,
+  and a check that both wrote the same hashPrefix/count/verdict columns.
+* memory: peak RSS of that run, and of 1,000,000 events over 1,000,000 sessions
+  with and without ``--max-sessions 100000``.
+* live: events written one at a time into a pipe at 1,000/s for 10 s; p50/p99 of
+  the time from a write to its verdict line.
+* hook: ``bench/hook_startup.py`` where it exists.
+* replay: ``loop-brake replay`` on a generated Claude Code transcript, MB/s.
+
+Inputs are generated once into $TMPDIR/loop-brake-bench. Numbers only, never
+arguments, are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gen  # noqa: E402
+
+DATA = Path(tempfile.gettempdir()) / "loop-brake-bench"
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(name: str, value: str, note: str = "") -> None:
+    ROWS.append((name, value, note))
+    print(f"  {name:<44} {value:>22}  {note}", flush=True)
+
+
+def loop_brake() -> list[str]:
+    exe = shutil.which("loop-brake", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "loop_brake_cli"]
+
+
+def data_file(name: str, n: int, make) -> Path:
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = DATA / f"{name}-{n}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        gen.write(str(tmp), make(n))
+        tmp.rename(path)
+    return path
+
+
+# A small launcher measures each child: rusage's max RSS counts what a forked child
+# inherits before exec, so forking from this (large) process would inflate it.
+_LAUNCH = """
+import os, sys, time
+out = int(sys.argv[1])
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(out, b"%r %r %r %r" % (wall, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run(cmd: list[str], stdout_path: str | os.PathLike = os.devnull, stdin=None) -> dict:
+    """Run to completion; wall time, user/system CPU and max RSS of the child."""
+    read_fd, write_fd = os.pipe()
+    with open(stdout_path, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCH, str(write_fd), *cmd],
+            stdout=out,
+            stdin=stdin,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_fd,),
+        )
+        os.close(write_fd)
+        stderr = proc.stderr.read() if proc.stderr else b""
+        proc.wait()
+    with os.fdopen(read_fd, "rb") as fh:
+        figures = fh.read().split()
+    if proc.returncode not in (0, 1) or len(figures) != 4:
+        sys.exit(f"bench: {cmd[0]} failed ({proc.returncode}): {stderr.decode()[-500:]}")
+    wall, user, system, rss_kb = (float(x) for x in figures)
+    return {
+        "wall": wall,
+        "user": user,
+        "sys": system,
+        "rss_mb": rss_kb / 1024,
+        "stderr": stderr.decode("utf-8", "replace"),
+    }
+
+
+def columns(path: str) -> list[tuple]:
+    import json
+
+    out = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            v = json.loads(line)
+            out.append((v.get("line"), v.get("hashPrefix"), v.get("count"), v.get("verdict")))
+    return out
+
+
+def bench_throughput(n: int, rounds: int) -> dict:
+    events = data_file("events", n, gen.events)
+    node = shutil.which("node")
+    ours_out = DATA / "ours.out"
+    node_out = DATA / "node.out"
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(run([*loop_brake(), "filter", str(events)], ours_out))
+        if node:
+            theirs.append(run([node, str(HERE / "reference.mjs"), str(events)], node_out))
+    wall = statistics.median(r["wall"] for r in ours)
+    cpu = statistics.median(r["user"] + r["sys"] for r in ours)
+    print(f"  input: {n:,} events, {events.stat().st_size / n:.0f} bytes each on average")
+    row("filter, loop-brake: events/s (wall)", f"{n / wall:,.0f}", f"median of {rounds}")
+    row(
+        "filter, loop-brake: user / system s",
+        f"{statistics.median(r['user'] for r in ours):.2f} / "
+        f"{statistics.median(r['sys'] for r in ours):.2f}",
+    )
+    result = {"rss": max(r["rss_mb"] for r in ours)}
+    if not node:
+        row("filter, Node.js reference", "n/a", "node not on PATH")
+        return result
+    nwall = statistics.median(r["wall"] for r in theirs)
+    ncpu = statistics.median(r["user"] + r["sys"] for r in theirs)
+    row("filter, Node.js reference: events/s (wall)", f"{n / nwall:,.0f}", f"median of {rounds}")
+    row(
+        "filter, Node.js reference: user / system s",
+        f"{statistics.median(r['user'] for r in theirs):.2f} / "
+        f"{statistics.median(r['sys'] for r in theirs):.2f}",
+    )
+    ratio = nwall / wall
+    row("ratio loop-brake / Node (wall)", f"{ratio:.2f}x", _target(ratio >= 1.5, ">= 1.5x"))
+    row("ratio loop-brake / Node (per CPU second)", f"{ncpu / cpu:.2f}x", "user + system")
+    same = columns(str(ours_out)) == columns(str(node_out))
+    identical = ours_out.read_bytes() == node_out.read_bytes()
+    row(
+        "hashPrefix/count/verdict columns identical",
+        "yes" if same else "NO",
+        "output byte-identical" if identical else "",
+    )
+    row(
+        f"peak RSS, {n:,} events / 7 sessions (MB)",
+        f"{result['rss']:.1f}",
+        _target(result["rss"] <= 64, "<= 64 MB"),
+    )
+    result["node_rss"] = max(r["rss_mb"] for r in theirs)
+    row("peak RSS, Node.js reference (MB)", f"{result['node_rss']:.1f}")
+    return result
+
+
+def bench_memory(n: int, bounded: int) -> None:
+    many = data_file("sessions", n, gen.distinct_sessions)
+    base = run([*loop_brake(), "filter", str(data_file("events", n, gen.events))])
+    free = run([*loop_brake(), "filter", str(many)])
+    capped = run([*loop_brake(), "filter", "--summary", "--max-sessions", str(bounded), str(many)])
+    row(f"peak RSS, {n:,} events / 7 sessions (MB)", f"{base['rss_mb']:.1f}")
+    row(f"peak RSS, {n:,} sessions, unbounded (MB)", f"{free['rss_mb']:.1f}")
+    row(
+        f"peak RSS, {n:,} sessions, --max-sessions {bounded:,}",
+        f"{capped['rss_mb']:.1f}",
+        _evictions(capped["stderr"]),
+    )
+    per = (free["rss_mb"] - base["rss_mb"]) * 1024 * 1024 / n
+    row("memory per session slot (bytes, from RSS)", f"{per:,.0f}", "unbounded run - 7-session run")
+    row(f"filter, {n:,} sessions: events/s (wall)", f"{n / free['wall']:,.0f}", "unbounded")
+
+
+def _evictions(stderr: str) -> str:
+    for word in stderr.replace(";", " ;").split(" ;"):
+        if "evicted" in word:
+            return word.strip()
+    return ""
+
+
+def bench_live(seconds: float, rate: int) -> None:
+    """Write events one at a time into the filter's stdin; time each verdict line.
+
+    One thread both paces the writes and waits for output with select(), so the
+    timestamps are not delayed by this process's own GIL hand-offs."""
+    import select
+
+    lines = list(gen.events(int(seconds * rate)))
+    proc = subprocess.Popen(
+        [*loop_brake(), "filter"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+    )
+    fd_in, fd_out = proc.stdin.fileno(), proc.stdout.fileno()  # type: ignore[union-attr]
+    sent: list[float] = []
+    got: list[float] = []
+    pending = b""
+    interval = 1.0 / rate
+    start = time.perf_counter() + 1.0  # the first call must not pay for imports
+    i = 0
+    while len(got) < len(lines):
+        now = time.perf_counter()
+        if i < len(lines) and now >= start + i * interval:
+            sent.append(time.perf_counter())
+            os.write(fd_in, lines[i])
+            i += 1
+            continue
+        wait = start + i * interval - now if i < len(lines) else 5.0
+        ready, _, _ = select.select([fd_out], [], [], max(wait, 0))
+        if ready:
+            data = os.read(fd_out, 1 << 16)
+            now = time.perf_counter()
+            if not data:
+                break
+            pending += data
+            got.extend([now] * pending.count(b"\n"))
+            pending = pending[pending.rfind(b"\n") + 1 :]
+        elif i >= len(lines):
+            break
+    proc.stdin.close()  # type: ignore[union-attr]
+    proc.wait()
+    n = min(len(got), len(sent))
+    lat = sorted((got[k] - sent[k]) * 1000 for k in range(n))
+    if not lat:
+        row("live latency", "n/a", "no verdicts")
+        return
+    p50 = lat[len(lat) // 2]
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    row(f"live latency p50, {rate}/s for {seconds:g} s (ms)", f"{p50:.3f}", f"{n} events")
+    row(
+        f"live latency p99, {rate}/s for {seconds:g} s (ms)",
+        f"{p99:.3f}",
+        _target(p99 <= 1.0, "<= 1 ms"),
+    )
+    row("live latency max (ms)", f"{lat[-1]:.3f}")
+
+
+def bench_hook(quick: bool) -> None:
+    script = HERE / "hook_startup.py"
+    if not script.exists():
+        row("hook start-up", "n/a", "bench/hook_startup.py not there")
+        return
+    cmd = [sys.executable, str(script)] + (["--rounds", "10"] if quick else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for line in proc.stdout.strip().splitlines():
+        print(f"  hook: {line}")
+        if line.startswith("ratio"):
+            ROWS.append(
+                ("hook start-up vs python -c 'import sqlite3'", line.split()[1], "target <= 3x")
+            )
+    if proc.returncode not in (0, 1):
+        row("hook start-up", "n/a", f"hook_startup.py failed: {proc.stderr.strip()[-200:]}")
+
+
+def bench_replay(target_mb: int) -> None:
+    help_text = subprocess.run([*loop_brake(), "replay", "--help"], capture_output=True, text=True)
+    if help_text.returncode != 0 or "claude-code" not in help_text.stdout:
+        row("replay throughput", "n/a", "replay or the claude-code adapter not there")
+        return
+    path = data_file("claude", target_mb, lambda mb: gen.claude_transcript(mb << 20))
+    size = path.stat().st_size / 1e6
+    times = [
+        run([*loop_brake(), "replay", "--format", "claude-code", str(path)])["wall"]
+        for _ in range(3)
+    ]
+    row(
+        f"replay, Claude Code transcript {size:.0f} MB",
+        f"{size / statistics.median(times):.1f} MB/s",
+        "median of 3",
+    )
+
+
+def soak(n_copies: int, base: int) -> None:
+    """n_copies x base events through one filter on a pipe; RSS sampled every second."""
+    events = data_file("events", base, gen.events)
+    cat = subprocess.Popen(["cat"] + [str(events)] * n_copies, stdout=subprocess.PIPE)
+    proc = subprocess.Popen([*loop_brake(), "filter"], stdin=cat.stdout, stdout=subprocess.DEVNULL)
+    cat.stdout.close()  # type: ignore[union-attr]
+    samples = []
+    start = time.perf_counter()
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            break
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                samples.append((time.perf_counter() - start, int(line.split()[1]) / 1024))
+        time.sleep(1)
+    wall = time.perf_counter() - start
+    total = n_copies * base
+    print("  RSS over time (s: MB): " + ", ".join(f"{t:.0f}: {m:.1f}" for t, m in samples[::5]))
+    if samples:
+        mid = samples[len(samples) // 10 :]
+        row(f"soak: {total:,} events, events/s", f"{total / wall:,.0f}")
+        row(
+            "soak: RSS min / max after warm-up (MB)",
+            f"{min(m for _, m in mid):.1f} / {max(m for _, m in mid):.1f}",
+        )
+
+
+def _target(ok: bool, text: str) -> str:
+    return f"target {text}: {'met' if ok else 'MISSED'}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="loop-brake benchmarks")
+    parser.add_argument("--quick", action="store_true", help="small inputs, fewer rounds")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=("throughput", "memory", "live", "hook", "replay"),
+        help="run only these parts (repeatable)",
+    )
+    parser.add_argument("--soak", action="store_true", help="10,000,000 events, RSS over time")
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args()
+    n = 100_000 if args.quick else 1_000_000
+    rounds = args.rounds or (3 if args.quick else 5)
+    parts = args.only or ["throughput", "memory", "live", "hook", "replay"]
+    print(
+        f"loop-brake bench: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"node {_node_version()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    if args.soak:
+        soak(10, 1_000_000)
+    else:
+        if "throughput" in parts:
+            bench_throughput(n, rounds)
+        if "memory" in parts:
+            bench_memory(n, n // 10)
+        if "live" in parts:
+            bench_live(2.0 if args.quick else 10.0, 1000)
+        if "hook" in parts:
+            bench_hook(args.quick)
+        if "replay" in parts:
+            bench_replay(20 if args.quick else 200)
+    print()
+    print(f"| {'measure':<46} | {'value':>22} | note")
+    print(f"|{'-' * 48}|{'-' * 24}|------")
+    for name, value, note in ROWS:
+        print(f"| {name:<46} | {value:>22} | {note}")
+
+
+def _node_version() -> str:
+    node = shutil.which("node")
+    if not node:
+        return "absent"
+    return subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()
