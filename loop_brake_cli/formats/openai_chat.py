@@ -157,7 +157,7 @@ def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 def read_values(source: Source) -> Iterator[tuple[int | None, Any] | BadRecord]:
     """The JSON values of a file that is one JSON document or JSON lines.
 
-    Yields ``(line, value)``, ``line`` None for a multi-line document, or a
+    Yields ``(line, value)`` with ``line`` None for a whole document, or a
     BadRecord for a line or document that is not JSON. JSON lines are streamed
     when the first line is a whole object; a document is read whole.
     """
@@ -172,8 +172,8 @@ def read_values(source: Source) -> Iterator[tuple[int | None, Any] | BadRecord]:
         value = parse_json(data)
     except JSONInputError:
         pass
-    else:  # a one-line file (a single JSON line) is located by its line too
-        yield (1 if b"\n" not in data.strip() else None), value
+    else:  # located by JSON path: a line number would say nothing in a one-line file
+        yield None, value
         return
     lines = list(_split_lines(data))
     if len(lines) > 1 and _is_object(lines[0][1]):
