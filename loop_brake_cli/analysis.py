@@ -249,8 +249,9 @@ class Report:
     denials: list[Denial] = field(default_factory=list)
     denied_streaks: int = 0
     streak_lengths: Counter[int] = field(default_factory=Counter)
-    counts: list[int] = field(default_factory=list)
-    """counts[c] = verdicts with count c for 1 <= c <= cap; counts[cap + 1] = above cap."""
+    counts: Counter[int] = field(default_factory=Counter)
+    """counts[c] = verdicts with count c for 1 <= c <= cap; counts[cap + 1] = above cap.
+    A dict, not a list: its size is bounded by the longest streak, not by the cap."""
     first_at: dict[int, Where] = field(default_factory=dict)
     """The first call in input order whose count was c (for c <= cap)."""
     errors: list[ReadError] = field(default_factory=list)
@@ -259,10 +260,6 @@ class Report:
     duplicates: int = 0
     unparsed_args: int = 0
     unreadable: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.counts:
-            self.counts = [0] * (self.cap + 2)
 
     @property
     def failed_files(self) -> int:
@@ -442,7 +439,7 @@ def merge(reports: Iterable[Report]) -> Report:
         merged.denials += report.denials[: max(room, 0)]
         merged.denied_streaks += report.denied_streaks
         merged.streak_lengths.update(report.streak_lengths)
-        merged.counts = [a + b for a, b in zip(merged.counts, report.counts, strict=True)]
+        merged.counts.update(report.counts)
         for count, where in report.first_at.items():
             merged.first_at.setdefault(count, where)
         merged.errors += report.errors[: max(ERRORS_KEPT - len(merged.errors), 0)]
@@ -495,15 +492,8 @@ def sweep(report: Report, limits: Sequence[int]) -> list[SweepRow]:
 
     Exact for limits up to ``report.cap`` (the analyzer is built with the sweep's top).
     """
-    counts = report.counts
+    counts = sorted(report.counts.items())
     cap = report.cap
-    # denied_from[m] = verdicts with count >= m, for m in 1..cap+1
-    denied_from = [0] * (cap + 3)
-    running = counts[cap + 1]
-    denied_from[cap + 1] = running
-    for c in range(cap, 0, -1):
-        running += counts[c]
-        denied_from[c] = running
     longest = [s.longest.length if s.longest else 0 for s in report.sessions]
     rows = []
     for m in limits:
@@ -512,7 +502,7 @@ def sweep(report: Report, limits: Sequence[int]) -> list[SweepRow]:
         rows.append(
             SweepRow(
                 m,
-                denied_from[m],
+                sum(n for c, n in counts if c >= m),
                 sum(1 for length in longest if length >= m),
                 report.first_at.get(m),
             )

@@ -218,3 +218,9 @@ def test_continue_sessions_lets_a_streak_cross_files(tmp_path):
     assert (separate.denied, len(separate.sessions)) == (0, 2)
     assert (joined.denied, len(joined.sessions)) == (2, 1)
     assert joined.sessions[0].longest.length == 4
+
+
+def test_a_huge_limit_costs_no_memory():
+    report = analyse(numbered([("t", 0)] * 5), max_repeats=10**12, cap=10)
+    assert len(report.counts) <= 5 and report.denied == 0
+    assert sweep(report, [2])[0].denied_calls == 4
