@@ -353,3 +353,22 @@ def test_verdict_line_schema() -> None:
     assert duplicate["verdict"] == "deny"
     last = json.loads(lines[4])
     assert "callId" not in last and last["count"] == 4 and last["verdict"] == "deny"
+
+
+def test_gzip_input_and_a_truncated_gzip(tmp_path: Path) -> None:
+    import gzip
+
+    good = tmp_path / "log.jsonl.gz"
+    good.write_bytes(gzip.compress(b"\xef\xbb\xbf" + (SEARCH + b"\n") * 3))
+    truncated = tmp_path / "cut.gz"
+    truncated.write_bytes(good.read_bytes()[:20])
+    result = run_cli("filter", str(truncated), str(good))
+    assert_clean(result)
+    assert result.returncode == 3
+    assert str(truncated).encode() in result.stderr
+    rows = verdicts(result.stdout)
+    assert [(r["file"], r["count"], r["verdict"]) for r in rows] == [
+        (str(good), 1, "pass"),
+        (str(good), 2, "pass"),
+        (str(good), 3, "deny"),
+    ]
