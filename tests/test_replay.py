@@ -384,6 +384,9 @@ def test_real_openhands_stuck_loop(shared_samples: Path) -> None:
     assert "denied at the 3rd identical call; the agent tried 27 more times" in text
     done = run_cli("replay", str(path), "--fail-on-deny")
     assert done.returncode == 1 and b"28 calls would be denied" in done.stdout
+    verdicts = replay(str(path), "--verdicts").stdout
+    assert verdicts == filter_("--format", "openhands", str(path)).stdout
+    assert verdicts.count('"verdict":"deny"') == 28
 
 
 def test_real_samples_directory_replays_in_one_command(shared_samples: Path) -> None:
