@@ -412,3 +412,16 @@ def test_non_blocking_stdio_from_the_client_is_waited_on_not_taken_for_eof() -> 
         to_proxy.close()
         assert from_proxy.read() == b""
     assert proc.wait(timeout=10) == 0
+
+
+def test_the_server_gets_the_proxy_environment_and_working_directory(tmp_path: Path) -> None:
+    server = ["sh", "-c", 'printf "%s|%s\\n" "$(pwd -P)" "$MCP_PROXY_TEST_MARK"']
+    result = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--", *server],
+        capture_output=True,
+        env=cli_env(MCP_PROXY_TEST_MARK="mark-42", PYTHONPATH=str(ROOT)),
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{tmp_path.resolve()}|mark-42\n".encode()
