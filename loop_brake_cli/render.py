@@ -147,7 +147,12 @@ class _ReplayView:
             show_edge=False,
         )
         for name, justify in columns:
-            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+            table.add_column(
+                name,
+                justify=justify,  # type: ignore[arg-type]
+                overflow="fold",
+                no_wrap=justify == "right" or name == "hash",
+            )
         return table
 
     def show(self, table: Table) -> None:
