@@ -1,0 +1,199 @@
+"""The filter fast path against the exact path: the same bytes out, the same tallies.
+
+Whole event streams (valid calls with tricky arguments, aliases, duplicates, bad
+lines) go through ``fastpath.filter_events`` and through the exact chain
+``formats.events.parse`` -> ``judge`` -> ``verdict_record`` -> ``json_line``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli import fastpath
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import JSONInputError, canonical_json, parse_json
+from loop_brake_cli.commands.filter import _run
+from loop_brake_cli.formats import events as events_format
+from loop_brake_cli.judge import Tally
+from loop_brake_cli.output import LineWriter
+from loop_brake_cli.reader import Source
+from loop_brake_cli.shard import select_shard
+
+pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
+
+KEYS = st.sampled_from(["a", "b", "10", "2", "\U0001f600", "\uff01", "\ue000", "k\u00e9", ""])
+STRINGS = st.one_of(
+    st.sampled_from(
+        ["", "x", "v1.0", "1e-7", "re-run", "\u2028", "\x7f", '\x00\n\t"\\', "\U0001f600"]
+    ),
+    st.text(max_size=8),
+)
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.5, 1.0, -0.0, 1e21, 1e-7, 1e16, 1e-6, 123456789.0, 2**53, 2**53 + 1]),
+)
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), NUMBERS, STRINGS),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(KEYS, st.text(max_size=3)), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _event_line(draw_value, tool, session, call_id, shape) -> bytes:
+    event: dict = {}
+    event["toolName" if shape == 1 else "tool"] = tool
+    if shape != 2:
+        event["arguments" if shape == 3 else "args"] = draw_value
+    if session is not None:
+        event["agentId" if shape == 4 else "sessionId"] = session
+    if call_id is not None:
+        event["id" if shape == 5 else "callId"] = call_id
+    return json.dumps(event, ensure_ascii=shape == 6).encode("utf-8", "surrogatepass")
+
+
+EVENTS = st.builds(
+    _event_line,
+    VALUES,
+    st.sampled_from(["search", "read", "\u00e9dit", "\U0001f600", 'a"b']),
+    st.sampled_from([None, "s1", "s2", "\u00e9", "s\ud800"]),
+    st.one_of(
+        st.none(), st.sampled_from(["c1", "c2"]), st.integers(-(2**60), 2**60), st.text(max_size=3)
+    ),
+    st.integers(0, 7),
+)
+BAD = st.sampled_from(
+    [
+        b"{",
+        b"[]",
+        b"null",
+        b'{"tool": 1}',
+        b'{"tool": "x", "sessionId": 5}',
+        b"\xff\xfe",
+        b'{"tool": "x", "callId": true}',
+        b'{"tool": "x", "callId": 1.5}',
+        b'{"tool": "x", "callId": 1.0}',
+        b'{"tool":"x","args":' + b"[" * 300 + b"]" * 300 + b"}",
+        b'{"tool":"x","args":1e400}',
+        b'{"tool":"x","args":{"n":12345678901234567890}}',
+        b'{"tool":"x","callId":12345678901234567890}',
+        b'{"tool":"\\ud800","args":{}}',
+        b"   ",
+        b"\r",
+        b'{"tool":"x"} x',
+        b"NaN",
+    ]
+)
+LINES = st.lists(st.one_of(EVENTS, EVENTS, EVENTS, BAD), min_size=1, max_size=40)
+
+
+def _exact(data: bytes, max_repeats: int, wanted, shard=None, file=None) -> tuple[bytes, Tally]:
+    out = io.BytesIO()
+    writer, tally = LineWriter(out), Tally()
+    source = Source(io.BytesIO(data), "t", 1 << 20, writer.flush)
+    records = events_format.parse(source)
+    if shard is not None:
+        records = select_shard(records, *shard)
+    _run(records, LoopBrake(max_repeats), tally, writer, wanted, file)
+    writer.flush()
+    return out.getvalue(), tally
+
+
+def _fast(data: bytes, max_repeats: int, wanted, shard=None, file=None) -> tuple[bytes, Tally]:
+    out = io.BytesIO()
+    writer, tally = LineWriter(out), Tally()
+    source = Source(io.BytesIO(data), "t", 1 << 20, writer.flush)
+    fastpath.filter_events(source, LoopBrake(max_repeats), tally, writer, wanted, file, shard)
+    writer.flush()
+    return out.getvalue(), tally
+
+
+def _repeat(lines: list[bytes], repeats: list[int]) -> bytes:
+    """Repeat some lines so that streaks and duplicate call ids happen."""
+    out = []
+    for line, times in zip(lines, repeats + [1] * len(lines), strict=False):
+        out.extend([line] * times)
+    return b"\n".join(out) + b"\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    LINES,
+    st.lists(st.integers(1, 4), max_size=40),
+    st.sampled_from([1, 2, 3]),
+    st.sampled_from([{"pass", "deny", "error"}, {"deny"}, {"pass", "error"}]),
+    st.sampled_from([None, "f.jsonl", '\u00e9 "q".jsonl']),
+)
+def test_fast_path_writes_the_exact_bytes(lines, repeats, max_repeats, wanted, file):
+    data = _repeat(lines, repeats)
+    fast, fast_tally = _fast(data, max_repeats, wanted, file=file)
+    exact, exact_tally = _exact(data, max_repeats, wanted, file=file)
+    assert fast == exact
+    assert fast_tally == exact_tally
+
+
+@settings(max_examples=40, deadline=None)
+@given(LINES, st.lists(st.integers(1, 3), max_size=40), st.sampled_from([(0, 2), (1, 2), (2, 3)]))
+def test_fast_path_shards_like_the_exact_path(lines, repeats, shard):
+    data = _repeat(lines, repeats)
+    wanted = {"pass", "deny", "error"}
+    assert _fast(data, 3, wanted, shard) == _exact(data, 3, wanted, shard)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES, st.booleans())
+def test_fast_canonical_is_the_canonical_form_or_declines(value, ascii_only):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    try:
+        exact_value = parse_json(text)
+    except JSONInputError:
+        return
+    try:
+        fast_value = fastpath._loads(text)
+    except fastpath._DecodeError:
+        return  # the fast path hands such lines to the exact parser
+    fast = fastpath.fast_canonical(fast_value)
+    if fast is not None:
+        assert fast == canonical_json(exact_value).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1.0",
+        "1e21",
+        "1e-7",
+        "1e16",
+        "-0.0",
+        "0.00001",
+        "[1e400]",
+        "9007199254740993",
+        '{"\\ud83d\\ude00":1,"\\uff01":2}',
+        "12345678901234567890123",
+        "[0.1,0.2,0.30000000000000004]",
+    ],
+)
+def test_tricky_values_are_declined_or_exact(text):
+    value = parse_json(text) if "1e400" not in text else None
+    try:
+        parsed = fastpath._loads(text)
+    except fastpath._DecodeError:
+        return
+    fast = fastpath.fast_canonical(parsed)
+    if fast is not None:
+        assert fast == canonical_json(value).encode("utf-8")
+
+
+def test_escapes_match_python_json_for_every_character_class():
+    # Verdict strings come from orjson-parsed values; orjson's escaping must equal
+    # json_line's (ensure_ascii=False) for every character that can reach it.
+    chars = "".join(chr(c) for c in range(0x80)) + "\u2028\u2029\ufeff\uffff\U0001f600\xe9"
+    assert fastpath._dumps(chars) == json.dumps(chars, ensure_ascii=False).encode()
