@@ -227,6 +227,7 @@ def test_never_raises(data: bytes) -> None:
     assert isinstance(get("cassette").sniff(data), bool)
     for record in parse_bytes("cassette", data):
         assert isinstance(record, (ToolCall, BadRecord))
+        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
 
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
@@ -238,3 +239,15 @@ def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
     detected, records = read(SAMPLES / name)
     assert detected == fmt
     assert len(calls(records)) == count == len(records)
+
+
+def test_gzip_binary_body() -> None:
+    import gzip
+
+    import yaml
+
+    body = _chat_response("c1", "{}")
+    packed = gzip.compress(json.dumps(body).encode())
+    doc = {"interactions": [{"request": {}, "response": {"body": {"string": packed}}}]}
+    (call,) = parse_bytes("cassette", yaml.safe_dump(doc).encode())
+    assert (call.tool, call.call_id) == ("t", "c1")

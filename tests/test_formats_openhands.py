@@ -238,6 +238,7 @@ def test_never_raises(data: bytes) -> None:
     assert isinstance(get("openhands").sniff(data), bool)
     for record in parse_bytes("openhands", data):
         assert isinstance(record, (ToolCall, BadRecord))
+        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
 
 
 SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
@@ -249,3 +250,16 @@ def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
     detected, records = read(SAMPLES / name)
     assert detected == fmt
     assert len(calls(records)) == count == len(records)
+
+
+def test_older_history_pairs_and_late_history() -> None:
+    """[action, observation] pairs are read; an instruction-first record is still detected."""
+    call = {"id": "toolu_01", "function": {"name": "execute_bash", "arguments": '{"c": 1}'}}
+    metadata = {"function_name": "execute_bash", "tool_call_id": "toolu_01",
+                "model_response": {"choices": [{"message": {"tool_calls": [call]}}]}}  # fmt: skip
+    pair = [{"action": "run", "tool_call_metadata": metadata}, {"observation": "run"}]
+    record = {"instance_id": "i1", "instruction": "x" * 70000, "history": [pair]}
+    data = json.dumps(record).encode() + b"\n"
+    assert get("openhands").sniff(data[:65536])
+    (found,) = parse_bytes("openhands", data)
+    assert (found.tool, found.args, found.path) == ("execute_bash", {"c": 1}, "$.history[0][0]")

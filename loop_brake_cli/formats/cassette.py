@@ -24,7 +24,8 @@ calls are, by API:
 * Gemini ``generateContent``: ``candidates[].content.parts[].functionCall``
   (``name``, ``args``, ``id`` when present), streamed or not.
 
-The session is the file. A call in a stream is located by the path of the body
+A body kept as ``!!binary`` gzip (vcrpy does so for compressed responses) is
+inflated first. The session is the file. A call in a stream is located by the path of the body
 string plus ``#<n>``, the number (from 0) of the stream event that completed it.
 The YAML is read with a safe loader that keeps dates as strings, as they were in
 the JSON that was recorded.
@@ -33,6 +34,7 @@ the JSON that was recorded.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,6 +83,21 @@ def _loader() -> Any:
         for first, resolvers in base.yaml_implicit_resolvers.items()
     }
     return JSONishLoader
+
+
+_MAX_BODY = 64 << 20
+
+
+def _text_of(body: bytes) -> str:
+    """A ``!!binary`` body as text: gzip (as vcrpy keeps compressed bodies) is inflated,
+    at most 64 MiB of it, so a hostile cassette cannot exhaust memory."""
+    if body.startswith(b"\x1f\x8b"):
+        try:
+            inflater = zlib.decompressobj(wbits=31)
+            body = inflater.decompress(body, _MAX_BODY)
+        except zlib.error:
+            return ""
+    return body.decode("utf-8", "replace")
 
 
 def _at(records: Iterator[Record], where: str) -> Iterator[Record]:
@@ -260,7 +277,7 @@ class _Cassette:
         else:
             text, body_parts = body, (*parts, "body")
         if isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
+            text = _text_of(text)
         if not isinstance(text, str) or not text.strip():
             return
         stripped = text.lstrip()

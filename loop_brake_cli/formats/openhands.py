@@ -11,7 +11,8 @@ Three shapes, one format:
   only in the response: the real 30-call loop's 30th call is there. A plain
   ``{"messages": [...]}`` is read the same way. Session: the file.
 * **output.jsonl**: one instance per line, ``{"instance_id", "history": [...]}``.
-  Session: ``instance_id``.
+  Session: ``instance_id``. Older versions wrote ``history`` as
+  ``[action, observation]`` pairs: both halves are read the same way.
 * **Event stream** (``tests/runtime/trajs/*.json``): a JSON array of events.
   Session: the file.
 
@@ -65,6 +66,7 @@ _PROMPT_CALL = re.compile(rb"<(function|parameter)=[A-Za-z_][\w-]*>")
 _MESSAGES = re.compile(rb'^\{\s*"messages"\s*:\s*\[')
 _INSTANCE = re.compile(rb'(?<!\\)"instance_id"\s*:')
 _HISTORY = re.compile(rb'(?<!\\)"history"\s*:\s*\[')
+_INSTRUCTION = re.compile(rb'(?<!\\)"(instruction|test_result)"\s*:')
 _EVENT = re.compile(
     rb'(?<!\\)"source"\s*:\s*"(user|agent|environment)"'
     rb'[^\n]{0,4096}?(?<!\\)"(action|observation)"\s*:\s*"'
@@ -85,8 +87,8 @@ def sniff(head: bytes) -> bool:
         return False
     if _MARKER.search(body):
         return True
-    if _INSTANCE.search(body) and _HISTORY.search(body):
-        return True
+    if _INSTANCE.search(body) and (_HISTORY.search(body) or _INSTRUCTION.search(body)):
+        return True  # an output.jsonl record (its history may start beyond the head)
     if _MESSAGES.match(body) and _PROMPT_CALL.search(body):
         return True  # a completion log whose fncall_* keys lie beyond the head
     if body.startswith(b"["):
@@ -147,6 +149,12 @@ def events_calls(
 ) -> Iterator[Record]:
     """The calls of a list of events located at ``parts``."""
     for index, event in enumerate(events):
+        if isinstance(event, list):  # older output.jsonl: [action, observation] pairs
+            for inner, half in enumerate(event):
+                record = event_call(half, ledger, session, line, (*parts, index, inner))
+                if record is not None:
+                    yield record
+            continue
         record = event_call(event, ledger, session, line, (*parts, index))
         if record is not None:
             yield record
