@@ -91,3 +91,18 @@ def test_vectors_file_is_what_node_prints(node: str) -> None:
         check=True,
     )
     assert json.loads(result.stdout) == VECTORS
+
+
+def test_hash_command_prints_the_same_as_node() -> None:
+    """`loop-brake hash` on a few vectors: the prefix by default, all of it with --full."""
+    from conftest import run_cli
+
+    picked = [v for v in VALID if v["tool"].isascii() and v["tool"].isprintable()][::15]
+    assert len(picked) >= 5
+    for vector in picked:
+        prefix = run_cli("hash", vector["tool"], vector["raw"])
+        full = run_cli("hash", "--full", vector["tool"], vector["raw"])
+        assert prefix.stdout.decode().strip() == vector["hash"][:12], vector["note"]
+        assert full.stdout.decode().strip() == vector["hash"], vector["note"]
+    default = run_cli("hash", "search")
+    assert default.stdout.strip() == run_cli("hash", "search", "{}").stdout.strip()
