@@ -273,13 +273,29 @@ def _replay_parallel(
 
     work = [Job(path, format_name, value, source, cap, max_line_bytes) for path in files]
     merged: Report | None = None
-    with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_worker_init)
+    try:
         for report in pool.map(replay_job, work, chunksize=1):
             if progress:
                 progress.file_done(report.files[0])
             merged = report if merged is None else merge([merged, report])
+    except BaseException:
+        # Ctrl-C (or a failure): do not wait for the workers to finish their files.
+        # The executor has no public way to stop a running task, hence _processes.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     assert merged is not None
     return merged
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them: no traceback per worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _print_verdicts(
