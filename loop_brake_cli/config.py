@@ -434,7 +434,8 @@ class _Composer:
     def set_children(self, row: _Row) -> None:
         """A group row's config is a nested entry list (rows not indexed again)."""
         cfg = row.fields.get("config")
-        grouped = _truthy(row.file, row.fields["group"].value) if "group" in row.fields else False
+        group = row.fields.get("group")
+        grouped = _truthy(group.file, group.value) if group is not None else False
         grouped = grouped or row.name == "cordis:group"
         if grouped and cfg is not None and cfg.value.id == "sequence":
             row.children = [
@@ -651,14 +652,19 @@ def check_config(
     if problems:
         raise ConfigError(problems)
     warnings = list(composer.warnings)
-    disabled = row.fields.get("disabled")
-    if disabled is not None and _truthy(disabled.file, disabled.value):
-        warnings.append(
-            ConfigWarning(
-                f"row {row_name!r} is disabled: the brake does not run at all",
-                _mark(disabled.file, disabled.key),
+    holder: _Row | None = row
+    while holder is not None:
+        disabled = holder.fields.get("disabled")
+        if disabled is not None and _truthy(disabled.file, disabled.value):
+            whose = f"row {row_name!r} is" if holder is row else f"its group {holder.id!r} is"
+            warnings.append(
+                ConfigWarning(
+                    f"{whose} disabled: the brake does not run at all",
+                    _mark(disabled.file, disabled.key),
+                )
             )
-        )
+            break
+        holder = holder.parent
     if value is not None and key_loc is not None:
         source = f"{key_loc.file}:{key_loc.line}, row {row_name}"
         report = ConfigReport(value, "config", source, source, key_loc, row_name)

@@ -655,3 +655,25 @@ def test_control_characters_and_bad_utf8_are_located(layers, tmp_path: Path) -> 
     (tmp_path / "latin.yml").write_bytes(b"- insert:\n    - id: caf\xe9\n")
     status, _, err = invoke("check-config", "latin.yml")
     assert (status, err) == (2, "latin.yml:2:14: error: not UTF-8 text\n")
+
+
+def test_a_disabled_group_disables_the_row(layers) -> None:
+    name = layers(
+        "g.yml",
+        """\
+        - insert:
+            - id: tools
+              name: cordis:group
+              disabled: true
+              config:
+                - id: loop-brake
+                  name: dsh-loop-brake
+                  config: {maxRepeats: 4}
+        """,
+    )
+    status, out, err = invoke("check-config", "--strict", name)
+    assert status == 1
+    assert out.startswith("maxRepeats = 4  (g.yml:8, row loop-brake)")
+    assert err.startswith(
+        "g.yml:4:7: warning: its group 'tools' is disabled: the brake does not run at all\n"
+    )
