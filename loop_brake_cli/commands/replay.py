@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 import click
 
@@ -275,9 +276,16 @@ def _replay_parallel(
     merged: Report | None = None
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_worker_init)
     try:
-        for report in pool.map(replay_job, work, chunksize=1):
+        # Largest files first, so one big file started last cannot leave a worker idle;
+        # results are still merged in input order.
+        futures: dict[int, Future[Report]] = {}
+        for index in sorted(range(len(work)), key=lambda i: -_size(work[i].path)):
+            future = pool.submit(replay_job, work[index])
             if progress:
-                progress.file_done(report.files[0])
+                future.add_done_callback(progress.future_done)
+            futures[index] = future
+        for index in range(len(work)):
+            report = futures.pop(index).result()
             merged = report if merged is None else merge([merged, report])
     except BaseException:
         # Ctrl-C (or a failure): do not wait for the workers to finish their files.
@@ -289,6 +297,13 @@ def _replay_parallel(
     pool.shutdown()
     assert merged is not None
     return merged
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _worker_init() -> None:
@@ -385,6 +400,10 @@ class _Progress:
 
         return on_progress, on_file
 
+    def future_done(self, future: Future[Report]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self.file_done(future.result().files[0])
+
     def file_done(self, info: FileInfo) -> None:
         self.done += info.size
         self.bar.update(self.task, completed=self.done)
@@ -399,7 +418,7 @@ def _progress(files: list[str]) -> _Progress | None:
     total = 0
     for path in files:
         try:
-            total += os.path.getsize(path) if path != "-" else 0
+            total += _size(path) if path != "-" else 0
         except OSError:
             pass
     return _Progress(total) if total >= PROGRESS_MIN_BYTES else None
