@@ -577,7 +577,7 @@ def _describe(value: Any) -> str:
 
 
 def _row_config(
-    row: _Row,
+    row: _Row, row_name: str
 ) -> tuple[int | None, Location | None, list[tuple[Location | None, str]]]:
     """The row's composed maxRepeats (or None) and every problem with its config."""
     f = row.fields.get("config")
@@ -589,14 +589,14 @@ def _row_config(
         return (
             None,
             None,
-            [(_mark(path, f.value), f"config of row {ROW_ID!r} must be a mapping, not {kind}")],
+            [(_mark(path, f.value), f"config of row {row_name!r} must be a mapping, not {kind}")],
         )
     problems: list[tuple[Location | None, str]] = []
     value: int | None = None
     key_loc: Location | None = None
     for key, (key_node, value_node) in _pairs(f.value).items():
         if key != KEY:
-            problems.append((_mark(path, key_node), _unknown_key(key)))
+            problems.append((_mark(path, key_node), _unknown_key(key, row_name)))
             continue
         key_loc = _mark(path, key_node)
         raw = _value_of(path, value_node)
@@ -615,8 +615,8 @@ def _value_of(path: str, node: Any) -> Any:
     return [] if node.id == "sequence" else {}
 
 
-def _unknown_key(key: str) -> str:
-    message = f"unknown key {key!r} in the config of row {ROW_ID!r} (its one key is {KEY!r})"
+def _unknown_key(key: str, row_name: str) -> str:
+    message = f"unknown key {key!r} in the config of row {row_name!r} (its one key is {KEY!r})"
     squashed = re.sub(r"[^a-z0-9]", "", key.lower())
     if squashed == KEY.lower() or difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6):
         message += f"; did you mean {KEY!r}? As written, the brake runs without it"
@@ -648,7 +648,7 @@ def check_config(
     composer = _compose(paths)
     row = _find_row(composer, paths)
     row_name = row.id or PLUGIN
-    value, key_loc, problems = _row_config(row)
+    value, key_loc, problems = _row_config(row, row_name)
     if problems:
         raise ConfigError(problems)
     warnings = list(composer.warnings)
