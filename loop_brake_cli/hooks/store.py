@@ -106,7 +106,7 @@ def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
 def _describe(exc: BaseException) -> str:
     """An SQLite or OS error as one line; these messages never contain row data."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc) or exc.__class__.__name__
 
 
