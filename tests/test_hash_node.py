@@ -13,7 +13,8 @@ import json
 import random
 import subprocess
 
-from conftest import JS_DIR
+import pytest
+from conftest import JS_DIR, NO_NODE_REASON, NODE, run_cli
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -148,7 +149,11 @@ def _ours(tool: str, raw: str) -> dict:
     return {"canonical": canonical_json(args), "hash": call_hash(tool, args)}
 
 
-def test_random_documents_hash_like_node(node: str) -> None:
+@pytest.fixture(scope="module")
+def node_batch() -> list[tuple[str, str, dict]]:
+    """DOCUMENTS random (tool, raw) pairs and what Node printed for each (one node run)."""
+    if NODE is None:
+        pytest.skip(NO_NODE_REASON)
     batch: list[tuple[str, str]] = []
 
     @settings(
@@ -168,7 +173,7 @@ def test_random_documents_hash_like_node(node: str) -> None:
     assert len(batch) >= DOCUMENTS * 0.9
     payload = json.dumps([{"tool": t, "raw": r} for t, r in batch])  # \udxxx-escaped
     result = subprocess.run(
-        [node, str(JS_DIR / "canonical_reference.mjs")],
+        [NODE, str(JS_DIR / "canonical_reference.mjs")],
         input=payload.encode("ascii"),
         capture_output=True,
         timeout=120,
@@ -176,8 +181,12 @@ def test_random_documents_hash_like_node(node: str) -> None:
     )
     theirs = json.loads(result.stdout)
     assert len(theirs) == len(batch)
+    return [(tool, raw, expected) for (tool, raw), expected in zip(batch, theirs, strict=True)]
+
+
+def test_random_documents_hash_like_node(node_batch: list[tuple[str, str, dict]]) -> None:
     mismatches = []
-    for (tool, raw), expected in zip(batch, theirs, strict=True):
+    for tool, raw, expected in node_batch:
         ours = _ours(tool, raw)
         if "error" in expected:
             same = "error" in ours
@@ -185,9 +194,31 @@ def test_random_documents_hash_like_node(node: str) -> None:
             same = ours == {"canonical": expected["canonical"], "hash": expected["hash"]}
         if not same:
             mismatches.append({"tool": tool, "raw": raw, "node": expected, "ours": ours})
-    errors = sum("error" in t for t in theirs)
+    errors = sum("error" in expected for _, _, expected in node_batch)
     assert not mismatches, json.dumps(mismatches[:5], indent=1)[:4000]
-    assert 0 < errors < len(batch) / 4  # both sides were exercised
+    assert 0 < errors < len(node_batch) / 4  # both sides were exercised
+
+
+def test_filter_prints_nodes_prefix_for_every_document(
+    node_batch: list[tuple[str, str, dict]],
+) -> None:
+    """The same documents as event lines through `loop-brake filter` (whatever fast
+    path it takes): every hashPrefix is Node's, every document Node rejects is an error."""
+    lines = []
+    for tool, raw, _ in node_batch:
+        one_line = raw.replace("\r", " ").replace("\n", " ")  # only ever whitespace
+        lines.append('{"tool":' + json.dumps(tool) + ',"args":' + one_line + "}")
+    result = run_cli("filter", "-m", "1000000", input="\n".join(lines).encode("utf-8"))
+    assert result.returncode == 0 and result.stderr == b""
+    rows = [json.loads(line) for line in result.stdout.split(b"\n") if line]
+    assert len(rows) == len(node_batch)
+    for (tool, raw, expected), row in zip(node_batch, rows, strict=True):
+        if "error" in expected:
+            assert row["verdict"] == "error", (tool, raw)
+        elif parse_json(raw.encode("utf-8")) is None:
+            assert row["hashPrefix"] == call_hash(tool, {})[:12]  # "args": null means {}
+        else:
+            assert row.get("hashPrefix") == expected["hash"][:12], (tool, raw, row)
 
 
 def test_key_order_and_number_spelling_never_change_the_hash() -> None:
