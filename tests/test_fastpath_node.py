@@ -1,0 +1,143 @@
+"""The filter fast path against Node.js: hashes of thousands of random documents.
+
+The documents are those of ``test_hash_node`` (raw JSON text: every number
+spelling, escapes, astral and lone-surrogate strings, tricky keys, duplicates,
+some invalid), plus a batch aimed at the fast path's edges (floats of every
+magnitude, integers around 2**53 and 2**64, keys that sort differently by code
+point and by UTF-16 unit). Each becomes an event line in its own session and
+goes through ``fastpath.filter_events``; every hashPrefix must be Node's, and a
+document Node rejects must get an error verdict. Skipped without node.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import subprocess
+
+import pytest
+from conftest import JS_DIR
+from hypothesis import HealthCheck, Phase, given, settings
+from test_hash_node import document
+
+from loop_brake_cli import fastpath
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import call_hash, parse_json
+from loop_brake_cli.judge import Tally
+from loop_brake_cli.output import LineWriter
+from loop_brake_cli.reader import Source
+
+pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
+
+EDGE_NUMBERS = [
+    "0.1",
+    "0.5",
+    "2.5",
+    "1.0",
+    "-0.0",
+    "1e21",
+    "1e20",
+    "1e-7",
+    "1e-6",
+    "1e-5",
+    "0.000001",
+    "1e16",
+    "1e15",
+    "123456789.125",
+    "9007199254740991",
+    "9007199254740992",
+    "9007199254740993",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775808",
+    "5e-324",
+    "1.7976931348623157e308",
+    "0.30000000000000004",
+    "100",
+    "1E2",
+    "12e-1",
+]
+EDGE_KEYS = ["\U0001f600", "\uff01", "\ue000", "\ud7ff", "a", "10", "2", "\u00e9", ""]
+
+
+def _edge_documents(count: int, seed: int = 6) -> list[tuple[str, str]]:
+    rnd = random.Random(seed)
+    docs = []
+    for _ in range(count):
+        pairs = []
+        for _ in range(rnd.randint(0, 4)):
+            key = json.dumps(rnd.choice(EDGE_KEYS), ensure_ascii=rnd.random() < 0.3)
+            value = rnd.choice(
+                [rnd.choice(EDGE_NUMBERS), repr(rnd.uniform(-1e6, 1e6)), repr(rnd.random() / 1e5)]
+                + [str(rnd.getrandbits(60)), json.dumps("x\u2028\x7f\n\x01y"), "[1,2.5,true]"]
+            )
+            pairs.append(f"{key}:{value}")
+        docs.append(("tool", "{" + ",".join(pairs) + "}"))
+    return docs
+
+
+def _collect() -> list[tuple[str, str]]:
+    batch: list[tuple[str, str]] = []
+
+    @settings(
+        max_examples=2000,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(document())
+    def collect(doc: tuple[str, str]) -> None:
+        batch.append(doc)
+
+    collect()
+    return batch + _edge_documents(1500)
+
+
+def _fast_verdicts(batch: list[tuple[str, str]]) -> list[dict]:
+    lines = []
+    for i, (tool, raw) in enumerate(batch):
+        head = '{"tool":' + json.dumps(tool) + ',"sessionId":"s' + str(i) + '","args":'
+        raw = raw.replace("\r", " ").replace("\n", " ")  # whitespace only: strings escape them
+        lines.append((head + raw + "}").encode("utf-8", "surrogatepass"))
+    out = io.BytesIO()
+    writer = LineWriter(out)
+    source = Source(io.BytesIO(b"\n".join(lines) + b"\n"), "t", 1 << 24, writer.flush)
+    fastpath.filter_events(source, LoopBrake(3), Tally(), writer, {"pass", "deny", "error"})
+    writer.flush()
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_fast_path_hashes_like_node(node: str) -> None:
+    batch = _collect()
+    payload = json.dumps([{"tool": t, "raw": r} for t, r in batch])
+    result = subprocess.run(
+        [node, str(JS_DIR / "canonical_reference.mjs")],
+        input=payload.encode("ascii"),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    theirs = json.loads(result.stdout)
+    ours = _fast_verdicts(batch)
+    assert len(ours) == len(theirs) == len(batch)
+    mismatches = []
+    fast = 0
+    for (tool, raw), expected, verdict in zip(batch, theirs, ours, strict=True):
+        if "error" in expected:
+            same = verdict["verdict"] == "error"
+        elif expected["canonical"] == "null" and parse_json(raw) is None:  # null args are {}
+            same = verdict.get("hashPrefix") == call_hash(tool, {})[:12]
+        else:
+            same = verdict.get("hashPrefix") == expected["hash"][:12]
+        if not same:
+            mismatches.append({"tool": tool, "raw": raw, "node": expected, "ours": verdict})
+        try:
+            if fastpath.fast_canonical(fastpath._loads(raw)) is not None:
+                fast += 1
+        except fastpath._DecodeError:
+            pass
+    assert not mismatches, json.dumps(mismatches[:5], indent=1)[:4000]
+    assert fast > len(batch) / 4  # the fast path itself was exercised, not only its fallbacks
