@@ -119,6 +119,13 @@ def test_missing_input_is_empty_object_and_string_content_is_skipped() -> None:
     assert last.path == "$.message.content[1]"
 
 
+def test_truncated_lines_are_reported_even_without_a_call() -> None:
+    user = {"type": "user", "sessionId": "s", "uuid": "u", "message": {"content": "hi"}}
+    text = json.dumps(user)
+    records = parse_bytes(f"{text}\n{text[:20]}\nnot json\n".encode())
+    assert [(type(r).__name__, r.line) for r in records] == [("BadRecord", 2), ("BadRecord", 3)]
+
+
 def test_dedupe_memory_is_bounded() -> None:
     seen = RecentIds(size=4)
     for index in range(10):
@@ -184,7 +191,7 @@ def test_filter_on_the_sample_denies_the_third_identical_call() -> None:
 
 def _canary_lines() -> bytes:
     secret = {"command": f"echo {CANARY}", "token": CANARY}
-    base = {"type": "assistant", "sessionId": "s", "uuid": "u", "isSidechain": False}
+    base = {"type": "assistant", "sessionId": "s", "uuid": "u", "kind": "tool_use"}
     rows = [
         {**base, "message": {"content": [{"type": "tool_use", "input": secret}]}},  # no name
         {**base, "message": {"content": [{"type": "tool_use", "id": 7, "name": "Bash"}]}},

@@ -122,13 +122,30 @@ def calls_in_line(obj: Any, number: int | None, seen: RecentIds) -> Iterator[Rec
         yield ToolCall(name, args, session, call_id, number, path, unparsed)
 
 
+_TOOL_USE = b'"tool_use"'
+
+
+def _is_whole_object(raw: bytes) -> bool:
+    """The outline of one JSON object: a truncated or garbled line fails this and is parsed."""
+    stripped = raw.strip()
+    return stripped[:1] == b"{" and stripped[-1:] == b"}"
+
+
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the calls: each one is yielded as soon as its line is read."""
+    """Stream the calls: each one is yielded as soon as its line is read.
+
+    A line without the bytes ``"tool_use"`` holds no call; when it also has the
+    outline of a whole object it is not parsed at all (tool results and
+    prompts are most of a transcript's bytes). A truncated or garbled line is
+    still parsed and reported.
+    """
     seen = RecentIds()
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
             continue
+        if _TOOL_USE not in raw and _is_whole_object(raw):
+            continue  # cannot hold a call: skip parsing it (most of a transcript's bytes)
         obj, error = load_json_line(raw)
         if error is not None:
             yield BadRecord(error, number)
