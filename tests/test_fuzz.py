@@ -1,0 +1,115 @@
+"""Fuzz: the line reader and every registered adapter take arbitrary bytes calmly.
+
+* ``Source.lines()`` on arbitrary bytes, read in random chunk sizes, with random
+  line limits: never raises, and every line is accounted for (the numbers it
+  yields plus the blank lines it skips are exactly the newline-separated lines,
+  each yielded one carrying the right bytes or TOO_LONG).
+* Every adapter in ``formats.ADAPTERS`` (iterated at test time, so new ones are
+  fuzzed too): ``sniff`` and ``parse`` on arbitrary bytes never raise.
+
+Bounded to a few seconds.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli import formats
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import UnknownFormatError
+from loop_brake_cli.reader import BOM, TOO_LONG, Source
+
+
+class ChunkedStream(io.RawIOBase):
+    """A stream whose reads return the given chunk sizes, like a pipe does."""
+
+    def __init__(self, data: bytes, sizes: list[int]) -> None:
+        self._data = data
+        self._pos = 0
+        self._sizes = sizes or [1 << 16]
+        self._turn = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, size: int = -1) -> bytes:
+        step = self._sizes[self._turn % len(self._sizes)]
+        self._turn += 1
+        step = min(step, size) if size and size > 0 else step
+        chunk = self._data[self._pos : self._pos + step]
+        self._pos += len(chunk)
+        return chunk
+
+    read = read1
+
+
+LINE_BYTES = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from([b"", b" ", b"\r", b"\t \r", b"{}", b"x" * 70, b"\xef\xbb\xbf", b"\r\r"]),
+)
+DOCUMENTS = st.builds(
+    lambda bom, lines, end: (BOM if bom else b"") + b"\n".join(lines) + (b"\n" if end else b""),
+    st.booleans(),
+    st.lists(LINE_BYTES, max_size=25),
+    st.booleans(),
+)
+
+
+def expected_lines(data: bytes, limit: int) -> tuple[list[tuple[int, bytes | None]], int]:
+    """What lines() must yield, and how many newline-separated lines there are."""
+    if data.startswith(BOM):
+        data = data[3:]
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()  # a final newline ends the last line; it starts no new one
+    out: list[tuple[int, bytes | None]] = []
+    for number, piece in enumerate(pieces, 1):
+        line = piece[:-1] if piece.endswith(b"\r") else piece
+        if len(line) > limit:
+            out.append((number, TOO_LONG))
+        elif line.strip():
+            out.append((number, line))
+    return out, len(pieces)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(DOCUMENTS, st.lists(st.integers(1, 64), max_size=6), st.integers(1, 80))
+def test_line_reader_accounts_for_every_line(data, sizes, limit):
+    source = Source(ChunkedStream(data, sizes), "fuzz", max_line_bytes=limit)
+    got = list(source.lines())
+    want, total = expected_lines(data, limit)
+    assert got == want
+    blank = total - len(got)
+    assert len({number for number, _ in got}) + blank == total
+
+
+ARBITRARY = st.one_of(
+    st.binary(max_size=300),
+    st.lists(
+        st.sampled_from(
+            [b"{", b"}", b"[", b"]", b'"', b":", b",", b"\n", b"null", b"1e999", b"\\u", b'"type"']
+            + [b'"tool_use"', b'"role"', b'"content"', b'"name"', b'"input"', b'"arguments"']
+            + [b'"tool_calls"', b'"function"', b'"message"', b'"id"', b'"method"', b'"params"']
+            + [b'"tools/call"', b'"payload"', b'"function_call"', b"\xff", b"\xef\xbb\xbf"]
+        ),
+        max_size=80,
+    ).map(b"".join),
+)
+
+
+@pytest.mark.parametrize("adapter", formats.ADAPTERS, ids=lambda m: m.INFO.name)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=ARBITRARY, limit=st.sampled_from([16, 1 << 20]), sizes=st.lists(st.integers(1, 50)))
+def test_adapter_never_raises_on_arbitrary_bytes(adapter, data, limit, sizes):
+    adapter.sniff(data)
+    source = Source(ChunkedStream(data, sizes), "fuzz", max_line_bytes=limit)
+    try:
+        records = list(adapter.parse(source))
+    except UnknownFormatError:
+        return  # the documented "not this format" signal, reported by the commands
+    for record in records:
+        assert isinstance(record, (ToolCall, BadRecord))
