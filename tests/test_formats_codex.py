@@ -141,6 +141,13 @@ def test_legacy_layout() -> None:
     ]
 
 
+def test_truncated_lines_are_reported_even_without_a_call() -> None:
+    output = {"type": "response_item", "payload": {"type": "function_call_output", "output": "x"}}
+    text = json.dumps(output)
+    records = parse_bytes(f"{text}\n{text[:30]}\n".encode())
+    assert [(type(r).__name__, r.line) for r in records] == [("BadRecord", 2)]
+
+
 def test_calls_before_session_meta_are_default_session() -> None:
     line = {"type": "response_item", "payload": {"type": "function_call", "name": "x"}}
     (record,) = parse_bytes(json.dumps(line).encode())
@@ -188,7 +195,7 @@ def test_canary_never_in_errors() -> None:
         item({"type": "function_call", "name": "x", "call_id": {"k": CANARY}}),
         item({"type": "function_call", "name": "x", "namespace": [CANARY]}),
         item({"type": "custom_tool_call", "input": CANARY}),
-        item(CANARY),
+        {**item(CANARY), "kind": "function_call"},
         {"type": "session_meta", "payload": {"id": [CANARY]}},
         [CANARY],
         item({"type": "function_call", "name": "x", "arguments": "{" + CANARY}),

@@ -126,12 +126,31 @@ class _Reader:
         yield ToolCall(name, args, session, call_id, number, None, unparsed)
 
 
+# A line that holds a call or the session id contains one of these.
+_NEEDED = (b'_call"', b'"session_meta"', b'"instructions"')
+
+
+def _skippable(raw: bytes) -> bool:
+    """No call or session id in it, and the outline of a whole object (else parse and report)."""
+    if any(needle in raw for needle in _NEEDED):
+        return False
+    stripped = raw.strip()
+    return stripped[:1] == b"{" and stripped[-1:] == b"}"
+
+
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the calls: each one is yielded as soon as its line is read."""
+    """Stream the calls: each one is yielded as soon as its line is read.
+
+    Lines that cannot hold a call or the session id (outputs, reasoning,
+    ``event_msg`` echoes: most of a rollout's bytes) are not parsed unless
+    they look truncated or garbled, which is reported.
+    """
     reader = _Reader()
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            continue
+        if _skippable(raw):
             continue
         obj, error = load_json_line(raw)
         if error is not None:
