@@ -263,3 +263,14 @@ def test_older_history_pairs_and_late_history() -> None:
     assert get("openhands").sniff(data[:65536])
     (found,) = parse_bytes("openhands", data)
     assert (found.tool, found.args, found.path) == ("execute_bash", {"c": 1}, "$.history[0][0]")
+
+
+def test_derived_messages_only_file_read_as_openhands(shared_samples: Path) -> None:
+    """--format openhands on the DERIVED {"messages": [...]} copy gives the same 50 calls."""
+    name = (
+        "trajectories/openhands/DERIVED__gsmoon97-swe-agent-eval__django__django-16667__"
+        "chat_messages_only.json"
+    )
+    _, records = read(shared_samples / name, "openhands")
+    assert len(calls(records)) == 50
+    assert longest_streak(records) == (30, 28)
