@@ -147,6 +147,16 @@ def test_goose_wrapping_edge_cases() -> None:
     ]
 
 
+def test_ids_restarting_without_a_logged_initialize_are_not_swallowed() -> None:
+    def call(ident: int, name: str) -> str:
+        params = {"name": name, "arguments": {}}
+        return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+
+    lines = [call(1, "a"), call(1, "a"), call(2, "b"), call(1, "c")]
+    records = parse_bytes("\n".join(lines).encode())
+    assert [(r.line, r.tool) for r in records] == [(1, "a"), (3, "b"), (4, "c")]
+
+
 def test_same_call_hashes_alike_in_every_wrapping() -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     call["params"] = {"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 9}}

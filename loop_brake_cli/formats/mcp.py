@@ -17,8 +17,10 @@ the call id is the JSON-RPC ``id``. Lines are read as:
   `` { metadata: undefined }`` is ignored). Other log lines are skipped.
 
 Only client-to-server requests count: the server's own requests (sampling,
-elicitation) and every response are ignored, and a request logged twice (same
-connection, same id) counts once. stdio messages carry no session id, so the
+elicitation) and every response are ignored, and a request logged twice in a
+row (same connection, same id as the call before) counts once; ids are not
+remembered further back, since a client restarts them on a reconnect that a
+log may not show. stdio messages carry no session id, so the
 session is the connection: ``"<server>#<n>"``, where ``<server>`` is the
 server name of a Claude Desktop line (``"mcp"`` otherwise) and ``n`` counts
 connections from 1. An ``initialize`` request starts connection ``n + 1``
@@ -37,7 +39,7 @@ from ..events import BadRecord, Record, ToolCall
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import json_path, parse_arguments
-from ._sniff import RecentIds, head_lines
+from ._sniff import head_lines
 
 INFO = FormatInfo(
     name="mcp",
@@ -48,6 +50,7 @@ INFO = FormatInfo(
 
 CLIENT, SERVER, UNKNOWN = "client", "server", None
 DEFAULT_LABEL = "mcp"
+_NONE = object()
 
 _GOOSE = re.compile(rb"(STDIN|STDOUT|STDERR):[ \t]?(.*)", re.S)
 _DESKTOP = re.compile(
@@ -117,7 +120,7 @@ class _Connections:
 
     def __init__(self) -> None:
         self._state: dict[str, list[Any]] = {}
-        self.seen = RecentIds()
+        self.last_id: dict[str, Any] = {}
 
     def session(self, label: str) -> str:
         number, _ = self._state.setdefault(label, [1, False])
@@ -166,8 +169,9 @@ class _Connections:
             yield BadRecord("tools/call id is not a string or a number", number, path)
             return
         session = self.session(label)
-        if call_id is not None and self.seen.seen((session, call_id)):
-            return
+        if call_id is not None and self.last_id.get(session, _NONE) == call_id:
+            return  # the same request logged again
+        self.last_id[session] = call_id
         args, unparsed = parse_arguments(params.get("arguments"))
         yield ToolCall(name, args, session, call_id, number, path, unparsed)
 
