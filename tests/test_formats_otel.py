@@ -132,6 +132,16 @@ def test_other_signals_in_the_same_file_are_skipped() -> None:
     assert records[0].line == 4 and records[1].line == 2
 
 
+def test_tool_name_from_the_span_name_when_the_attribute_is_absent() -> None:
+    span = tool_span("08" * 8, {"stringValue": "{}"}, name="execute_tool get_weather")
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.tool.name"]
+    nameless = tool_span("09" * 8, {"stringValue": "{}"}, name="execute_tool")
+    nameless["attributes"] = span["attributes"]
+    records = parse_bytes(json.dumps(spans_doc(span, nameless)).encode())
+    assert isinstance(records[0], ToolCall) and records[0].tool == "get_weather"
+    assert isinstance(records[1], BadRecord)
+
+
 def test_empty_argument_values() -> None:
     doc = spans_doc(
         tool_span("01" * 8, {"stringValue": ""}, startTimeUnixNano="1"),

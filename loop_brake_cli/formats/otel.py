@@ -14,7 +14,8 @@ documents as the collector's file exporter writes them::
 Per the GenAI semantic conventions (``gen-ai-spans.md``, "Execute tool span"):
 
 * a call is a span with ``gen_ai.operation.name == "execute_tool"``; tool
-  ``gen_ai.tool.name``, call id ``gen_ai.tool.call.id``;
+  ``gen_ai.tool.name`` (a Recommended attribute: when absent, the span name
+  ``execute_tool {gen_ai.tool.name}`` gives it), call id ``gen_ai.tool.call.id``;
 * ``gen_ai.tool.call.arguments`` is "expected to be an object" and MAY be a
   JSON string: a structured value (``kvlistValue``/``arrayValue``) is decoded,
   a string is parsed (unparseable: hashed as the string, counted). The
@@ -209,6 +210,10 @@ def _spans(document: Any, line: int | None, order: int) -> Iterator[_Span | BadR
                 ids = [_field(span, *names) for names in _ID_FIELDS]
                 trace, span_id, parent = (value if isinstance(value, str) else "" for value in ids)
                 attributes = _attributes(span.get("attributes"))
+                if TOOL_NAME not in attributes:  # Recommended, not Required: use the span name
+                    title = span.get("name")
+                    if isinstance(title, str) and title.startswith("execute_tool "):
+                        attributes[TOOL_NAME] = title[len("execute_tool ") :].strip() or None
                 order += 1
                 yield _Span(trace, span_id, parent, attributes, _start(span), order, line, path)
 
