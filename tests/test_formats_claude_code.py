@@ -280,3 +280,15 @@ def test_fuzz_odd_shapes_never_raise(content, block, session) -> None:
     data = "\n".join(json.dumps(row) for row in rows).encode()
     records = parse_bytes(data)
     list(judge(records, LoopBrake(3)))
+
+
+def test_type_fields_of_any_json_type_never_raise() -> None:
+    rows = [
+        {"type": [], "sessionId": "s", "uuid": "u", "kind": "tool_use"},
+        {"type": {}, "x": "tool_use"},
+        {"type": ["assistant"], "message": {"content": [{"type": ["tool_use"], "name": "x"}]}},
+    ]
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    assert claude_code.sniff(data) in (True, False)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))

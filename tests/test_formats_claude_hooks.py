@@ -109,3 +109,15 @@ def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
     claude_hooks.sniff(data)
     for record in parse_bytes(data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+def test_type_fields_of_any_json_type_never_raise() -> None:
+    rows = [
+        {"hook_event_name": [], "session_id": "s"},
+        {"event": {"a": 1}, "session_id": "s"},
+        {"event": ["PreToolUse"], "tool_name": "x"},
+    ]
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    assert claude_hooks.sniff(data) in (True, False)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))

@@ -262,3 +262,15 @@ def test_fuzz_odd_payloads_never_raise(kind: str, a, b, c) -> None:
     ]
     records = parse_bytes("\n".join(json.dumps(r) for r in rows).encode())
     list(judge(records, LoopBrake(3)))
+
+
+def test_type_fields_of_any_json_type_never_raise() -> None:
+    rows = [
+        {"type": [], "payload": {}, "k": 'x_call"'},
+        {"type": "response_item", "payload": {"type": ["function_call"]}, "k": "function_call"},
+        {"type": {}, "payload": {"type": {}}, "k": '_call"'},
+    ]
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    assert codex.sniff(data) in (True, False)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))

@@ -271,3 +271,15 @@ def test_fuzz_odd_messages_never_raise(ident, params, name, prefix) -> None:
     ]
     data = "\n".join(prefix + json.dumps(r) for r in rows).encode()
     list(judge(parse_bytes(data), LoopBrake(3)))
+
+
+def test_type_fields_of_any_json_type_never_raise() -> None:
+    rows = [
+        {"jsonrpc": "2.0", "method": [], "id": 1},
+        {"jsonrpc": "2.0", "method": {}, "params": []},
+        [{"method": ["tools/call"]}],
+    ]
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    assert mcp.sniff(data) in (True, False)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))

@@ -246,3 +246,35 @@ def test_deep_nesting_is_an_error_not_a_crash(depth: int) -> None:
     data = ('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}").encode()
     for record in parse_bytes(data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+def test_type_fields_of_any_json_type_never_raise() -> None:
+    rows = [
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {
+                                    "traceId": [],
+                                    "spanId": {},
+                                    "attributes": [
+                                        {"key": [], "value": {"stringValue": []}},
+                                        {
+                                            "key": "gen_ai.operation.name",
+                                            "value": {"stringValue": ["execute_tool"]},
+                                        },
+                                    ],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            ]
+        }
+    ]
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    assert otel.sniff(data) in (True, False)
+    for record in parse_bytes(data):
+        assert isinstance(record, (ToolCall, BadRecord))

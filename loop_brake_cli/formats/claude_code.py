@@ -42,7 +42,13 @@ INFO = FormatInfo(
     patterns=("*.jsonl",),
 )
 
-_LINE_TYPES = {"user", "assistant", "system", "progress", "queue-operation"}
+_LINE_TYPES = (
+    "user",
+    "assistant",
+    "system",
+    "progress",
+    "queue-operation",
+)  # a tuple: ==, never hash
 # A line too long for the sniff window still starts like this.
 _PREFIX = re.compile(
     rb'^\s*\{("parentUuid":(null|"[^"]*"),"isSidechain":(true|false),'

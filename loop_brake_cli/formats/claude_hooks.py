@@ -36,7 +36,7 @@ INFO = FormatInfo(
     patterns=("*.jsonl",),
 )
 
-HOOK_EVENTS = {
+HOOK_EVENTS = (  # a tuple: membership by ==, so an odd event value never raises
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -49,7 +49,7 @@ HOOK_EVENTS = {
     "SessionStart",
     "SessionEnd",
     "PreCompact",
-}
+)
 
 
 def _event(obj: dict[str, Any]) -> Any:

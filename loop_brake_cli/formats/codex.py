@@ -44,8 +44,9 @@ INFO = FormatInfo(
     patterns=("*.jsonl",),
 )
 
-_ENVELOPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
-_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
+# Tuples, not sets: membership by ==, so a list or object "type" never raises.
+_ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _PREFIX = re.compile(rb'^\s*\{"timestamp":"[^"]*","type":"(session_meta|response_item|event_msg)"')
 
 
