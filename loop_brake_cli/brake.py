@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import call_digest, hash_prefix
+from .canonical import call_digest, hash_prefix, js_string
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
@@ -112,9 +112,13 @@ def subagent_session_key(session_id: str, agent_id: str | None) -> str:
 
 
 def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
-    """The plugin's denial text; the tool name as a JSON string, never the arguments."""
+    """The plugin's denial text; never the arguments.
+
+    The tool name is written as JSON.stringify writes it (a lone surrogate as
+    ``\\udxxx``), so the text equals the plugin's for every tool name.
+    """
     return (
-        f"loop brake: tool {json.dumps(tool_name, ensure_ascii=False)} called {count} times "
+        f"loop brake: tool {js_string(tool_name)} called {count} times "
         f"in a row with identical arguments (call {prefix}\u2026, limit {max_repeats}); "
         "the call was denied before it ran.\n"
         "Change the arguments, call a different tool, or stop."

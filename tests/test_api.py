@@ -168,3 +168,9 @@ def test_importing_the_api_pulls_in_neither_click_nor_rich() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == b"none"
+
+
+def test_message_tool_name_is_written_as_json_stringify_would() -> None:
+    # Node: JSON.stringify("a\ud800\x7f\u2028\n") === '"a\\ud800\x7f\u2028\\n"'
+    message = deny_message("a\ud800\x7f\u2028\n", 3, 3, "0" * 12)
+    assert message.startswith('loop brake: tool "a\\ud800\x7f\u2028\\n" called 3 times')
