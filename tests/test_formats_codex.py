@@ -274,3 +274,38 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
     assert codex.sniff(data) in (True, False)
     for record in parse_bytes(data):
         assert isinstance(record, (ToolCall, BadRecord))
+
+
+def _mutate(value, data, values):
+    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        return {**value, key: _mutate(value[key], data, values)}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        index = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
+    return data.draw(values)
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+_LINES = [
+    json.loads(line)
+    for line in (FIXTURES / "synthetic--edge-cases.jsonl").read_text().splitlines()
+    if line.endswith("}")
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_fuzz_mutated_lines_never_raise(data) -> None:
+    lines = [_mutate(data.draw(st.sampled_from(_LINES)), data, _ANY_JSON) for _ in range(3)]
+    data_bytes = "\n".join(json.dumps(line) for line in lines).encode()
+    list(judge(parse_bytes(data_bytes), LoopBrake(3)))
