@@ -274,3 +274,28 @@ def test_derived_messages_only_file_read_as_openhands(shared_samples: Path) -> N
     _, records = read(shared_samples / name, "openhands")
     assert len(calls(records)) == 50
     assert longest_streak(records) == (30, 28)
+
+
+def test_sdk_v1_history() -> None:
+    """Agent-SDK ActionEvents: tool_call arguments, else the action without its kind."""
+    fmt, records = read(FIXTURES / "openhands/synthetic--sdk-v1-output.jsonl")
+    assert fmt == "openhands"
+    assert [(r.tool, r.args, r.call_id, r.path) for r in records] == [
+        ("terminal", {"command": "pytest -q"}, "call_1", "$.history[1]"),
+        ("terminal", {"command": "pytest -q"}, "call_2", "$.history[3]"),
+        ("terminal", {"command": "pytest -q"}, "call_3", "$.history[5]"),
+        ("file_editor", {"command": "view", "path": "/w/a.py"}, "call_4", "$.history[7]"),
+        ("finish", {}, "call_5", "$.history[8]"),
+    ]
+    assert {r.session for r in records} == {"sdk__demo-1"}
+    assert longest_streak(records) == (3, 1)
+
+
+def test_sdk_v1_event_files_share_their_conversation() -> None:
+    folder = FIXTURES / "openhands/synthetic--sdk-v1-conversation"
+    files = sorted(str(p) for p in (folder / "events").glob("event-*.json"))
+    result = run_cli("filter", "--format", "openhands", "--continue-sessions", *files)
+    verdicts = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [v["callId"] for v in verdicts] == ["call_1", "call_2"]
+    assert {v["sessionId"] for v in verdicts} == {str(folder)}
+    assert [v["count"] for v in verdicts] == [1, 2]

@@ -30,10 +30,18 @@ that is what the model sent and what a harness hashes. The action's ``args``
 are OpenHands' translation (with ``thought``, ``impl_source``…), so they are
 used only when the model response is missing or lacks that id. Actions without
 ``tool_call_metadata`` (user messages, ``system``, ``recall``) are not calls.
+
+The agent SDK (OpenHands V1) writes ``{"kind": "ActionEvent", "tool_name",
+"tool_call_id", "tool_call": {"name", "arguments"}, "action": {...}}`` events,
+in a ``history``, an array, or one event per file under
+``<conversation>/events/`` (session: the conversation folder). The call's
+``tool_call.arguments`` are used, else the ``action`` object without its
+``kind``. Written from the SDK's field names: no real V1 file was at hand.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -60,7 +68,10 @@ INFO = FormatInfo(
     patterns=("*.json", "*.jsonl"),
 )
 
-_MARKER = re.compile(rb'(?<!\\)"(fncall_messages|fncall_response|tool_call_metadata)"\s*:')
+_MARKER = re.compile(
+    rb'(?<!\\)"(fncall_messages|fncall_response|tool_call_metadata)"\s*:'
+    rb'|(?<!\\)"kind"\s*:\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"'
+)
 # Prompt-style function calling, as OpenHands renders calls into ``messages`` text.
 _PROMPT_CALL = re.compile(rb"<(function|parameter)=[A-Za-z_][\w-]*>")
 _MESSAGES = re.compile(rb'^\{\s*"messages"\s*:\s*\[')
@@ -119,6 +130,27 @@ def _model_arguments(metadata: dict[str, Any], call_id: Any) -> tuple[bool, Any]
     return False, None
 
 
+def _sdk_action_call(
+    event: dict[str, Any], ledger: CallLedger, session: str, line: int | None, path: str
+) -> Record | None:
+    """An agent-SDK (V1) ``ActionEvent``: ``tool_name``, ``tool_call_id``, ``tool_call``."""
+    tool_call = event.get("tool_call")
+    name = event.get("tool_name")
+    found, arguments = False, None
+    if isinstance(tool_call, dict):
+        function = tool_call.get("function")
+        source = function if isinstance(function, dict) else tool_call
+        if name is None:
+            name = source.get("name")
+        if "arguments" in source:
+            found, arguments = True, source["arguments"]
+    if not found:
+        action = event.get("action")
+        if isinstance(action, dict):
+            arguments = {key: value for key, value in action.items() if key != "kind"}
+    return make_call(ledger, name, arguments, session, event.get("tool_call_id"), line, path)
+
+
 def event_call(
     event: Any, ledger: CallLedger, session: str, line: int | None, parts: tuple[str | int, ...]
 ) -> Record | None:
@@ -126,6 +158,8 @@ def event_call(
     path = json_path(*parts)
     if not isinstance(event, dict):
         return BadRecord("event is not an object", line, path)
+    if event.get("kind") == "ActionEvent":
+        return _sdk_action_call(event, ledger, session, line, path)
     if "action" not in event:
         return None
     metadata = event.get("tool_call_metadata")
@@ -195,8 +229,22 @@ def value_calls(
         isinstance(value.get("fncall_messages"), list) or isinstance(value.get("messages"), list)
     ):
         yield from _completion_calls(value, ledger, file_key, line)
+    elif isinstance(value, dict) and isinstance(value.get("kind"), str):
+        # one agent-SDK event per file: <conversation>/events/event-*.json
+        session = _conversation_of(file_key)
+        record = event_call(value, ledgers.setdefault(session, CallLedger()), session, line, ())
+        if record is not None:
+            yield record
     else:
         yield BadRecord("not an OpenHands completion log, output.jsonl record or event list", line)
+
+
+def _conversation_of(name: str) -> str:
+    """An agent-SDK event file's session: its conversation folder (the parent of ``events/``)."""
+    folder = os.path.dirname(name)
+    if os.path.basename(folder) == "events" and os.path.dirname(folder):
+        return os.path.dirname(folder)
+    return name
 
 
 @never_raises
