@@ -74,3 +74,42 @@ def test_each_verdict_arrives_before_the_next_line_is_written() -> None:
             proc.wait()
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
+
+
+WRITE_COUNTER = """
+import io, sys
+from loop_brake_cli.cli import main
+
+class Counting(io.BufferedWriter):
+    writes = 0
+
+    def write(self, data):
+        Counting.writes += 1
+        return super().write(data)
+
+sys.stdout = io.TextIOWrapper(Counting(io.FileIO(1, "w", closefd=False)))
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write(f"writes={Counting.writes}\\n")
+sys.exit(code)
+"""
+
+
+def test_bulk_input_is_not_flushed_line_by_line(tmp_path) -> None:
+    """Throughput: 20 000 lines read in bulk leave in a few large writes, not 20 000."""
+    path = tmp_path / "bulk.jsonl"
+    line = b'{"tool":"search","args":{"q":"weather"},"sessionId":"s1"}\n'
+    path.write_bytes(line * 20_000)
+    result = subprocess.run(
+        [sys.executable, "-c", WRITE_COUNTER, "filter", str(path)],
+        capture_output=True,
+        env=cli_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(b"\n") == 20_000
+    writes = int(result.stderr.decode().rsplit("writes=", 1)[1])
+    assert 1 <= writes <= 500, writes
