@@ -142,6 +142,23 @@ def test_tool_name_from_the_span_name_when_the_attribute_is_absent() -> None:
     assert isinstance(records[1], BadRecord)
 
 
+def test_older_pydantic_ai_running_tool_spans() -> None:
+    legacy = {
+        "traceId": "cd" * 16,
+        "spanId": "0a" * 8,
+        "name": "running tool",
+        "startTimeUnixNano": "1",
+        "attributes": [
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "multiply"}},
+            {"key": "gen_ai.tool.call.id", "value": {"stringValue": "call_x"}},
+            {"key": "tool_arguments", "value": {"stringValue": '{"a": 15, "b": 7}'}},
+        ],
+    }
+    chat = {**legacy, "spanId": "0b" * 8, "name": "chat gpt-4o"}  # not a tool span
+    (record,) = parse_bytes(json.dumps(spans_doc(legacy, chat)).encode())
+    assert (record.tool, record.call_id, record.args) == ("multiply", "call_x", {"a": 15, "b": 7})
+
+
 def test_empty_argument_values() -> None:
     doc = spans_doc(
         tool_span("01" * 8, {"stringValue": ""}, startTimeUnixNano="1"),

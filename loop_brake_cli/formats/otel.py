@@ -21,7 +21,9 @@ Per the GenAI semantic conventions (``gen-ai-spans.md``, "Execute tool span"):
   a string is parsed (unparseable: hashed as the string, counted). The
   attribute is Opt-In: a span without it cannot be judged (every call of a
   tool would look identical), so it is reported as an error, not counted as
-  ``{}``;
+  ``{}``. pydantic-ai's older ``tool_arguments`` attribute (a JSON string) is
+  read when the standard one is absent, and its older "running tool" spans
+  (``gen_ai.tool.name`` but no operation name) count as tool spans;
 * the session is ``gen_ai.conversation.id`` from the span, else from the
   nearest ancestor that has it (``parentSpanId`` within the trace; the
   conventions put it on chat and ``invoke_agent`` spans), else the trace id.
@@ -60,6 +62,7 @@ TOOL_NAME = "gen_ai.tool.name"
 CALL_ID = "gen_ai.tool.call.id"
 ARGUMENTS = "gen_ai.tool.call.arguments"
 CONVERSATION = "gen_ai.conversation.id"
+LEGACY_ARGUMENTS = "tool_arguments"  # pydantic-ai / logfire before gen_ai.tool.call.arguments
 
 _SNIFF = re.compile(rb'^\s*\{.{0,200}?"(resourceSpans|resource_spans)"\s*:\s*\[', re.S)
 _MISSING = object()
@@ -144,6 +147,7 @@ class _Span:
     order: int
     line: int | None
     path: str
+    title: str
 
 
 def _documents(data: bytes) -> Iterator[tuple[int | None, Any] | BadRecord]:
@@ -210,12 +214,15 @@ def _spans(document: Any, line: int | None, order: int) -> Iterator[_Span | BadR
                 ids = [_field(span, *names) for names in _ID_FIELDS]
                 trace, span_id, parent = (value if isinstance(value, str) else "" for value in ids)
                 attributes = _attributes(span.get("attributes"))
+                title = span.get("name")
                 if TOOL_NAME not in attributes:  # Recommended, not Required: use the span name
-                    title = span.get("name")
                     if isinstance(title, str) and title.startswith("execute_tool "):
                         attributes[TOOL_NAME] = title[len("execute_tool ") :].strip() or None
                 order += 1
-                yield _Span(trace, span_id, parent, attributes, _start(span), order, line, path)
+                title = title if isinstance(title, str) else ""
+                yield _Span(
+                    trace, span_id, parent, attributes, _start(span), order, line, path, title
+                )
 
 
 _ID_FIELDS = (
@@ -243,6 +250,16 @@ def _conversation(span: _Span, index: dict[tuple[str, str], _Span]) -> str:
     return span.trace or "default"
 
 
+def _is_tool_span(span: _Span) -> bool:
+    """``execute_tool``; or pydantic-ai's older "running tool" span, which had no operation."""
+    operation = span.attributes.get(OPERATION)
+    if operation == "execute_tool":
+        return True
+    return (
+        operation is None and span.title.startswith("running tool") and TOOL_NAME in span.attributes
+    )
+
+
 def _to_record(span: _Span, index: dict[tuple[str, str], _Span]) -> Record:
     attributes = span.attributes
     name = attributes.get(TOOL_NAME)
@@ -250,7 +267,8 @@ def _to_record(span: _Span, index: dict[tuple[str, str], _Span]) -> Record:
         return BadRecord(
             "execute_tool span without a string gen_ai.tool.name", span.line, span.path
         )
-    if ARGUMENTS not in attributes:
+    arguments = attributes.get(ARGUMENTS, attributes.get(LEGACY_ARGUMENTS, _MISSING))
+    if arguments is _MISSING:
         return BadRecord(
             "execute_tool span without gen_ai.tool.call.arguments (an opt-in attribute)",
             span.line,
@@ -259,7 +277,7 @@ def _to_record(span: _Span, index: dict[tuple[str, str], _Span]) -> Record:
     call_id = attributes.get(CALL_ID)
     if isinstance(call_id, bool) or not isinstance(call_id, (str, int, type(None))):
         call_id = None
-    args, unparsed = parse_arguments(attributes[ARGUMENTS])
+    args, unparsed = parse_arguments(arguments)
     return ToolCall(name, args, _conversation(span, index), call_id, span.line, span.path, unparsed)
 
 
@@ -290,7 +308,7 @@ def _parse(data: bytes) -> Iterator[Record]:
                 continue  # the same span exported twice
             if span.span:
                 index[key] = span
-            if span.attributes.get(OPERATION) == "execute_tool":
+            if _is_tool_span(span):
                 tools.append(span)
     tools.sort(key=lambda span: (span.start, span.order))
     for span in tools:
