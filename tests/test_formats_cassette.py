@@ -217,11 +217,34 @@ VALUES = st.recursive(
 )  # fmt: skip
 
 
+SSE_KEYS = st.sampled_from(
+    ["type", "index", "choices", "delta", "tool_calls", "function", "name", "arguments", "id",
+     "content_block", "partial_json", "item", "response", "output", "candidates"]
+)  # fmt: skip
+SSE_WORDS = st.sampled_from(
+    ["content_block_start", "content_block_delta", "content_block_stop", "tool_use",
+     "response.output_item.done", "response.completed", "function_call", "{", '{"a":']
+)  # fmt: skip
+SSE_VALUES = st.recursive(
+    st.none() | st.integers(0, 2) | st.text(max_size=4) | SSE_WORDS,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(SSE_KEYS, kids, max_size=5),
+    max_leaves=25,
+)
+
+
+def _cassette_of_stream(events: list) -> bytes:
+    import yaml
+
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    return yaml.safe_dump({"interactions": [{"response": {"body": {"string": text}}}]}).encode()
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     data=st.binary(max_size=600)
     | VALUES.map(lambda v: ("interactions:\n" + json.dumps([v])).encode())
     | VALUES.map(lambda v: json.dumps({"interactions": [{"response": v}]}).encode())
+    | st.lists(SSE_VALUES, max_size=6).map(_cassette_of_stream)
 )
 def test_never_raises(data: bytes) -> None:
     assert isinstance(get("cassette").sniff(data), bool)
@@ -251,3 +274,15 @@ def test_gzip_binary_body() -> None:
     doc = {"interactions": [{"request": {}, "response": {"body": {"string": packed}}}]}
     (call,) = parse_bytes("cassette", yaml.safe_dump(doc).encode())
     assert (call.tool, call.call_id) == ("t", "c1")
+
+
+def test_stream_index_of_any_type() -> None:
+    """An ``index`` that is a list or an object (hostile input) keys nothing and raises nothing."""
+    events = [
+        {"choices": [{"index": [1], "delta": {"tool_calls": [
+            {"index": {"a": 1}, "id": "c", "function": {"name": "t", "arguments": "{}"}}]}}]},
+        {"type": "content_block_start", "index": [2],
+         "content_block": {"type": "tool_use", "name": "u", "id": "x", "input": {}}},
+    ]  # fmt: skip
+    records = parse_bytes("cassette", _cassette_of_stream(events))
+    assert sorted(r.tool for r in records) == ["t", "u"]

@@ -100,6 +100,12 @@ def _text_of(body: bytes) -> str:
     return body.decode("utf-8", "replace")
 
 
+def _index(obj: dict[str, Any]) -> int | str | None:
+    """A stream's ``index`` field, if it can key a table (input decides its type)."""
+    index = obj.get("index")
+    return index if isinstance(index, (int, str)) else None
+
+
 def _at(records: Iterator[Record], where: str) -> Iterator[Record]:
     """Relocate records found inside one stream event to that event."""
     for record in records:
@@ -194,16 +200,16 @@ class _Cassette:
             elif kind == "content_block_start":
                 block = event.get("content_block")
                 if isinstance(block, dict) and block.get("type") in CALL_BLOCKS:
-                    blocks[event.get("index")] = {"block": block, "json": [], "at": number}
+                    blocks[_index(event)] = {"block": block, "json": [], "at": number}
             elif kind == "content_block_delta":
-                open_block = blocks.get(event.get("index"))
+                open_block = blocks.get(_index(event))
                 delta = event.get("delta")
                 if open_block is not None and isinstance(delta, dict):
                     fragment = delta.get("partial_json")
                     if isinstance(fragment, str):
                         open_block["json"].append(fragment)
             elif kind == "content_block_stop":
-                open_block = blocks.pop(event.get("index"), None)
+                open_block = blocks.pop(_index(event), None)
                 if open_block is not None:
                     yield from self._block(open_block, f"{base}#{number}")
         for open_block in blocks.values():  # a stream cut before content_block_stop
@@ -227,7 +233,7 @@ class _Cassette:
             for fragment in tool_calls:
                 if not isinstance(fragment, dict):
                     continue
-                key = (choice.get("index"), fragment.get("index"))
+                key = (_index(choice), _index(fragment))
                 call = chat.setdefault(key, {"id": None, "name": "", "args": [], "at": number})
                 call["at"] = number
                 if isinstance(fragment.get("id"), str) and fragment["id"]:
