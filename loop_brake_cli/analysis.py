@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .brake import InvalidMaxRepeatsError, LoopBrake, Verdict
+from .brake import LoopBrake, Verdict
 from .events import BadRecord, Record
 
 __all__ = [
@@ -610,7 +610,7 @@ def replay_file(
         message = str(exc)
         prefix = f"{source.name}: "
         analyzer.file_error(message[len(prefix) :] if message.startswith(prefix) else message)
-    except (UnreadableInputError, InvalidMaxRepeatsError) as exc:
+    except UnreadableInputError as exc:
         after = f" (after call {info.calls})" if info.calls else ""
         analyzer.file_error(f"unreadable{after}: {exc}")
     finally:

@@ -366,6 +366,7 @@ def test_subprocess_parallel_equals_serial(tmp_path: Path) -> None:
     assert serial.returncode == parallel.returncode == 3
     assert serial.stdout == parallel.stdout and json.loads(parallel.stdout)
     assert serial.stderr == parallel.stderr
+    assert CANARY.encode() not in parallel.stdout + parallel.stderr
 
 
 def test_real_openhands_stuck_loop(shared_samples: Path) -> None:
