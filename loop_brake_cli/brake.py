@@ -11,7 +11,6 @@ gets the same verdict, marked duplicate.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import os
 from collections import OrderedDict
@@ -295,6 +294,8 @@ def wrap_execute(
     The first positional argument is the tool's arguments; keyword ``call_id``
     (if the host passes one) de-duplicates a call seen at two seams.
     """
+    import inspect  # only the wrappers need it; the hook's start-up should not pay for it
+
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
