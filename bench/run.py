@@ -78,7 +78,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def run(cmd: list[str], stdout_path: str | os.PathLike = os.devnull, stdin=None) -> dict:
+def run(cmd: list[str], stdout_path: str | os.PathLike = os.devnull, stdin=None, env=None) -> dict:
     """Run to completion; wall time, user/system CPU and max RSS of the child."""
     read_fd, write_fd = os.pipe()
     with open(stdout_path, "wb") as out:
@@ -88,6 +88,7 @@ def run(cmd: list[str], stdout_path: str | os.PathLike = os.devnull, stdin=None)
             stdin=stdin,
             stderr=subprocess.PIPE,
             pass_fds=(write_fd,),
+            env=env,
         )
         os.close(write_fd)
         stderr = proc.stderr.read() if proc.stderr else b""
@@ -137,6 +138,13 @@ def bench_throughput(n: int, rounds: int) -> dict:
         f"{statistics.median(r['sys'] for r in ours):.2f}",
     )
     result = {"rss": max(r["rss_mb"] for r in ours)}
+    env = dict(os.environ, LOOP_BRAKE_EXACT="1")
+    exact = run([*loop_brake(), "filter", str(events)], DATA / "exact.out", env=env)
+    row(
+        "filter, exact path only: events/s (wall)",
+        f"{n / exact['wall']:,.0f}",
+        "LOOP_BRAKE_EXACT=1, 1 round: what orjson buys",
+    )
     if not node:
         row("filter, Node.js reference", "n/a", "node not on PATH")
         return result
