@@ -35,6 +35,34 @@ def generate(directory: Path, files: int, megabytes: float) -> int:
     return total
 
 
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def calibrate(jobs: int, rounds: int) -> float:
+    """The machine's own parallel capacity: the speed-up of ``jobs`` processes that
+    only burn CPU. On a shared or oversubscribed host it is well under ``jobs``, and
+    no ``-j`` figure can beat it."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = 4_000_000
+    serial, parallel = [], []
+    with ProcessPoolExecutor(jobs) as pool:
+        list(pool.map(_burn, [1] * jobs))  # start the workers
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(jobs):
+                _burn(n)
+            serial.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            list(pool.map(_burn, [n] * jobs))
+            parallel.append(time.perf_counter() - start)
+    return statistics.median(serial) / statistics.median(parallel)
+
+
 def run(directory: Path, jobs: int) -> tuple[float, bytes]:
     command = [sys.executable, "-m", "loop_brake_cli", "replay", str(directory), "--json"]
     command += ["-j", str(jobs)]
@@ -62,11 +90,14 @@ def main() -> None:
         times: dict[int, list[float]] = {j: [] for j in job_counts}
         outputs: set[bytes] = set()
         run(directory, 1)  # warm the page cache and the interpreter's .pyc files
+        capacity: dict[int, list[float]] = {j: [] for j in job_counts if j > 1}
         for _ in range(options.rounds):
             for jobs in job_counts:
                 elapsed, output = run(directory, jobs)
                 times[jobs].append(elapsed)
                 outputs.add(output)
+                if jobs > 1:
+                    capacity[jobs].append(calibrate(jobs, 1))
 
     cpus = os.cpu_count()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -89,6 +120,11 @@ def main() -> None:
         print(
             f"{jobs:>4}  {median:>9.2f}  {best:>7.2f}  {size / 1e6 / median:>7.1f}"
             f"  {speedup:>7.2f}x  {speedup / jobs:>9.0%}  {speedup_best:>14.2f}x"
+        )
+    for jobs, values in capacity.items():
+        print(
+            f"machine capacity in the same rounds: {jobs} processes burning CPU run "
+            f"{statistics.median(values):.2f}x one (the ceiling for -j {jobs} here)"
         )
     same = "identical" if len(outputs) == 1 else f"DIFFERENT ({len(outputs)} variants)"
     print(f"JSON output across job counts and rounds: {same}")
