@@ -122,10 +122,14 @@ def main() -> None:
             f"  {speedup:>7.2f}x  {speedup / jobs:>9.0%}  {speedup_best:>14.2f}x"
         )
     for jobs, values in capacity.items():
+        ceiling = statistics.median(values)
         print(
             f"machine capacity in the same rounds: {jobs} processes burning CPU run "
-            f"{statistics.median(values):.2f}x one (the ceiling for -j {jobs} here)"
+            f"{ceiling:.2f}x one (the ceiling for -j {jobs} here)"
         )
+        if base:
+            achieved = base / statistics.median(times[jobs])
+            print(f"-j {jobs} speed-up / machine capacity: {achieved / ceiling:.0%}")
     same = "identical" if len(outputs) == 1 else f"DIFFERENT ({len(outputs)} variants)"
     print(f"JSON output across job counts and rounds: {same}")
     if len(outputs) != 1:
