@@ -613,11 +613,21 @@ def replay_file(
     except UnreadableInputError as exc:
         after = f" (after call {info.calls})" if info.calls else ""
         analyzer.file_error(f"unreadable{after}: {exc}")
+    except Exception as exc:  # an adapter's bug must not cost the other files their report
+        analyzer.file_error(internal_error(info.format, info.calls, exc))
     finally:
         source.close()
     if on_progress is not None:
         on_progress(size)
     return info
+
+
+def internal_error(format_name: str | None, calls: int, exc: BaseException) -> str:
+    """A bug met while reading a file, named by its class only: an exception's text may
+    quote the input, and the input may hold tool arguments."""
+    reader = f"the {format_name} adapter" if format_name else "format detection"
+    after = f" after call {calls}" if calls else ""
+    return f"internal error in {reader}{after} ({exc.__class__.__name__}); please report it"
 
 
 def _position(raw: Any, source: Any) -> int:

@@ -322,6 +322,7 @@ def _print_verdicts(
     max_line_bytes: int,
 ) -> tuple[bool, bool]:
     """Verdict lines exactly as ``filter --format X`` prints them; (unreadable, denied)."""
+    from ..analysis import internal_error
     from ..events import error_record, verdict_record
     from ..formats import UnknownFormatError, detect, get
     from ..judge import Tally, judge
@@ -345,8 +346,11 @@ def _print_verdicts(
             continue
         file_label = src.name if label else None
         write: Callable = out.write
+        name = format_name
+        before = tally.calls
         try:
             adapter = get(format_name) if format_name else detect(src.head(), src.name)
+            name = adapter.INFO.name
             for record, verdict in judge(adapter.parse(src), brake, tally):
                 if verdict is None:
                     write(error_record(record, file_label))  # type: ignore[arg-type]
@@ -359,6 +363,10 @@ def _print_verdicts(
         except UnreadableInputError as exc:
             out.flush()
             _fail(f"{src.name}: {exc}")
+            unreadable = True
+        except Exception as exc:  # an adapter's bug: report it, go on with the next file
+            out.flush()
+            _fail(f"{src.name}: {internal_error(name, tally.calls - before, exc)}")
             unreadable = True
         finally:
             src.close()
