@@ -396,3 +396,17 @@ def test_real_samples_directory_replays_in_one_command(shared_samples: Path) -> 
     assert doc["totals"]["filesFailed"] == 0 and doc["totals"]["files"] >= 30
     assert len(doc["totals"]["formats"]) >= 8
     assert doc["totals"]["denied"] > 0
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_progress_bar_leaves_the_output_alone(
+    loop_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    from loop_brake_cli.commands import replay as command
+
+    (tmp_path / "b.jsonl").write_text("\n".join(LOOP_LINES[:3]) + "\n")
+    plain = replay(str(tmp_path), "--json", "-j", jobs)
+    monkeypatch.setattr(command, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(command, "PROGRESS_MIN_BYTES", 0)
+    with_bar = replay(str(tmp_path), "--json", "-j", jobs)
+    assert with_bar.stdout == plain.stdout and with_bar.status == plain.status == 0

@@ -420,8 +420,12 @@ class _Progress:
         self.bar.stop()
 
 
+def _stderr_is_terminal() -> bool:
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
 def _progress(files: list[str]) -> _Progress | None:
-    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+    if not _stderr_is_terminal():
         return None
     total = 0
     for path in files:
