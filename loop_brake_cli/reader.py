@@ -123,7 +123,7 @@ class Source:
                     chunk = chunk[3:]
             start = 0
             end = chunk.find(b"\n")
-            while end >= 0:
+            if end >= 0:  # the first line may continue one from earlier chunks
                 number += 1
                 if skipping:
                     skipping = False
@@ -141,7 +141,17 @@ class Source:
                     elif line.strip():
                         yield number, line
                 start = end + 1
-                end = chunk.find(b"\n", start)
+                last = chunk.rfind(b"\n")
+                if last >= start:  # the chunk's other complete lines, split in one call
+                    for line in chunk[start:last].split(b"\n"):
+                        number += 1
+                        if line.endswith(b"\r"):
+                            line = line[:-1]
+                        if len(line) > limit:
+                            yield number, TOO_LONG
+                        elif line.strip():
+                            yield number, line
+                    start = last + 1
             if skipping:
                 continue
             rest = chunk[start:]
