@@ -44,7 +44,7 @@ ROWS: list[tuple[str, str, str]] = []
 
 def row(name: str, value: str, note: str = "") -> None:
     ROWS.append((name, value, note))
-    print(f"  {name:<44} {value:>22}  {note}", flush=True)
+    print(f"  {name:<54} {value:>14}  {note}", flush=True)
 
 
 def loop_brake() -> list[str]:
@@ -181,7 +181,7 @@ def bench_memory(n: int, bounded: int) -> None:
     base = run([*loop_brake(), "filter", str(data_file("events", n, gen.events))])
     free = run([*loop_brake(), "filter", str(many)])
     capped = run([*loop_brake(), "filter", "--summary", "--max-sessions", str(bounded), str(many)])
-    row(f"peak RSS, {n:,} events / 7 sessions (MB)", f"{base['rss_mb']:.1f}")
+    row(f"peak RSS, {n:,} events / 7 sessions (MB)", f"{base['rss_mb']:.1f}", "baseline")
     row(f"peak RSS, {n:,} sessions, unbounded (MB)", f"{free['rss_mb']:.1f}")
     row(
         f"peak RSS, {n:,} sessions, --max-sessions {bounded:,}",
@@ -356,10 +356,10 @@ def main() -> None:
         if "replay" in parts:
             bench_replay(20 if args.quick else 200)
     print()
-    print(f"| {'measure':<46} | {'value':>22} | note")
-    print(f"|{'-' * 48}|{'-' * 24}|------")
+    print(f"| {'measure':<54} | {'value':>14} | note")
+    print(f"|{'-' * 56}|{'-' * 16}|------")
     for name, value, note in ROWS:
-        print(f"| {name:<46} | {value:>22} | {note}")
+        print(f"| {name:<54} | {value:>14} | {note}")
 
 
 def _node_version() -> str:
