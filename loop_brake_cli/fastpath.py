@@ -200,7 +200,8 @@ def filter_events(
     deny_mid = t.deny_mid
     strings = t.strings
     tools: dict[str, tuple[bytes, bytes, bytes]] = {}  # tool -> hashed prefix, JSON, deny text
-    digests: dict[bytes, bytes] = {}  # hashed bytes -> sha256: repeated calls are the norm
+    # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
+    digests: dict[bytes, tuple[bytes, bytes]] = {}
     get_digest = digests.get
     shard_cache: dict[str, bool] = {}
     shard_index, shard_count = shard if shard is not None else (0, 1)
@@ -239,10 +240,11 @@ def filter_events(
             if obj.__class__ is not dict:
                 slow(_exact(line, number))
                 continue
-            tool = obj.get("tool")
-            args = obj.get("args")
-            session = obj.get("sessionId")
-            call_id = obj.get("callId")
+            get = obj.get
+            tool = get("tool")
+            args = get("args")
+            session = get("sessionId")
+            call_id = get("callId")
             if not (
                 tool.__class__ is str
                 and args is not None
@@ -287,11 +289,13 @@ def filter_events(
                     tools.clear()
                 known = tools[tool] = _tool_parts(t, tool)
             hashed = known[0] + canonical
-            digest = get_digest(hashed)
-            if digest is None:
+            known_digest = get_digest(hashed)
+            if known_digest is None:
                 if len(digests) >= _CACHE_LIMIT:
                     digests.clear()
-                digest = digests[hashed] = sha256(hashed).digest()
+                digest = sha256(hashed).digest()
+                known_digest = digests[hashed] = (digest, hexlify(digest[:6]))
+            digest, hash_prefix = known_digest
             slot, duplicate = count_call(session, tool, digest, call_id)
             count = slot.count
             calls += 1
@@ -317,7 +321,6 @@ def filter_events(
             if count >= max_repeats:
                 denied += 1
                 if want_deny:
-                    hash_prefix = hexlify(slot.digest[:6])
                     line_out = deny_id % (
                         number,
                         known[1],
@@ -343,7 +346,7 @@ def filter_events(
                         session_json,
                         call_json,
                         count,
-                        hexlify(slot.digest[:6]),
+                        hash_prefix,  # the slot holds this digest: not a duplicate
                     )
                     if call_id is None:
                         line_out = line_out.replace(b'"callId":,', b"", 1)
