@@ -627,24 +627,6 @@ def test_pre_commit_hook_definition() -> None:
         assert not files.search(name)
 
 
-def test_every_option_the_docs_name_exists() -> None:
-    """docs/readme/{config,ci}.md: each `loop-brake CMD ... --flag` is a real option."""
-    import click
-
-    for doc in ("config.md", "ci.md"):
-        text = (ROOT / "docs" / "readme" / doc).read_text(encoding="utf-8")
-        named = re.findall(r"(?<![\w-])loop-brake ([a-z-]+)((?: [^\n`|&;]*)?)", text)
-        commands = {command for command, _ in named}
-        assert {"check-config", "replay"} <= commands, doc
-        for command, rest in named:
-            cmd = cli.get_command(click.Context(cli), command)
-            if cmd is None:  # prose such as "the loop-brake row"
-                continue
-            known = {opt for param in cmd.params for opt in param.opts}
-            for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest):
-                assert flag in known, f"{doc}: loop-brake {command} {flag}"
-
-
 def test_control_characters_and_bad_utf8_are_located(layers, tmp_path: Path) -> None:
     (tmp_path / "ctrl.yml").write_bytes(b"- insert:\n    - id: loop-brake\n      x: a\x01\n")
     status, _, err = invoke("check-config", "ctrl.yml")
