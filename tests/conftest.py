@@ -1,4 +1,4 @@
-"""Shared test helpers: run the real CLI in a subprocess, find Node.js.
+"""Shared test helpers: run (or start) the real CLI in a subprocess, find Node.js.
 
 Kept small on purpose; each test module owns its own fixtures beyond these.
 """
@@ -43,6 +43,19 @@ def run_cli(
         env=env if env is not None else cli_env(),
         timeout=timeout,
         cwd=ROOT,
+    )
+
+
+def spawn_cli(*args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
+    """``python -m loop_brake_cli ARGS`` started with pipes on all three streams (live tests)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "loop_brake_cli", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=ROOT,
+        bufsize=bufsize,
     )
 
 

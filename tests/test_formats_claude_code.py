@@ -8,40 +8,34 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from adapter_helpers import (
+    ANY_JSON,
+    assert_never_raises,
+    first_live_verdict,
+    judge_all,
+    mutate,
+    parse_bytes,
+    read,
+)
+from conftest import ROOT, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import claude_code, detect, get
+from loop_brake_cli.formats import claude_code
 from loop_brake_cli.formats._sniff import RecentIds
 from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
+from loop_brake_cli.reader import Source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-code.jsonl"
 SHARED = ROOT.parent / "shared" / "samples-real" / "claude-code"
 CANARY = "CANARY-5f1e0c-do-not-print"
-
-
-def read(path: Path, fmt: str | None = None):
-    source = open_source(str(path))
-    try:
-        module = get(fmt) if fmt else detect(source.head(), str(path))
-        return module, list(module.parse(source))
-    finally:
-        source.close()
-
-
-def parse_bytes(data: bytes) -> list:
-    return list(claude_code.parse(Source(io.BytesIO(data), "<test>")))
 
 
 REAL = [
@@ -70,8 +64,8 @@ REAL = [
 
 @pytest.mark.parametrize(("name", "count", "sessions", "tools"), REAL)
 def test_real_transcripts(name: str, count: int, sessions: set, tools: dict) -> None:
-    module, records = read(FIXTURES / name)
-    assert module.INFO.name == "claude-code"
+    fmt, records = read(FIXTURES / name)
+    assert fmt == "claude-code"
     calls = [r for r in records if isinstance(r, ToolCall)]
     assert not [r for r in records if isinstance(r, BadRecord)]
     assert len(calls) == count
@@ -122,7 +116,7 @@ def test_missing_input_is_empty_object_and_string_content_is_skipped() -> None:
 def test_truncated_lines_are_reported_even_without_a_call() -> None:
     user = {"type": "user", "sessionId": "s", "uuid": "u", "message": {"content": "hi"}}
     text = json.dumps(user)
-    records = parse_bytes(f"{text}\n{text[:20]}\nnot json\n".encode())
+    records = parse_bytes("claude-code", f"{text}\n{text[:20]}\nnot json\n".encode())
     assert [(type(r).__name__, r.line) for r in records] == [("BadRecord", 2), ("BadRecord", 3)]
 
 
@@ -162,24 +156,9 @@ def test_streams_each_call_as_its_line_arrives() -> None:
 def test_live_pipe_verdict_before_input_ends() -> None:
     """``tail -f session.jsonl | loop-brake filter --format claude-code``."""
     lines = SAMPLE.read_bytes().splitlines(keepends=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter", "--format", "claude-code"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(lines[0] + lines[1])
-        proc.stdin.flush()
-        verdict = json.loads(proc.stdout.readline())  # arrives while stdin is still open
-        assert verdict["verdict"] == "pass" and verdict["toolName"] == "Bash"
-        assert verdict["callId"] == "toolu_01"
-    finally:
-        proc.kill()
-        proc.communicate()
+    verdict = first_live_verdict("claude-code", lines[0] + lines[1])  # stdin still open
+    assert verdict["verdict"] == "pass" and verdict["toolName"] == "Bash"
+    assert verdict["callId"] == "toolu_01"
 
 
 def test_filter_on_the_sample_denies_the_third_identical_call() -> None:
@@ -211,7 +190,7 @@ def _canary_lines() -> bytes:
 
 
 def test_canary_never_in_errors() -> None:
-    records = parse_bytes(_canary_lines())
+    records = parse_bytes("claude-code", _canary_lines())
     bad = [r for r in records if isinstance(r, BadRecord)]
     assert len(bad) == 7
     assert all(CANARY not in r.message for r in bad)
@@ -226,16 +205,16 @@ def test_canary_never_in_errors() -> None:
     ids=lambda p: p.name,
 )
 def test_detect(path: Path) -> None:
-    module, _ = read(path)
-    assert module.INFO.name == "claude-code"
+    fmt, _ = read(path)
+    assert fmt == "claude-code"
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
 def test_detect_the_shared_originals() -> None:
     for path in SHARED.glob("*.jsonl"):
-        module, _ = read(path)
+        fmt, _ = read(path)
         expected = "claude-hooks" if "hook_logs" in path.name else "claude-code"
-        assert module.INFO.name == expected, path.name
+        assert fmt == expected, path.name
 
 
 def test_sniff_a_first_line_longer_than_the_head() -> None:
@@ -259,9 +238,7 @@ _JSON = st.recursive(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=600))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    claude_code.sniff(data)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
+    assert_never_raises("claude-code", data)
 
 
 @settings(max_examples=150, deadline=None)
@@ -278,8 +255,7 @@ def test_fuzz_odd_shapes_never_raise(content, block, session) -> None:
         },
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    records = parse_bytes(data)
-    list(judge(records, LoopBrake(3)))
+    judge_all("claude-code", data)
 
 
 def test_type_fields_of_any_json_type_never_raise() -> None:
@@ -289,29 +265,7 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
         {"type": ["assistant"], "message": {"content": [{"type": ["tool_use"], "name": "x"}]}},
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    assert claude_code.sniff(data) in (True, False)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
-
-
-def _mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: _mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
-
-
-_ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    assert_never_raises("claude-code", data)
 
 
 _CALL_LINES = [
@@ -325,5 +279,5 @@ _CALL_LINES = [
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_fuzz_mutated_real_lines_never_raise(data) -> None:
-    line = _mutate(data.draw(st.sampled_from(_CALL_LINES)), data, _ANY_JSON)
-    list(judge(parse_bytes(json.dumps(line).encode()), LoopBrake(3)))
+    line = mutate(data.draw(st.sampled_from(_CALL_LINES)), data, ANY_JSON)
+    judge_all("claude-code", json.dumps(line).encode())

@@ -7,12 +7,19 @@ transcript: its 10 PreToolUse events are that transcript's 10 tool_use blocks
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from adapter_helpers import (
+    ANY_JSON,
+    assert_never_raises,
+    judge_all,
+    mutate,
+    parse_bytes,
+    read,
+)
 from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,9 +27,7 @@ from hypothesis import strategies as st
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import claude_hooks, detect, get
 from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "claude-code"
@@ -30,22 +35,9 @@ SAMPLE = ROOT / "samples" / "formats" / "claude-hooks.jsonl"
 CANARY = "CANARY-9a7b3c-do-not-print"
 
 
-def read(path: Path, fmt: str | None = None):
-    source = open_source(str(path))
-    try:
-        module = get(fmt) if fmt else detect(source.head(), str(path))
-        return module, list(module.parse(source))
-    finally:
-        source.close()
-
-
-def parse_bytes(data: bytes) -> list:
-    return list(claude_hooks.parse(Source(io.BytesIO(data), "<test>")))
-
-
 def test_real_hook_log_counts_its_pre_tool_use_events() -> None:
-    module, records = read(FIXTURES / "real--fasthooks-hook-logs.jsonl")
-    assert module.INFO.name == "claude-hooks"
+    fmt, records = read(FIXTURES / "real--fasthooks-hook-logs.jsonl")
+    assert fmt == "claude-hooks"
     assert all(isinstance(r, ToolCall) for r in records)
     assert len(records) == 10
     assert Counter(r.tool for r in records) == Counter({"Bash": 5, "Write": 3, "Read": 2})
@@ -86,7 +78,7 @@ def test_canary_never_in_errors() -> None:
         [CANARY],
     ]
     data = ("\n".join(json.dumps(r) for r in rows) + '\n{"tool_input":"' + CANARY).encode()
-    bad = [r for r in parse_bytes(data) if isinstance(r, BadRecord)]
+    bad = [r for r in parse_bytes("claude-hooks", data) if isinstance(r, BadRecord)]
     assert len(bad) == 5 and all(CANARY not in r.message for r in bad)
     result = run_cli("filter", "--format", "claude-hooks", "-", input=data)
     assert CANARY.encode() not in result.stdout + result.stderr
@@ -98,17 +90,15 @@ def test_canary_never_in_errors() -> None:
     ids=lambda p: p.name,
 )
 def test_detect(path: Path) -> None:
-    module, records = read(path)
-    assert module.INFO.name == "claude-hooks"
+    fmt, records = read(path)
+    assert fmt == "claude-hooks"
     assert any(isinstance(r, ToolCall) for r in records)
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=600))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    claude_hooks.sniff(data)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
+    assert_never_raises("claude-hooks", data)
 
 
 def test_type_fields_of_any_json_type_never_raise() -> None:
@@ -118,29 +108,7 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
         {"event": ["PreToolUse"], "tool_name": "x"},
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    assert claude_hooks.sniff(data) in (True, False)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
-
-
-def _mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: _mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
-
-
-_ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    assert_never_raises("claude-hooks", data)
 
 
 _EVENTS = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
@@ -149,5 +117,5 @@ _EVENTS = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_fuzz_mutated_events_never_raise(data) -> None:
-    line = _mutate(data.draw(st.sampled_from(_EVENTS)), data, _ANY_JSON)
-    list(judge(parse_bytes(json.dumps(line).encode()), LoopBrake(3)))
+    line = mutate(data.draw(st.sampled_from(_EVENTS)), data, ANY_JSON)
+    judge_all("claude-hooks", json.dumps(line).encode())

@@ -7,23 +7,28 @@ Counts checked by hand against ../shared/samples-real/SOURCES.md: 3 (shell),
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from adapter_helpers import (
+    ANY_JSON,
+    assert_never_raises,
+    first_live_verdict,
+    judge_all,
+    mutate,
+    parse_bytes,
+    read,
+)
+from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import codex, detect, get
+from loop_brake_cli.formats import codex
 from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 SAMPLE = ROOT / "samples" / "formats" / "codex.jsonl"
@@ -32,19 +37,6 @@ POLLS = FIXTURES / "real--codemie-rollout-019e1625-EXCERPT-write-stdin-polls.jso
 NAMESPACE = FIXTURES / "real--codemie-rollout-019e1695-EXCERPT-mcp-namespace.jsonl.gz"
 SHELL = FIXTURES / "real--codemie-rollout-019b7f94-shell.jsonl"
 CANARY = "CANARY-3d2e1f-do-not-print"
-
-
-def read(path: Path, fmt: str | None = None):
-    source = open_source(str(path))
-    try:
-        module = get(fmt) if fmt else detect(source.head(), str(path))
-        return module, list(module.parse(source))
-    finally:
-        source.close()
-
-
-def parse_bytes(data: bytes) -> list:
-    return list(codex.parse(Source(io.BytesIO(data), "<test>")))
 
 
 REAL = [
@@ -66,8 +58,8 @@ REAL = [
 
 @pytest.mark.parametrize(("path", "count", "session", "tools"), REAL, ids=lambda v: str(v)[-30:])
 def test_real_rollouts(path: Path, count: int, session: str, tools: dict) -> None:
-    module, records = read(path)
-    assert module.INFO.name == "codex"
+    fmt, records = read(path)
+    assert fmt == "codex"
     assert all(isinstance(r, ToolCall) for r in records)
     assert len(records) == count
     assert {r.session for r in records} == {session}
@@ -133,8 +125,8 @@ def test_edge_cases() -> None:
 
 
 def test_legacy_layout() -> None:
-    module, records = read(FIXTURES / "synthetic--legacy-layout.jsonl")
-    assert module.INFO.name == "codex"
+    fmt, records = read(FIXTURES / "synthetic--legacy-layout.jsonl")
+    assert fmt == "codex"
     assert [(r.line, r.tool, r.session, r.call_id) for r in records] == [
         (4, "shell", "legacy-1", "call_1"),
         (7, "shell", "legacy-1", "call_2"),
@@ -144,35 +136,20 @@ def test_legacy_layout() -> None:
 def test_truncated_lines_are_reported_even_without_a_call() -> None:
     output = {"type": "response_item", "payload": {"type": "function_call_output", "output": "x"}}
     text = json.dumps(output)
-    records = parse_bytes(f"{text}\n{text[:30]}\n".encode())
+    records = parse_bytes("codex", f"{text}\n{text[:30]}\n".encode())
     assert [(type(r).__name__, r.line) for r in records] == [("BadRecord", 2)]
 
 
 def test_calls_before_session_meta_are_default_session() -> None:
     line = {"type": "response_item", "payload": {"type": "function_call", "name": "x"}}
-    (record,) = parse_bytes(json.dumps(line).encode())
+    (record,) = parse_bytes("codex", json.dumps(line).encode())
     assert record.session == "default" and record.args == {}
 
 
 def test_live_pipe_verdict_before_input_ends() -> None:
     lines = SAMPLE.read_bytes().splitlines(keepends=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter", "--format", "codex"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(lines[0] + lines[1])
-        proc.stdin.flush()
-        verdict = json.loads(proc.stdout.readline())
-        assert verdict["toolName"] == "exec_command" and verdict["callId"] == "call_s1"
-    finally:
-        proc.kill()
-        proc.communicate()
+    verdict = first_live_verdict("codex", lines[0] + lines[1])
+    assert verdict["toolName"] == "exec_command" and verdict["callId"] == "call_s1"
 
 
 def test_filter_on_the_sample() -> None:
@@ -201,7 +178,7 @@ def test_canary_never_in_errors() -> None:
         item({"type": "function_call", "name": "x", "arguments": "{" + CANARY}),
     ]
     data = ("\n".join(json.dumps(r) for r in rows) + '\n{"payload":"' + CANARY).encode()
-    records = parse_bytes(data)
+    records = parse_bytes("codex", data)
     bad = [r for r in records if isinstance(r, BadRecord)]
     assert len(bad) == 8 and all(CANARY not in r.message for r in bad)
     result = run_cli("filter", "--format", "codex", "-", input=data)
@@ -215,16 +192,16 @@ def test_canary_never_in_errors() -> None:
     ids=lambda p: p.name,
 )
 def test_detect(path: Path) -> None:
-    module, _ = read(path)
-    assert module.INFO.name == "codex"
+    fmt, _ = read(path)
+    assert fmt == "codex"
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
 def test_detect_the_shared_originals() -> None:
     counts = {}
     for path in SHARED.glob("*.jsonl"):
-        module, records = read(path)
-        assert module.INFO.name == "codex", path.name
+        fmt, records = read(path)
+        assert fmt == "codex", path.name
         counts[path.name[:60]] = len(records)
     assert sorted(counts.values()) == [3, 8, 36]
 
@@ -237,9 +214,7 @@ def test_sniff_a_session_meta_longer_than_the_head() -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=600))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    codex.sniff(data)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
+    assert_never_raises("codex", data)
 
 
 _JSON = st.recursive(
@@ -260,8 +235,7 @@ def test_fuzz_odd_payloads_never_raise(kind: str, a, b, c) -> None:
         {"type": "response_item", "payload": {"type": kind, "name": "n", "call_id": a, "input": b}},
         {"type": kind, "action": c, "call_id": b},
     ]
-    records = parse_bytes("\n".join(json.dumps(r) for r in rows).encode())
-    list(judge(records, LoopBrake(3)))
+    judge_all("codex", "\n".join(json.dumps(r) for r in rows).encode())
 
 
 def test_type_fields_of_any_json_type_never_raise() -> None:
@@ -271,29 +245,7 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
         {"type": {}, "payload": {"type": {}}, "k": '_call"'},
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    assert codex.sniff(data) in (True, False)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
-
-
-def _mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: _mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
-
-
-_ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    assert_never_raises("codex", data)
 
 
 _LINES = [
@@ -306,6 +258,6 @@ _LINES = [
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_fuzz_mutated_lines_never_raise(data) -> None:
-    lines = [_mutate(data.draw(st.sampled_from(_LINES)), data, _ANY_JSON) for _ in range(3)]
+    lines = [mutate(data.draw(st.sampled_from(_LINES)), data, ANY_JSON) for _ in range(3)]
     data_bytes = "\n".join(json.dumps(line) for line in lines).encode()
-    list(judge(parse_bytes(data_bytes), LoopBrake(3)))
+    judge_all("codex", data_bytes)

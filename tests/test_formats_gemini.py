@@ -2,64 +2,25 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from adapter_helpers import (
+    CANARY,
+    FIXTURES,
+    assert_canary_hidden,
+    assert_never_raises,
+    calls,
+    longest_streak,
+    parse_bytes,
+    read,
+    summary,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import detect, get
-from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
-
-FIXTURES = Path(__file__).parent / "fixtures"
-CANARY = "CANARY-5e1d-never-print-me"
-
-
-def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
-    """(format name, records) of one file, detected unless ``fmt`` is given."""
-    source = open_source(str(path))
-    try:
-        adapter = get(fmt) if fmt else detect(source.head(), str(path))
-        return adapter.INFO.name, list(adapter.parse(source))
-    finally:
-        source.close()
-
-
-def calls(records: list) -> list[ToolCall]:
-    return [r for r in records if isinstance(r, ToolCall)]
-
-
-def longest_streak(records: list, max_repeats: int = 3) -> tuple[int, int]:
-    """(longest identical streak, denials) as the real brake counts them."""
-    verdicts = [v for _, v in judge(records, LoopBrake(max_repeats)) if v is not None]
-    return max((v.count for v in verdicts), default=0), sum(v.denied for v in verdicts)
-
-
-def parse_bytes(fmt: str, data: bytes) -> list:
-    return list(get(fmt).parse(Source(io.BytesIO(data), "fuzz.json")))
-
-
-def summary(records: list) -> list[tuple]:
-    return [
-        (r.tool, r.args, r.call_id, r.line, r.path, r.args_unparsed)
-        if isinstance(r, ToolCall)
-        else ("BAD", r.line, r.path)
-        for r in records
-    ]
-
-
-def assert_canary_hidden(fmt: str, path: Path) -> None:
-    result = run_cli("filter", "--format", fmt, "--summary", str(path))
-    out = result.stdout.decode() + result.stderr.decode()
-    assert '"verdict":"deny"' in out  # the secret calls were judged
-    assert CANARY not in out
-
+from loop_brake_cli.events import BadRecord
 
 REAL = {
     "codemie-ai-codemie-code__tests-integration-metrics-fixtures-gemini__session-2025-12-01T21-45"
@@ -147,18 +108,4 @@ JSON_VALUES = st.recursive(
     )
 )
 def test_never_raises(data: bytes) -> None:
-    assert isinstance(get("gemini-cli").sniff(data), bool)
-    for record in parse_bytes("gemini-cli", data):
-        assert isinstance(record, (ToolCall, BadRecord))
-        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
-
-
-SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
-
-
-@pytest.mark.parametrize(("fmt", "name", "count"), [("gemini-cli", "gemini-cli.json", 2)])
-def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
-    """samples/formats: our own small example is recognised and read whole."""
-    detected, records = read(SAMPLES / name)
-    assert detected == fmt
-    assert len(calls(records)) == count == len(records)
+    assert_never_raises("gemini-cli", data)

@@ -7,43 +7,34 @@ Counts checked by hand against ../shared/samples-real/SOURCES.md: goose
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from adapter_helpers import (
+    ANY_JSON,
+    assert_never_raises,
+    first_live_verdict,
+    judge_all,
+    mutate,
+    parse_bytes,
+    read,
+)
+from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import detect, get, mcp
 from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp"
 SAMPLE = ROOT / "samples" / "formats" / "mcp.jsonl"
 SHARED = ROOT.parent / "shared" / "samples-real" / "mcp"
 DESKTOP = FIXTURES / "real--odoo-mcp-claude-desktop-EXCERPT-lines200-720.log.gz"
 CANARY = "CANARY-7c6d5e-do-not-print"
-
-
-def read(path: Path, fmt: str | None = None):
-    source = open_source(str(path))
-    try:
-        module = get(fmt) if fmt else detect(source.head(), str(path))
-        return module, list(module.parse(source))
-    finally:
-        source.close()
-
-
-def parse_bytes(data: bytes) -> list:
-    return list(mcp.parse(Source(io.BytesIO(data), "<test>")))
 
 
 GOOSE = [
@@ -62,8 +53,8 @@ GOOSE = [
 
 @pytest.mark.parametrize(("name", "tools"), GOOSE, ids=lambda v: str(v)[:40])
 def test_real_goose_logs(name: str, tools: dict) -> None:
-    module, records = read(FIXTURES / name)
-    assert module.INFO.name == "mcp"
+    fmt, records = read(FIXTURES / name)
+    assert fmt == "mcp"
     assert all(isinstance(r, ToolCall) for r in records)
     assert Counter(r.tool for r in records) == Counter(tools)
     assert [r.call_id for r in records] == list(range(1, len(records) + 1))
@@ -78,8 +69,8 @@ def test_meta_is_never_hashed() -> None:
 
 
 def test_real_claude_desktop_log() -> None:
-    module, records = read(DESKTOP)
-    assert module.INFO.name == "mcp"
+    fmt, records = read(DESKTOP)
+    assert fmt == "mcp"
     assert all(isinstance(r, ToolCall) for r in records)
     assert [(r.session, r.call_id) for r in records] == [
         ("odoo#1", 81),
@@ -153,7 +144,7 @@ def test_ids_restarting_without_a_logged_initialize_are_not_swallowed() -> None:
         return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
 
     lines = [call(1, "a"), call(1, "a"), call(2, "b"), call(1, "c")]
-    records = parse_bytes("\n".join(lines).encode())
+    records = parse_bytes("mcp", "\n".join(lines).encode())
     assert [(r.line, r.tool) for r in records] == [(1, "a"), (3, "b"), (4, "c")]
 
 
@@ -166,29 +157,14 @@ def test_same_call_hashes_alike_in_every_wrapping() -> None:
         "STDIN: " + text,
         f"2026-01-01T00:00:00Z [info] [x] Message from client: {text} {{ metadata: undefined }}",
     ]
-    hashes = {call_hash(r.tool, r.args) for r in parse_bytes("\n".join(lines).encode())}
+    hashes = {call_hash(r.tool, r.args) for r in parse_bytes("mcp", "\n".join(lines).encode())}
     assert hashes == {call_hash("t", {"a": 1})}
 
 
 def test_live_pipe_verdict_before_input_ends() -> None:
     lines = SAMPLE.read_bytes().splitlines(keepends=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter", "--format", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(b"".join(lines[:4]))
-        proc.stdin.flush()
-        verdict = json.loads(proc.stdout.readline())
-        assert verdict["toolName"] == "get_forecast" and verdict["sessionId"] == "mcp#1"
-    finally:
-        proc.kill()
-        proc.communicate()
+    verdict = first_live_verdict("mcp", b"".join(lines[:4]))
+    assert verdict["toolName"] == "get_forecast" and verdict["sessionId"] == "mcp#1"
 
 
 def test_canary_never_in_errors() -> None:
@@ -205,7 +181,7 @@ def test_canary_never_in_errors() -> None:
         '{"jsonrpc":"2.0","params":{"arguments":"' + CANARY,
     ]
     data = "\n".join(rows).encode()
-    bad = [r for r in parse_bytes(data) if isinstance(r, BadRecord)]
+    bad = [r for r in parse_bytes("mcp", data) if isinstance(r, BadRecord)]
     assert len(bad) == 7 and all(CANARY not in r.message for r in bad)
     result = run_cli("filter", "--format", "mcp", "-", input=data)
     assert CANARY.encode() not in result.stdout + result.stderr
@@ -224,16 +200,16 @@ def test_canary_never_in_errors() -> None:
     ids=lambda p: p.name[:50],
 )
 def test_detect(path: Path) -> None:
-    module, _ = read(path)
-    assert module.INFO.name == "mcp"
+    fmt, _ = read(path)
+    assert fmt == "mcp"
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
 def test_detect_the_shared_originals() -> None:
     counts = []
     for path in SHARED.glob("*.log"):
-        module, records = read(path)
-        assert module.INFO.name == "mcp", path.name
+        fmt, records = read(path)
+        assert fmt == "mcp", path.name
         counts.append(len(records))
     assert sorted(counts) == [1, 1, 5, 5, 9]
 
@@ -241,9 +217,7 @@ def test_detect_the_shared_originals() -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=600))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    mcp.sniff(data)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
+    assert_never_raises("mcp", data)
 
 
 _JSON = st.recursive(
@@ -270,7 +244,7 @@ def test_fuzz_odd_messages_never_raise(ident, params, name, prefix) -> None:
         [params, {"method": "tools/call", "params": {"name": "n", "arguments": name}}],
     ]
     data = "\n".join(prefix + json.dumps(r) for r in rows).encode()
-    list(judge(parse_bytes(data), LoopBrake(3)))
+    judge_all("mcp", data)
 
 
 def test_type_fields_of_any_json_type_never_raise() -> None:
@@ -280,29 +254,7 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
         [{"method": ["tools/call"]}],
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    assert mcp.sniff(data) in (True, False)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
-
-
-def _mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: _mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
-
-
-_ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    assert_never_raises("mcp", data)
 
 
 _MESSAGES = [
@@ -316,6 +268,6 @@ _PREFIXES = ["", "STDIN: ", "STDOUT: ", "2026-01-01T00:00:00Z [info] [s] Message
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_fuzz_mutated_messages_never_raise(data) -> None:
-    rows = [_mutate(data.draw(st.sampled_from(_MESSAGES)), data, _ANY_JSON) for _ in range(3)]
+    rows = [mutate(data.draw(st.sampled_from(_MESSAGES)), data, ANY_JSON) for _ in range(3)]
     prefix = data.draw(st.sampled_from(_PREFIXES))
-    list(judge(parse_bytes("\n".join(prefix + json.dumps(r) for r in rows).encode()), LoopBrake(3)))
+    judge_all("mcp", "\n".join(prefix + json.dumps(r) for r in rows).encode())

@@ -2,48 +2,26 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from adapter_helpers import (
+    CANARY,
+    FIXTURES,
+    assert_canary_hidden,
+    assert_never_raises,
+    calls,
+    longest_streak,
+    parse_bytes,
+    read,
+    summary,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import detect, get
-from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
-
-FIXTURES = Path(__file__).parent / "fixtures"
-CANARY = "CANARY-5e1d-never-print-me"
-
-
-def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
-    """(format name, records) of one file, detected unless ``fmt`` is given."""
-    source = open_source(str(path))
-    try:
-        adapter = get(fmt) if fmt else detect(source.head(), str(path))
-        return adapter.INFO.name, list(adapter.parse(source))
-    finally:
-        source.close()
-
-
-def calls(records: list) -> list[ToolCall]:
-    return [r for r in records if isinstance(r, ToolCall)]
-
-
-def longest_streak(records: list, max_repeats: int = 3) -> tuple[int, int]:
-    """(longest identical streak, denials) as the real brake counts them."""
-    verdicts = [v for _, v in judge(records, LoopBrake(max_repeats)) if v is not None]
-    return max((v.count for v in verdicts), default=0), sum(v.denied for v in verdicts)
-
-
-def parse_bytes(fmt: str, data: bytes) -> list:
-    return list(get(fmt).parse(Source(io.BytesIO(data), "fuzz.json")))
-
+from loop_brake_cli.formats import get
 
 # -- real samples ---------------------------------------------------------------
 
@@ -139,13 +117,7 @@ def test_chat_edge_cases() -> None:
     path = FIXTURES / "openai-chat/synthetic--edge-cases.jsonl"
     fmt, records = read(path)
     assert fmt == "openai-chat"
-    summary = [
-        (r.tool, r.args, r.call_id, r.line, r.path, r.args_unparsed)
-        if isinstance(r, ToolCall)
-        else ("BAD", r.line, r.path)
-        for r in records
-    ]
-    assert summary == [
+    assert summary(records) == [
         ("get_weather", {"city": "Paris"}, "call_a", 2, "$.tool_calls[0]", False),
         # line 4 repeats line 2's call (same id, name, arguments): emitted once
         ("get_time", {}, None, 5, "$.tool_calls[0]", False),  # "" arguments, "" id
@@ -257,11 +229,7 @@ def _canary_files(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses"])
 def test_canary_never_printed(tmp_path: Path, fmt: str) -> None:
-    path = _canary_files(tmp_path)[fmt]
-    result = run_cli("filter", "--format", fmt, "--summary", str(path))
-    out = result.stdout.decode() + result.stderr.decode()
-    assert '"verdict":"deny"' in out  # the secret calls were judged
-    assert CANARY not in out
+    assert_canary_hidden(fmt, _canary_files(tmp_path)[fmt])
 
 
 JSON_KEYS = st.sampled_from(
@@ -286,21 +254,4 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
 def test_never_raises(fmt: str, data: bytes) -> None:
-    assert isinstance(get(fmt).sniff(data), bool)
-    for record in parse_bytes(fmt, data):
-        assert isinstance(record, (ToolCall, BadRecord))
-        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
-
-
-SAMPLES = Path(__file__).parents[1] / "samples" / "formats"
-
-
-@pytest.mark.parametrize(
-    ("fmt", "name", "count"),
-    [("openai-chat", "openai-chat.json", 3), ("openai-responses", "openai-responses.json", 2)],
-)
-def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
-    """samples/formats: our own small example is recognised and read whole."""
-    detected, records = read(SAMPLES / name)
-    assert detected == fmt
-    assert len(calls(records)) == count == len(records)
+    assert_never_raises(fmt, data)

@@ -6,11 +6,18 @@ found"); tests/fixtures/otel/README.md says how these were written.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
+from adapter_helpers import (
+    ANY_JSON,
+    assert_never_raises,
+    judge_all,
+    mutate,
+    parse_bytes,
+    read,
+)
 from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,9 +25,8 @@ from hypothesis import strategies as st
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.formats import detect, get, otel
+from loop_brake_cli.formats import otel
 from loop_brake_cli.judge import judge
-from loop_brake_cli.reader import Source, open_source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "otel"
 TREE = FIXTURES / "synthetic--conversation-tree.json"
@@ -28,19 +34,6 @@ JSONL = FIXTURES / "synthetic--file-exporter.jsonl"
 SAMPLE = ROOT / "samples" / "formats" / "otel.json"
 CANARY = "CANARY-1b2c3d-do-not-print"
 TRACE_2 = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
-
-
-def read(path: Path, fmt: str | None = None):
-    source = open_source(str(path))
-    try:
-        module = get(fmt) if fmt else detect(source.head(), str(path))
-        return module, list(module.parse(source))
-    finally:
-        source.close()
-
-
-def parse_bytes(data: bytes) -> list:
-    return list(otel.parse(Source(io.BytesIO(data), "<test>")))
 
 
 def spans_doc(*spans: dict) -> dict:
@@ -58,8 +51,8 @@ def tool_span(span_id: str, args: dict | None, **extra: object) -> dict:
 
 
 def test_conversation_tree() -> None:
-    module, records = read(TREE)
-    assert module.INFO.name == "otel"
+    fmt, records = read(TREE)
+    assert fmt == "otel"
     got = []
     for record, verdict in judge(records, LoopBrake(3)):
         where = record.path.replace("$.resourceSpans", "R").replace(".scopeSpans[0].spans", "")
@@ -90,8 +83,8 @@ def test_structured_arguments_decode_to_plain_json() -> None:
 
 
 def test_file_exporter_json_lines() -> None:
-    module, records = read(JSONL)
-    assert module.INFO.name == "otel"
+    fmt, records = read(JSONL)
+    assert fmt == "otel"
     assert isinstance(records[0], BadRecord) and records[0].line == 4
     calls = records[1:]
     assert [(r.line, r.call_id, r.session) for r in calls] == [
@@ -106,7 +99,7 @@ def test_snake_case_and_legacy_scope_names() -> None:
     span = tool_span("01" * 8, {"stringValue": '{"a":1}'})
     span["start_time_unix_nano"] = 5
     doc = {"resource_spans": [{"instrumentationLibrarySpans": [{"spans": [span]}]}]}
-    (record,) = parse_bytes(json.dumps(doc).encode())
+    (record,) = parse_bytes("otel", json.dumps(doc).encode())
     assert record.args == {"a": 1}
     assert record.path == "$.resourceSpans[0].instrumentationLibrarySpans[0].spans[0]"
 
@@ -114,7 +107,7 @@ def test_snake_case_and_legacy_scope_names() -> None:
 def test_a_broken_document_is_one_located_error() -> None:
     text = TREE.read_text().splitlines()
     text[40] = text[40] + ","  # a trailing comma on line 41
-    records = parse_bytes("\n".join(text).encode())
+    records = parse_bytes("otel", "\n".join(text).encode())
     assert len(records) == 1 and isinstance(records[0], BadRecord)
     assert records[0].line is not None and 40 <= records[0].line <= 43
 
@@ -127,7 +120,7 @@ def test_other_signals_in_the_same_file_are_skipped() -> None:
         json.dumps({"something": "else"}),
     ]
     assert otel.sniff("\n".join(lines).encode())
-    records = parse_bytes("\n".join(lines).encode())
+    records = parse_bytes("otel", "\n".join(lines).encode())
     assert [type(r).__name__ for r in records] == ["BadRecord", "ToolCall"]
     assert records[0].line == 4 and records[1].line == 2
 
@@ -137,7 +130,7 @@ def test_tool_name_from_the_span_name_when_the_attribute_is_absent() -> None:
     span["attributes"] = [a for a in span["attributes"] if a["key"] != "gen_ai.tool.name"]
     nameless = tool_span("09" * 8, {"stringValue": "{}"}, name="execute_tool")
     nameless["attributes"] = span["attributes"]
-    records = parse_bytes(json.dumps(spans_doc(span, nameless)).encode())
+    records = parse_bytes("otel", json.dumps(spans_doc(span, nameless)).encode())
     assert isinstance(records[0], ToolCall) and records[0].tool == "get_weather"
     assert isinstance(records[1], BadRecord)
 
@@ -155,7 +148,7 @@ def test_older_pydantic_ai_running_tool_spans() -> None:
         ],
     }
     chat = {**legacy, "spanId": "0b" * 8, "name": "chat gpt-4o"}  # not a tool span
-    (record,) = parse_bytes(json.dumps(spans_doc(legacy, chat)).encode())
+    (record,) = parse_bytes("otel", json.dumps(spans_doc(legacy, chat)).encode())
     assert (record.tool, record.call_id, record.args) == ("multiply", "call_x", {"a": 15, "b": 7})
 
 
@@ -164,7 +157,7 @@ def test_empty_argument_values() -> None:
         tool_span("01" * 8, {"stringValue": ""}, startTimeUnixNano="1"),
         tool_span("02" * 8, {}, startTimeUnixNano="2"),
     )
-    records = parse_bytes(json.dumps(doc).encode())
+    records = parse_bytes("otel", json.dumps(doc).encode())
     assert [(r.args, r.args_unparsed) for r in records] == [({}, False), ({}, False)]
 
 
@@ -189,7 +182,7 @@ def test_canary_never_in_errors() -> None:
         tool_span("04" * 8, None, name=CANARY),
         CANARY,
     )
-    records = parse_bytes(json.dumps(doc).encode())
+    records = parse_bytes("otel", json.dumps(doc).encode())
     bad = [r for r in records if isinstance(r, BadRecord)]
     assert len(bad) == 3 and all(CANARY not in r.message for r in bad)
     for data in (
@@ -204,16 +197,14 @@ def test_canary_never_in_errors() -> None:
 
 @pytest.mark.parametrize("path", [TREE, JSONL, SAMPLE], ids=lambda p: p.name)
 def test_detect(path: Path) -> None:
-    module, _ = read(path)
-    assert module.INFO.name == "otel"
+    fmt, _ = read(path)
+    assert fmt == "otel"
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=600))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    otel.sniff(data)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
+    assert_never_raises("otel", data)
 
 
 _JSON = st.recursive(
@@ -251,7 +242,7 @@ def test_fuzz_odd_spans_never_raise(args, ids, start, attributes) -> None:
         {"resourceSpans": [attributes]},
     ]
     data = "\n".join(json.dumps(doc) for doc in docs).encode()
-    list(judge(parse_bytes(data), LoopBrake(3)))
+    judge_all("otel", data)
 
 
 @pytest.mark.parametrize("depth", [100, 240, 5000])
@@ -261,7 +252,7 @@ def test_deep_nesting_is_an_error_not_a_crash(depth: int) -> None:
     span = json.dumps(tool_span("06" * 8, {"stringValue": "{}"}))
     span = span.replace('{"stringValue": "{}"}', value)
     data = ('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}").encode()
-    for record in parse_bytes(data):
+    for record in parse_bytes("otel", data):
         assert isinstance(record, (ToolCall, BadRecord))
 
 
@@ -292,29 +283,7 @@ def test_type_fields_of_any_json_type_never_raise() -> None:
         }
     ]
     data = "\n".join(json.dumps(row) for row in rows).encode()
-    assert otel.sniff(data) in (True, False)
-    for record in parse_bytes(data):
-        assert isinstance(record, (ToolCall, BadRecord))
-
-
-def _mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: _mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], _mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
-
-
-_ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+    assert_never_raises("otel", data)
 
 
 _TREE = json.loads(TREE.read_text())
@@ -323,5 +292,5 @@ _TREE = json.loads(TREE.read_text())
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_fuzz_mutated_documents_never_raise(data) -> None:
-    document = _mutate(_TREE, data, _ANY_JSON)
-    list(judge(parse_bytes(json.dumps(document).encode()), LoopBrake(3)))
+    document = mutate(_TREE, data, ANY_JSON)
+    judge_all("otel", json.dumps(document).encode())

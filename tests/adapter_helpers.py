@@ -1,0 +1,114 @@
+"""What the adapter tests (tests/test_formats_*.py) share.
+
+Read a file or bytes through an adapter, count what the real brake would,
+check that a secret never reaches the CLI's output, and fuzz an adapter.
+Each test module keeps its own fixtures, expected values and strategies.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from conftest import ROOT, run_cli, spawn_cli
+from hypothesis import strategies as st
+
+from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.formats import detect, get
+from loop_brake_cli.judge import judge
+from loop_brake_cli.reader import Source, open_source
+
+FIXTURES = ROOT / "tests" / "fixtures"
+SAMPLES = ROOT / "samples" / "formats"
+CANARY = "CANARY-5e1d-never-print-me"
+
+
+def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
+    """(format name, records) of one file, detected unless ``fmt`` is given."""
+    source = open_source(str(path))
+    try:
+        adapter = get(fmt) if fmt else detect(source.head(), str(path))
+        return adapter.INFO.name, list(adapter.parse(source))
+    finally:
+        source.close()
+
+
+def parse_bytes(fmt: str, data: bytes) -> list:
+    """The records of ``data`` read by the ``fmt`` adapter (the source is named fuzz.json)."""
+    return list(get(fmt).parse(Source(io.BytesIO(data), "fuzz.json")))
+
+
+def calls(records: list) -> list[ToolCall]:
+    return [r for r in records if isinstance(r, ToolCall)]
+
+
+def longest_streak(records: list, max_repeats: int = 3) -> tuple[int, int]:
+    """(longest identical streak, denials) as the real brake counts them."""
+    verdicts = [v for _, v in judge(records, LoopBrake(max_repeats)) if v is not None]
+    return max((v.count for v in verdicts), default=0), sum(v.denied for v in verdicts)
+
+
+def summary(records: list) -> list[tuple]:
+    """Each record as a tuple: a call's fields, or ("BAD", line, path)."""
+    return [
+        (r.tool, r.args, r.call_id, r.line, r.path, r.args_unparsed)
+        if isinstance(r, ToolCall)
+        else ("BAD", r.line, r.path)
+        for r in records
+    ]
+
+
+def assert_canary_hidden(fmt: str, path: Path) -> None:
+    """``filter --summary`` on a file of secret calls judges them and never prints CANARY."""
+    result = run_cli("filter", "--format", fmt, "--summary", str(path))
+    out = result.stdout.decode() + result.stderr.decode()
+    assert '"verdict":"deny"' in out  # the secret calls were judged
+    assert CANARY not in out
+
+
+def assert_never_raises(fmt: str, data: bytes) -> None:
+    """sniff answers a bool; parse yields only calls and located errors, never a read failure."""
+    assert isinstance(get(fmt).sniff(data), bool)
+    for record in parse_bytes(fmt, data):
+        assert isinstance(record, (ToolCall, BadRecord))
+        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
+
+
+def judge_all(fmt: str, data: bytes) -> None:
+    """Parse ``data`` and judge every record with maxRepeats 3 (for fuzz: nothing may raise)."""
+    list(judge(parse_bytes(fmt, data), LoopBrake(3)))
+
+
+def first_live_verdict(fmt: str, data: bytes) -> dict:
+    """The first verdict of ``filter --format FMT``, read while its stdin is still open."""
+    proc = spawn_cli("filter", "--format", fmt)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def mutate(value, data, values):
+    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        return {**value, key: mutate(value[key], data, values)}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        index = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:index], mutate(value[index], data, values), *value[index + 1 :]]
+    return data.draw(values)
+
+
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
