@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from conftest import ROOT, run_cli, spawn_cli
 from hypothesis import strategies as st
@@ -94,15 +96,28 @@ def first_live_verdict(fmt: str, data: bytes) -> dict:
         proc.communicate()
 
 
-def mutate(value, data, values):
-    """Replace one node of ``value``, chosen at random, with an arbitrary JSON value."""
-    if isinstance(value, dict) and value and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(sorted(value)))
-        return {**value, key: mutate(value[key], data, values)}
-    if isinstance(value, list) and value and data.draw(st.booleans()):
-        index = data.draw(st.integers(0, len(value) - 1))
-        return [*value[:index], mutate(value[index], data, values), *value[index + 1 :]]
-    return data.draw(values)
+def json_shapes(
+    keys: st.SearchStrategy[str],
+    leaves: st.SearchStrategy[Any],
+    *,
+    list_size: int = 4,
+    dict_size: int = 5,
+    max_leaves: int = 30,
+) -> st.SearchStrategy[Any]:
+    """Nested JSON values: ``leaves`` in lists and in objects keyed by ``keys`` (the keys a
+    format uses, so that fuzzing reaches the branches of its parser)."""
+    return st.recursive(
+        leaves,
+        lambda kids: (
+            st.lists(kids, max_size=list_size) | st.dictionaries(keys, kids, max_size=dict_size)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def bytes_or_json(values: st.SearchStrategy[Any]) -> st.SearchStrategy[bytes]:
+    """Arbitrary bytes (up to 600), or one of ``values`` as a JSON document."""
+    return st.binary(max_size=600) | values.map(lambda v: json.dumps(v).encode())
 
 
 ANY_JSON = st.recursive(
@@ -112,3 +127,20 @@ ANY_JSON = st.recursive(
     ),
     max_leaves=8,
 )
+
+
+def _mutate(value: Any, draw: Callable, values: st.SearchStrategy[Any]) -> Any:
+    """Replace one node of ``value``, chosen at random, with a value drawn from ``values``."""
+    if isinstance(value, dict) and value and draw(st.booleans()):
+        key = draw(st.sampled_from(sorted(value)))
+        return {**value, key: _mutate(value[key], draw, values)}
+    if isinstance(value, list) and value and draw(st.booleans()):
+        index = draw(st.integers(0, len(value) - 1))
+        return [*value[:index], _mutate(value[index], draw, values), *value[index + 1 :]]
+    return draw(values)
+
+
+@st.composite
+def mutated(draw: Callable, seeds: list) -> Any:
+    """One of ``seeds`` (real JSON values) with one node replaced by arbitrary JSON."""
+    return _mutate(draw(st.sampled_from(seeds)), draw, ANY_JSON)

@@ -10,7 +10,9 @@ from adapter_helpers import (
     FIXTURES,
     assert_canary_hidden,
     assert_never_raises,
+    bytes_or_json,
     calls,
+    json_shapes,
     longest_streak,
     parse_bytes,
     read,
@@ -125,14 +127,10 @@ JSON_KEYS = st.sampled_from(
 )
 LEAVES = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
 WORDS = st.sampled_from(["assistant", "tool_use", "server_tool_use", "mcp_tool_use", "{", "{}"])
-JSON_VALUES = st.recursive(
-    LEAVES | WORDS,
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(JSON_KEYS, kids, max_size=5),
-    max_leaves=30,
-)
+JSON_VALUES = json_shapes(JSON_KEYS, LEAVES | WORDS)
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+@given(data=bytes_or_json(JSON_VALUES))
 def test_never_raises(data: bytes) -> None:
     assert_never_raises("anthropic", data)

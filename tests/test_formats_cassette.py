@@ -12,6 +12,7 @@ from adapter_helpers import (
     assert_canary_hidden,
     assert_never_raises,
     calls,
+    json_shapes,
     parse_bytes,
     read,
     summary,
@@ -170,12 +171,14 @@ YAML_KEYS = st.sampled_from(
      "tool_calls", "function", "name", "arguments", "output", "content", "candidates", "parts",
      "functionCall", "args", "type", "id", "delta", "index"]
 )  # fmt: skip
-VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=6)
+VALUES = json_shapes(
+    YAML_KEYS,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=6)
     | st.sampled_from(["data: {}\n", "data: [DONE]\n", "tool_use", "function_call", "{"]),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(YAML_KEYS, kids, max_size=5),
-    max_leaves=30,
-)  # fmt: skip
+)
 
 
 SSE_KEYS = st.sampled_from(
@@ -186,9 +189,10 @@ SSE_WORDS = st.sampled_from(
     ["content_block_start", "content_block_delta", "content_block_stop", "tool_use",
      "response.output_item.done", "response.completed", "function_call", "{", '{"a":']
 )  # fmt: skip
-SSE_VALUES = st.recursive(
+SSE_VALUES = json_shapes(
+    SSE_KEYS,
     st.none() | st.integers(0, 2) | st.text(max_size=4) | SSE_WORDS,
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(SSE_KEYS, kids, max_size=5),
+    list_size=3,
     max_leaves=25,
 )
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from adapter_helpers import (
-    ANY_JSON,
     assert_never_raises,
     first_live_verdict,
     judge_all,
-    mutate,
+    mutated,
     parse_bytes,
     read,
 )
@@ -277,7 +276,6 @@ _CALL_LINES = [
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_fuzz_mutated_real_lines_never_raise(data) -> None:
-    line = mutate(data.draw(st.sampled_from(_CALL_LINES)), data, ANY_JSON)
+@given(mutated(_CALL_LINES))
+def test_fuzz_mutated_real_lines_never_raise(line) -> None:
     judge_all("claude-code", json.dumps(line).encode())

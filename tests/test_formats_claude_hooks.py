@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from adapter_helpers import (
-    ANY_JSON,
     assert_never_raises,
     judge_all,
-    mutate,
+    mutated,
     parse_bytes,
     read,
 )
@@ -115,7 +114,6 @@ _EVENTS = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.data())
-def test_fuzz_mutated_events_never_raise(data) -> None:
-    line = mutate(data.draw(st.sampled_from(_EVENTS)), data, ANY_JSON)
+@given(mutated(_EVENTS))
+def test_fuzz_mutated_events_never_raise(line) -> None:
     judge_all("claude-hooks", json.dumps(line).encode())

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from adapter_helpers import (
-    ANY_JSON,
     assert_never_raises,
     first_live_verdict,
     judge_all,
-    mutate,
+    mutated,
     parse_bytes,
     read,
 )
@@ -256,8 +255,6 @@ _LINES = [
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_fuzz_mutated_lines_never_raise(data) -> None:
-    lines = [mutate(data.draw(st.sampled_from(_LINES)), data, ANY_JSON) for _ in range(3)]
-    data_bytes = "\n".join(json.dumps(line) for line in lines).encode()
-    judge_all("codex", data_bytes)
+@given(st.lists(mutated(_LINES), min_size=3, max_size=3))
+def test_fuzz_mutated_lines_never_raise(lines) -> None:
+    judge_all("codex", "\n".join(json.dumps(line) for line in lines).encode())

@@ -11,7 +11,9 @@ from adapter_helpers import (
     FIXTURES,
     assert_canary_hidden,
     assert_never_raises,
+    bytes_or_json,
     calls,
+    json_shapes,
     longest_streak,
     parse_bytes,
     read,
@@ -92,17 +94,15 @@ JSON_KEYS = st.sampled_from(
     ["sessionId", "projectHash", "messages", "type", "toolCalls", "id", "name", "args", "$set",
      "$rewindTo", "content"]
 )  # fmt: skip
-JSON_VALUES = st.recursive(
+JSON_VALUES = json_shapes(
+    JSON_KEYS,
     st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.sampled_from(["gemini"]),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(JSON_KEYS, kids, max_size=5),
-    max_leaves=30,
 )
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    data=st.binary(max_size=600)
-    | JSON_VALUES.map(lambda v: json.dumps(v).encode())
+    data=bytes_or_json(JSON_VALUES)
     | st.lists(JSON_VALUES, min_size=2, max_size=4).map(
         lambda vs: b"\n".join(json.dumps(v).encode() for v in vs)
     )

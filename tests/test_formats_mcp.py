@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from adapter_helpers import (
-    ANY_JSON,
     assert_never_raises,
     first_live_verdict,
     judge_all,
-    mutate,
+    mutated,
     parse_bytes,
     read,
 )
@@ -266,8 +265,6 @@ _PREFIXES = ["", "STDIN: ", "STDOUT: ", "2026-01-01T00:00:00Z [info] [s] Message
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_fuzz_mutated_messages_never_raise(data) -> None:
-    rows = [mutate(data.draw(st.sampled_from(_MESSAGES)), data, ANY_JSON) for _ in range(3)]
-    prefix = data.draw(st.sampled_from(_PREFIXES))
+@given(st.lists(mutated(_MESSAGES), min_size=3, max_size=3), st.sampled_from(_PREFIXES))
+def test_fuzz_mutated_messages_never_raise(rows, prefix) -> None:
     judge_all("mcp", "\n".join(prefix + json.dumps(r) for r in rows).encode())

@@ -11,7 +11,9 @@ from adapter_helpers import (
     FIXTURES,
     assert_canary_hidden,
     assert_never_raises,
+    bytes_or_json,
     calls,
+    json_shapes,
     longest_streak,
     parse_bytes,
     read,
@@ -237,21 +239,18 @@ JSON_KEYS = st.sampled_from(
      "message", "type", "call_id", "input", "output", "item", "response", "custom",
      "function_call", "object"]
 )  # fmt: skip
-JSON_VALUES = st.recursive(
+JSON_VALUES = json_shapes(
+    JSON_KEYS,
     st.none()
     | st.booleans()
     | st.integers()
     | st.sampled_from(["assistant", "function_call", "custom", "", "{}", "{", "response"])
     | st.text(max_size=5),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(JSON_KEYS, children, max_size=5)
-    ),
-    max_leaves=30,
 )
 
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses"])
 @settings(max_examples=150, deadline=None)
-@given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+@given(data=bytes_or_json(JSON_VALUES))
 def test_never_raises(fmt: str, data: bytes) -> None:
     assert_never_raises(fmt, data)

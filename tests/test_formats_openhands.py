@@ -11,7 +11,9 @@ from adapter_helpers import (
     FIXTURES,
     assert_canary_hidden,
     assert_never_raises,
+    bytes_or_json,
     calls,
+    json_shapes,
     longest_streak,
     parse_bytes,
     read,
@@ -188,15 +190,16 @@ JSON_KEYS = st.sampled_from(
      "args", "history", "instance_id", "fncall_messages", "fncall_response", "messages",
      "response", "role", "name"]
 )  # fmt: skip
-JSON_VALUES = st.recursive(
+JSON_VALUES = json_shapes(
+    JSON_KEYS,
     st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.sampled_from(["{}", "{"]),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(JSON_KEYS, kids, max_size=6),
+    dict_size=6,
     max_leaves=40,
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+@given(data=bytes_or_json(JSON_VALUES))
 def test_never_raises(data: bytes) -> None:
     assert_never_raises("openhands", data)
 

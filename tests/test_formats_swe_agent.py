@@ -11,7 +11,9 @@ from adapter_helpers import (
     FIXTURES,
     assert_canary_hidden,
     assert_never_raises,
+    bytes_or_json,
     calls,
+    json_shapes,
     longest_streak,
     read,
     summary,
@@ -128,14 +130,12 @@ JSON_KEYS = st.sampled_from(
     ["trajectory", "history", "action", "observation", "role", "tool_calls", "function", "name",
      "arguments", "id", "is_demo"]
 )  # fmt: skip
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(JSON_KEYS, kids, max_size=5),
-    max_leaves=30,
+JSON_VALUES = json_shapes(
+    JSON_KEYS, st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=600) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+@given(data=bytes_or_json(JSON_VALUES))
 def test_never_raises(data: bytes) -> None:
     assert_never_raises("swe-agent", data)
