@@ -210,12 +210,6 @@ def test_sniff_a_session_meta_longer_than_the_head() -> None:
     assert codex.sniff(head + b"y" * 70000)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=600))
-def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    assert_never_raises("codex", data)
-
-
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: (

@@ -213,12 +213,6 @@ def test_detect_the_shared_originals() -> None:
     assert sorted(counts) == [1, 1, 5, 5, 9]
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=600))
-def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    assert_never_raises("mcp", data)
-
-
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: (

@@ -200,12 +200,6 @@ def test_detect(path: Path) -> None:
     assert fmt == "otel"
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=600))
-def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
-    assert_never_raises("otel", data)
-
-
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: (

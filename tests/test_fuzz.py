@@ -8,7 +8,8 @@
   fuzzed too): ``sniff`` and ``parse`` never raise, on arbitrary bytes (read in
   random chunk sizes, with small and large line limits) and on arbitrary JSON
   shapes built from the keys transcripts use; every record is a ToolCall or a
-  BadRecord.
+  BadRecord. On arbitrary bytes read whole, also: ``sniff`` answers a bool and no
+  record is a read failure (tests/adapter_helpers.py, ``assert_never_raises``).
 
 Bounded to a few seconds.
 """
@@ -19,6 +20,7 @@ import io
 import json
 
 import pytest
+from adapter_helpers import assert_never_raises
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +125,14 @@ JSONISH = st.one_of(
         lambda vs: b"\n".join(json.dumps(v).encode() for v in vs)
     ),
 )
+
+
+@pytest.mark.parametrize("fmt", formats.names())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=600))
+def test_adapter_takes_arbitrary_bytes_whole(fmt: str, data: bytes) -> None:
+    """sniff answers a bool; parse of the whole input yields calls and located errors only."""
+    assert_never_raises(fmt, data)
 
 
 @pytest.mark.parametrize("adapter", formats.ADAPTERS, ids=lambda m: m.INFO.name)
