@@ -23,34 +23,11 @@ import pytest
 from adapter_helpers import assert_never_raises
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stream_helpers import ChunkedStream, expected_lines
 
 from loop_brake_cli import formats
 from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.reader import BOM, TOO_LONG, Source
-
-
-class ChunkedStream(io.RawIOBase):
-    """A stream whose reads return the given chunk sizes, like a pipe does."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data = data
-        self._pos = 0
-        self._sizes = sizes or [1 << 16]
-        self._turn = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read1(self, size: int = -1) -> bytes:
-        step = self._sizes[self._turn % len(self._sizes)]
-        self._turn += 1
-        step = min(step, size) if size and size > 0 else step
-        chunk = self._data[self._pos : self._pos + step]
-        self._pos += len(chunk)
-        return chunk
-
-    read = read1
-
+from loop_brake_cli.reader import BOM, Source
 
 LINE_BYTES = st.one_of(
     st.binary(max_size=40),
@@ -62,23 +39,6 @@ DOCUMENTS = st.builds(
     st.lists(LINE_BYTES, max_size=25),
     st.booleans(),
 )
-
-
-def expected_lines(data: bytes, limit: int) -> tuple[list[tuple[int, bytes | None]], int]:
-    """What lines() must yield, and how many newline-separated lines there are."""
-    if data.startswith(BOM):
-        data = data[3:]
-    pieces = data.split(b"\n")
-    if pieces and pieces[-1] == b"":
-        pieces.pop()  # a final newline ends the last line; it starts no new one
-    out: list[tuple[int, bytes | None]] = []
-    for number, piece in enumerate(pieces, 1):
-        line = piece[:-1] if piece.endswith(b"\r") else piece
-        if len(line) > limit:
-            out.append((number, TOO_LONG))
-        elif line.strip():
-            out.append((number, line))
-    return out, len(pieces)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
