@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
+from ..canonical import JSONInputError, call_digest, parse_json
+from ..events import BadRecord, Record, ToolCall
+from ..reader import TOO_LONG, Source, UnreadableInputError
+from ._sniff import WHITESPACE, head_text
 
-__all__ = ["json_path", "load_json_line", "parse_arguments"]
+__all__ = [
+    "CallLedger",
+    "file_calls",
+    "file_session",
+    "json_path",
+    "load_json_line",
+    "make_call",
+    "never_raises",
+    "parse_arguments",
+    "read_values",
+    "values_calls",
+]
 
 
 def parse_arguments(value: Any) -> tuple[Any, bool]:
@@ -41,3 +58,185 @@ def json_path(*parts: str | int) -> str:
     for part in parts:
         out.append(f"[{part}]" if isinstance(part, int) else f".{part}")
     return "".join(out)
+
+
+def file_session(source: Source) -> str:
+    """The session key of formats that have no session id: the file's name as given."""
+    return source.name
+
+
+def never_raises(parse: Callable[[Source], Iterator[Record]]) -> Callable[..., Iterator[Record]]:
+    """Turn an unexpected exception into a final BadRecord: an adapter never raises on input.
+
+    I/O failures (``UnreadableInputError``) still propagate: the command reports
+    those per file. The message names the exception class only, never input.
+    """
+
+    @functools.wraps(parse)
+    def wrapper(source: Source) -> Iterator[Record]:
+        try:
+            yield from parse(source)
+        except UnreadableInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the safety net is the point
+            yield BadRecord(f"could not read the rest of the input ({exc.__class__.__name__})")
+
+    return wrapper
+
+
+def _document_error(data: bytes) -> BadRecord:
+    """A located error for a document that is not JSON (line from the decoder)."""
+    try:
+        parse_json(data)
+    except JSONInputError as exc:
+        message = str(exc)
+    else:  # pragma: no cover - only called on failure
+        message = "not valid JSON"
+    line = None
+    try:
+        json.loads(data.decode("utf-8"))
+    except json.JSONDecodeError as exc:
+        line = exc.lineno
+        message = f"not valid JSON: {exc.msg[:1].lower() + exc.msg[1:]} at column {exc.colno}"
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        pass
+    return BadRecord(message, line)
+
+
+def _is_object(raw: bytes) -> bool:
+    if not raw.lstrip(WHITESPACE).startswith(b"{"):
+        return False
+    try:
+        return isinstance(parse_json(raw), dict)
+    except JSONInputError:
+        return False
+
+
+def _first_line_is_object(head: bytes) -> bool:
+    body = head_text(head)
+    end = body.find(b"\n")
+    return end >= 0 and bool(body[end:].strip()) and _is_object(body[:end])
+
+
+def _lines_values(lines: Iterator[tuple[int, bytes | None]], limit: int) -> Iterator[Any]:
+    for number, raw in lines:
+        if raw is TOO_LONG:
+            yield BadRecord(f"line longer than {limit} bytes", number)
+            continue
+        try:
+            yield number, parse_json(raw)
+        except JSONInputError as exc:
+            yield BadRecord(str(exc), number)
+
+
+def _split_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        raw = raw.rstrip(b"\r")
+        if raw.strip():
+            yield number, raw
+
+
+def read_values(source: Source) -> Iterator[tuple[int | None, Any] | BadRecord]:
+    """The JSON values of a file that is one JSON document or JSON lines.
+
+    Yields ``(line, value)`` with ``line`` None for a whole document, or a
+    BadRecord for a line or document that is not JSON. JSON lines are streamed
+    when the first line is a whole object; a document is read whole.
+    """
+    head = source.head()
+    if _first_line_is_object(head):
+        yield from _lines_values(source.lines(), source.max_line_bytes)
+        return
+    data = source.read_all()
+    if not data.strip():
+        return
+    try:
+        value = parse_json(data)
+    except JSONInputError:
+        pass
+    else:  # located by JSON path: a line number would say nothing in a one-line file
+        yield None, value
+        return
+    lines = list(_split_lines(data))
+    if len(lines) > 1 and _is_object(lines[0][1]):
+        # JSON lines whose first line is longer than the sniff window.
+        yield from _lines_values(iter(lines), len(data))
+        return
+    yield _document_error(data)
+
+
+def values_calls(
+    source: Source, value_calls: Callable[[Any, int | None], Iterator[Record]]
+) -> Iterator[Record]:
+    """``read_values`` with each value's calls in its place; a BadRecord passes through."""
+    for item in read_values(source):
+        if isinstance(item, BadRecord):
+            yield item
+        else:
+            line, value = item
+            yield from value_calls(value, line)
+
+
+def file_calls(
+    source: Source,
+    value_calls: Callable[[Any, CallLedger, str, int | None], Iterator[Record]],
+) -> Iterator[Record]:
+    """``values_calls`` for a file that is one session: one ledger for all its values."""
+    session = file_session(source)
+    ledger = CallLedger()
+    return values_calls(source, lambda value, line: value_calls(value, ledger, session, line))
+
+
+class CallLedger:
+    """The call ids a file has used: a call recorded twice is emitted once.
+
+    ``admit`` answers whether to emit a call and with which id. The same id with
+    the same tool and arguments is the same call seen again (skipped when
+    ``skip_repeats``); an id reused for a different call is no identity, so the
+    call is emitted without it (else the brake would take it for a re-delivery).
+    """
+
+    def __init__(self, skip_repeats: bool = True) -> None:
+        self.skip_repeats = skip_repeats
+        self._ids: dict[Any, bytes | None] = {}
+
+    def admit(self, call_id: Any, tool: str, args: Any) -> tuple[bool, Any]:
+        if call_id is None or call_id == "":
+            return True, None
+        if isinstance(call_id, bool) or not isinstance(call_id, (str, int)):
+            return True, None
+        try:
+            digest: bytes | None = call_digest(tool, args)
+        except (JSONInputError, TypeError, ValueError):
+            digest = None
+        if call_id not in self._ids:
+            self._ids[call_id] = digest
+            return True, call_id
+        if self.skip_repeats and digest is not None and self._ids[call_id] == digest:
+            return False, None
+        return True, None
+
+
+def make_call(
+    ledger: CallLedger,
+    tool: Any,
+    raw_args: Any,
+    session: str,
+    call_id: Any,
+    line: int | None,
+    path: str,
+    *,
+    raw_string: bool = False,
+) -> Record | None:
+    """One located ToolCall (or BadRecord), or None when it repeats an earlier record."""
+    if not isinstance(tool, str) or not tool:
+        what = "missing" if tool is None else "not a non-empty string"
+        return BadRecord(f"tool name {what}", line, path)
+    if raw_string and isinstance(raw_args, str):
+        args, unparsed = raw_args, False
+    else:
+        args, unparsed = parse_arguments(raw_args)
+    emit, call_id = ledger.admit(call_id, tool, args)
+    if not emit:
+        return None
+    return ToolCall(tool, args, session, call_id, line, path, unparsed)

@@ -1,20 +1,44 @@
-"""Sniffing helpers shared by the line-based adapters: look at whole lines only.
+"""Sniffing helpers shared by the adapters: what the head of a file looks like.
 
-The head is the first 64 KiB of a file and may end mid-line, so the last piece
-is ignored unless the file is shorter than the head. Nothing here raises.
+The head is the first 64 KiB of a file and may end mid-line, so the line
+helpers ignore the last piece unless the file is shorter than the head.
+Nothing here raises.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
+from ..reader import BOM
 
-__all__ = ["RecentIds", "head_lines", "head_objects"]
+__all__ = ["RecentIds", "foreign", "head_lines", "head_objects", "head_text"]
 
-BOM = b"\xef\xbb\xbf"
+WHITESPACE = b" \t\r\n"
+
+# Markers of formats whose lines also hold chat-like messages but are read by other
+# adapters. A key written by JSON itself, not one quoted inside a string (those are \"escaped\").
+_FOREIGN = re.compile(
+    rb'(?<!\\)"(parentUuid|isSidechain|jsonrpc|resourceSpans|fncall_messages|fncall_response'
+    rb'|tool_call_metadata|toolCalls|projectHash)"\s*:'
+    rb'|(?<!\\)"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"'
+    rb'|(?<!\\)"trajectory"\s*:\s*\['
+)
+
+
+def head_text(head: bytes) -> bytes:
+    """The head without a BOM and leading whitespace."""
+    if head.startswith(BOM):
+        head = head[3:]
+    return head.lstrip(WHITESPACE)
+
+
+def foreign(head: bytes) -> bool:
+    """Does the head carry a marker of a format another adapter owns?"""
+    return _FOREIGN.search(head) is not None
 
 
 def head_lines(head: bytes, limit: int = 200) -> Iterator[bytes]:

@@ -29,16 +29,8 @@ from typing import Any
 from ..events import BadRecord, Record
 from ..reader import Source
 from . import FormatInfo
-from ._common import json_path
-from .openai_chat import (
-    CallLedger,
-    file_session,
-    foreign,
-    head_text,
-    make_call,
-    never_raises,
-    read_values,
-)
+from ._common import CallLedger, file_calls, json_path, make_call, never_raises
+from ._sniff import foreign, head_text
 
 INFO = FormatInfo(
     name="anthropic",
@@ -117,11 +109,4 @@ def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
     """Every tool_use (and server-side call block) of the file, in order."""
-    session = file_session(source)
-    ledger = CallLedger()
-    for item in read_values(source):
-        if isinstance(item, BadRecord):
-            yield item
-            continue
-        line, value = item
-        yield from value_calls(value, ledger, session, line)
+    yield from file_calls(source, value_calls)

@@ -42,16 +42,10 @@ from ..canonical import JSONInputError, parse_json
 from ..events import BadRecord, Record
 from ..reader import Source
 from . import FormatInfo
-from ._common import json_path
+from ._common import CallLedger, file_session, json_path, make_call, never_raises
 from .anthropic import CALL_BLOCKS
 from .anthropic import content_calls as anthropic_content_calls
-from .openai_chat import (
-    CallLedger,
-    file_session,
-    make_call,
-    never_raises,
-    response_calls,
-)
+from .openai_chat import response_calls
 from .openai_responses import items_calls
 
 INFO = FormatInfo(

@@ -24,8 +24,8 @@ from typing import Any
 from ..events import BadRecord, Record
 from ..reader import Source
 from . import FormatInfo
-from ._common import json_path
-from .openai_chat import CallLedger, file_session, head_text, make_call, never_raises, read_values
+from ._common import CallLedger, file_session, json_path, make_call, never_raises, values_calls
+from ._sniff import head_text
 
 INFO = FormatInfo(
     name="gemini-cli",
@@ -122,9 +122,4 @@ class _Recording:
 def parse(source: Source) -> Iterator[Record]:
     """Every tool call of the recording, each once, in the order it first appears."""
     recording = _Recording(file_session(source))
-    for item in read_values(source):
-        if isinstance(item, BadRecord):
-            yield item
-            continue
-        line, value = item
-        yield from recording.value(value, line)
+    yield from values_calls(source, recording.value)

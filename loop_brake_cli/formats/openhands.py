@@ -49,17 +49,9 @@ from typing import Any
 from ..events import BadRecord, Record
 from ..reader import Source
 from . import FormatInfo
-from ._common import json_path
-from .openai_chat import (
-    CallLedger,
-    file_session,
-    head_text,
-    make_call,
-    messages_calls,
-    never_raises,
-    read_values,
-    response_calls,
-)
+from ._common import CallLedger, file_session, json_path, make_call, never_raises, values_calls
+from ._sniff import head_text
+from .openai_chat import messages_calls, response_calls
 
 INFO = FormatInfo(
     name="openhands",
@@ -252,9 +244,4 @@ def parse(source: Source) -> Iterator[Record]:
     """Every call of the file once: one representation of each, never both."""
     file_key = file_session(source)
     ledgers: dict[str, CallLedger] = {}
-    for item in read_values(source):
-        if isinstance(item, BadRecord):
-            yield item
-            continue
-        line, value = item
-        yield from value_calls(value, ledgers, file_key, line)
+    yield from values_calls(source, lambda value, line: value_calls(value, ledgers, file_key, line))

@@ -30,15 +30,9 @@ from typing import Any
 from ..events import BadRecord, Record, ToolCall
 from ..reader import Source
 from . import FormatInfo
-from ._common import json_path
-from .openai_chat import (
-    CallLedger,
-    file_session,
-    head_text,
-    message_calls,
-    never_raises,
-    read_values,
-)
+from ._common import CallLedger, file_session, json_path, never_raises, read_values
+from ._sniff import head_text
+from .openai_chat import message_calls
 
 INFO = FormatInfo(
     name="swe-agent",
