@@ -45,9 +45,9 @@ from typing import Any
 
 from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, parse_json
-from .events import BadRecord, Record, ToolCall, error_record, verdict_record
+from .events import BadRecord, Record, ToolCall, verdict_record
 from .formats.events import event_to_record
-from .judge import Tally, judge
+from .judge import Tally, write_verdicts
 from .output import LineWriter
 from .reader import TOO_LONG, Source
 from .shard import shard_of
@@ -191,7 +191,6 @@ def filter_events(
     max_repeats = brake.max_repeats
     want_pass = "pass" in wanted
     want_deny = "deny" in wanted
-    want_error = "error" in wanted
     loads, dumps, options, sha256, hexlify = _loads, _dumps, _OPTIONS, hashlib.sha256, _hexlify
     middle = b',"toolName":%b,"sessionId":%b,'
     pass_id = t.pass_head + b"%d" + middle + b'"callId":%b,"count":%d' + t.tail + b'%b"}\n'
@@ -215,12 +214,7 @@ def filter_events(
                     return
             elif shard_of(record.session, shard_count) != shard_index:  # type: ignore[union-attr]
                 return
-        for rec, verdict in judge((record,), brake, tally):
-            if verdict is None:
-                if want_error:
-                    out.write(error_record(rec, file))
-            elif want_deny if verdict.denied else want_pass:
-                out.write(verdict_record(rec, verdict, file))  # type: ignore[arg-type]
+        write_verdicts((record,), brake, tally, out, wanted, file)
 
     thresholds = gc.get_threshold()
     # Session slots are long-lived objects: with the default thresholds the cyclic

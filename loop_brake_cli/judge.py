@@ -6,14 +6,17 @@ summary needs, so filter, replay and the live paths count the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, call_digest
-from .events import BadRecord, Record, ToolCall
+from .events import BadRecord, Record, ToolCall, error_record, verdict_record
+from .output import LineWriter
 
-__all__ = ["Tally", "judge"]
+__all__ = ["VERDICT_KINDS", "Tally", "judge", "write_verdicts"]
+
+VERDICT_KINDS = ("pass", "deny", "error")
 
 
 @dataclass
@@ -63,3 +66,25 @@ def judge(
         if tally is not None:
             tally.add(record, verdict)
         yield record, verdict
+
+
+def write_verdicts(
+    records: Iterable[Record],
+    brake: LoopBrake,
+    tally: Tally,
+    out: LineWriter,
+    wanted: Collection[str] = VERDICT_KINDS,
+    file: str | None = None,
+) -> None:
+    """Judge the records and write the verdict lines of the ``wanted`` kinds, in order.
+
+    The exact path of ``filter`` and of ``replay --verdicts`` (and the fast
+    path's fallback for the lines it does not take), so they cannot drift apart.
+    """
+    write = out.write
+    for record, verdict in judge(records, brake, tally):
+        if verdict is None:
+            if "error" in wanted:
+                write(error_record(record, file))
+        elif ("deny" if verdict.denied else "pass") in wanted:
+            write(verdict_record(record, verdict, file))  # type: ignore[arg-type]

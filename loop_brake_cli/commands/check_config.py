@@ -29,6 +29,10 @@ from ..exitcodes import EXIT_CODES_HELP, ExitStatus
 
 PROG = "loop-brake check-config"
 DEFAULT_CANDIDATES = (DEFAULT_PATCH_FILE, "cordis.patch.yaml")
+NO_PATCH_FILE = (
+    f"no PATCH_FILE given and no ./{DEFAULT_PATCH_FILE} here; "
+    "name the patch layers in composition order"
+)
 
 
 @click.command(
@@ -74,8 +78,7 @@ def check_config_command(
             return _fail(
                 as_json,
                 ExitStatus.USAGE,
-                [(None, f"no PATCH_FILE given and no ./{DEFAULT_PATCH_FILE} here; "
-                  "name the patch layers in composition order")],
+                [(None, NO_PATCH_FILE)],
                 expect,
             )
         paths = [found]

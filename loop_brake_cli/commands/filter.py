@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 import click
 
-from ..brake import InvalidMaxRepeatsError, LoopBrake
-from ..events import error_record, verdict_record
+from ..brake import LoopBrake
 from ..exitcodes import EXIT_CODES_HELP, ExitStatus
 from ..formats import UnknownFormatError, get, names
-from ..judge import Tally, judge
+from ..judge import VERDICT_KINDS, Tally, write_verdicts
 from ..output import LineWriter
-from ..reader import DEFAULT_MAX_LINE_BYTES, UnreadableInputError, open_source
-
-VERDICT_KINDS = ("pass", "deny", "error")
+from ..reader import UnreadableInputError, open_source
+from ._options import config_option, max_line_bytes_option, max_repeats_option, resolve_or_report
 
 
 @click.command(
@@ -24,21 +21,11 @@ VERDICT_KINDS = ("pass", "deny", "error")
     short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
 )
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option(
-    "-m",
-    "--max-repeats",
-    type=int,
-    default=None,
-    help="Deny the call that brings a streak to N (default: $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
-)
-@click.option(
-    "--config",
-    "config_paths",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="PATCH_FILE",
-    help="Take maxRepeats from these harness patch layers, in order (repeatable; "
+@max_repeats_option()
+@config_option(
+    "Take maxRepeats from these harness patch layers, in order (repeatable; "
     "after --max-repeats, before the environment).",
+    metavar="PATCH_FILE",
 )
 @click.option(
     "--format",
@@ -62,13 +49,7 @@ VERDICT_KINDS = ("pass", "deny", "error")
     is_flag=True,
     help="Let streaks continue across files (default: each file is its own run).",
 )
-@click.option(
-    "--max-line-bytes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_LINE_BYTES,
-    show_default=True,
-    help="Longer lines get an error verdict (and are never held in memory whole).",
-)
+@max_line_bytes_option("Longer lines get an error verdict (and are never held in memory whole).")
 @click.option(
     "--max-sessions",
     type=click.IntRange(min=1),
@@ -111,22 +92,11 @@ def filter_command(
     filter` answers each call at once. Bad lines get an error verdict and the run
     goes on. Arguments never appear in the output.
     """
-    try:
-        if config_paths:
-            from ..config import ConfigError, max_repeats_for_cli
-
-            try:
-                value, source = max_repeats_for_cli(max_repeats, config_paths)
-            except ConfigError as exc:
-                for line in str(exc).splitlines():
-                    click.echo(f"loop-brake filter: {line}", err=True)
-                return ExitStatus.USAGE
-            brake = LoopBrake(value, source=source, max_sessions=max_sessions)
-        else:
-            brake = LoopBrake(max_repeats, max_sessions=max_sessions)
-    except InvalidMaxRepeatsError as exc:
-        click.echo(f"loop-brake filter: {exc}", err=True)
+    resolved = resolve_or_report("loop-brake filter", max_repeats, config_paths)
+    if resolved is None:
         return ExitStatus.USAGE
+    value, source = resolved
+    brake = LoopBrake(value, source=source, max_sessions=max_sessions)
     shard = None
     if shard_text is not None:
         from ..shard import parse_shard
@@ -174,7 +144,7 @@ def filter_command(
 
 
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
-    """The fast path for event lines where it is available (same bytes out), else _run."""
+    """The fast path for event lines where it is available (same bytes out), else the exact one."""
     from .. import fastpath
 
     if adapter.INFO.name == "events" and fastpath.enabled():
@@ -185,16 +155,7 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
         from ..shard import select_shard
 
         records = select_shard(records, *shard)
-    _run(records, brake, tally, out, wanted, file)
+    write_verdicts(records, brake, tally, out, wanted, file)
 
 
-def _run(
-    records, brake: LoopBrake, tally: Tally, out: LineWriter, wanted: set[str], file: str | None
-) -> None:
-    write: Callable = out.write
-    for record, verdict in judge(records, brake, tally):
-        if verdict is None:
-            if "error" in wanted:
-                write(error_record(record, file))
-        elif ("deny" if verdict.denied else "pass") in wanted:
-            write(verdict_record(record, verdict, file))
+_run = write_verdicts  # the exact path, under the name tests/test_fastpath.py compares against

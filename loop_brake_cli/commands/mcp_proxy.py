@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import click
 
-from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
 from ..exitcodes import ExitStatus
 from ..mcp_proxy import (
     DEFAULT_SHUTDOWN_TIMEOUT,
@@ -16,6 +15,7 @@ from ..mcp_proxy import (
     SpawnError,
     run_proxy,
 )
+from ._options import max_repeats_option, resolve_or_report
 
 PROXY_EXIT_HELP = (
     "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
@@ -31,13 +31,7 @@ PROXY_EXIT_HELP = (
     context_settings={"allow_interspersed_args": False},
 )
 @click.argument("server_command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option(
-    "-m",
-    "--max-repeats",
-    type=int,
-    default=None,
-    help="Deny the call that brings a streak to N (default: $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
-)
+@max_repeats_option()
 @click.option(
     "--shadow",
     is_flag=True,
@@ -77,11 +71,10 @@ def mcp_proxy_command(
     session; a new initialize request starts the streak afresh. Signals
     (INT, TERM, HUP) are forwarded; the proxy exits with the server's status.
     """
-    try:
-        limit, source = resolve_max_repeats(max_repeats)
-    except InvalidMaxRepeatsError as exc:
-        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
+    resolved = resolve_or_report("loop-brake mcp-proxy", max_repeats)
+    if resolved is None:
         return ExitStatus.USAGE
+    limit, source = resolved
     options = ProxyOptions(
         command=list(server_command),
         max_repeats=limit,

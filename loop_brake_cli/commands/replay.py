@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 
 import click
@@ -26,11 +26,11 @@ from ..analysis import (
     report_to_json,
     sweep,
 )
-from ..brake import InvalidMaxRepeatsError, LoopBrake, resolve_max_repeats
+from ..brake import LoopBrake
 from ..discover import discover
 from ..exitcodes import EXIT_CODES_HELP, ExitStatus
 from ..formats import names
-from ..reader import DEFAULT_MAX_LINE_BYTES
+from ._options import config_option, max_line_bytes_option, max_repeats_option, resolve_or_report
 
 PROGRESS_MIN_BYTES = 8 << 20
 """Below this many bytes in all, a replay is quick enough to need no progress bar."""
@@ -46,20 +46,12 @@ def _fail(message: str) -> None:
     short_help="Replay saved transcripts: where the brake would have stopped the agent.",
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option(
-    "-m",
-    "--max-repeats",
-    type=int,
-    default=None,
-    help="Deny the call that brings a streak to N "
-    "(default: --config, else $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).",
+@max_repeats_option(
+    "Deny the call that brings a streak to N "
+    "(default: --config, else $DSH_LOOP_BRAKE_MAX_REPEATS, else 3)."
 )
-@click.option(
-    "--config",
-    "config_paths",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Take maxRepeats from these cordis.patch.yml layers, in composition order (repeatable).",
+@config_option(
+    "Take maxRepeats from these cordis.patch.yml layers, in composition order (repeatable)."
 )
 @click.option(
     "--format",
@@ -96,13 +88,7 @@ def _fail(message: str) -> None:
     show_default=True,
     help="Replay files in N worker processes (each file its own run; output in input order).",
 )
-@click.option(
-    "--max-line-bytes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_LINE_BYTES,
-    show_default=True,
-    help="Longer lines are unreadable records (and are never held in memory whole).",
-)
+@max_line_bytes_option("Longer lines are unreadable records (and are never held in memory whole).")
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -153,7 +139,7 @@ def replay_command(
         except ValueError as exc:
             _fail(f"--sweep: {exc}")
             return ExitStatus.USAGE
-    resolved = _resolve_max_repeats(max_repeats, config_paths)
+    resolved = resolve_or_report("loop-brake replay", max_repeats, config_paths)
     if resolved is None:
         return ExitStatus.USAGE
     value, source = resolved
@@ -204,26 +190,6 @@ def replay_command(
         _fail("--expect-deny: no call would be denied")
         return ExitStatus.BRAKE
     return ExitStatus.OK
-
-
-def _resolve_max_repeats(
-    explicit: int | None, config_paths: Sequence[str]
-) -> tuple[int, str] | None:
-    """maxRepeats and where it came from, or None after reporting why it is unusable."""
-    if config_paths:
-        from ..config import ConfigError, max_repeats_for_cli  # reads YAML: only when asked
-
-        try:
-            return max_repeats_for_cli(explicit, list(config_paths))
-        except (ConfigError, InvalidMaxRepeatsError) as exc:
-            for line in str(exc).splitlines():
-                _fail(line)
-            return None
-    try:
-        return resolve_max_repeats(explicit)
-    except InvalidMaxRepeatsError as exc:
-        _fail(str(exc))
-        return None
 
 
 def _replay(
@@ -323,9 +289,8 @@ def _print_verdicts(
 ) -> tuple[bool, bool]:
     """Verdict lines exactly as ``filter --format X`` prints them; (unreadable, denied)."""
     from ..analysis import internal_error
-    from ..events import error_record, verdict_record
     from ..formats import UnknownFormatError, detect, get
-    from ..judge import Tally, judge
+    from ..judge import Tally, write_verdicts
     from ..output import LineWriter
     from ..reader import UnreadableInputError, open_source
 
@@ -345,17 +310,12 @@ def _print_verdicts(
             unreadable = True
             continue
         file_label = src.name if label else None
-        write: Callable = out.write
         name = format_name
         before = tally.calls
         try:
             adapter = get(format_name) if format_name else detect(src.head(), src.name)
             name = adapter.INFO.name
-            for record, verdict in judge(adapter.parse(src), brake, tally):
-                if verdict is None:
-                    write(error_record(record, file_label))  # type: ignore[arg-type]
-                else:
-                    write(verdict_record(record, verdict, file_label))  # type: ignore[arg-type]
+            write_verdicts(adapter.parse(src), brake, tally, out, file=file_label)
         except UnknownFormatError as exc:
             out.flush()
             _fail(str(exc))
