@@ -263,13 +263,12 @@ class LoopBrake:
                 slots.move_to_end(session)  # type: ignore[union-attr]
             if call_id is not None and call_id == slot.call_id:
                 duplicate = True
-            elif slot.digest == digest:
-                slot.count += 1
-                slot.call_id = call_id
-                slot.tool = tool_name
             else:
-                slot.digest = digest
-                slot.count = 1
+                if slot.digest == digest:
+                    slot.count += 1
+                else:
+                    slot.digest = digest
+                    slot.count = 1
                 slot.call_id = call_id
                 slot.tool = tool_name
         return slot, duplicate

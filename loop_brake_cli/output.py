@@ -35,13 +35,6 @@ class LineWriter:
         directly, provided something calls flush() (the reader's on_wait does)."""
         return self._parts
 
-    def write_raw(self, data: bytes) -> None:
-        """Add lines already encoded (fastpath.py builds them from templates)."""
-        self._parts.append(data)
-        self._size += len(data)
-        if self._size >= self._limit:
-            self.flush()
-
     def flush(self) -> None:
         if self._parts:
             self._stream.write(b"".join(self._parts))
