@@ -5,6 +5,7 @@ Kept small on purpose; each test module owns its own fixtures beyond these.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -72,6 +73,19 @@ def shared_samples() -> Path:
     if not samples.is_dir():
         pytest.skip(f"{samples} is absent: the no-licence real samples are read only from there")
     return samples
+
+
+def node_canonical(node: str, payload: bytes, timeout: float = 120) -> list[dict]:
+    """What tests/js/canonical_reference.mjs prints for ``payload`` (a JSON list of
+    ``{"tool", "raw"}``): one ``{canonical, hash}`` or ``{error}`` per item, in order."""
+    result = subprocess.run(
+        [node, str(JS_DIR / "canonical_reference.mjs")],
+        input=payload,
+        capture_output=True,
+        timeout=timeout,
+        check=True,
+    )
+    return json.loads(result.stdout)
 
 
 @pytest.fixture

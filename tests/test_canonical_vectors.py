@@ -12,11 +12,10 @@ file with Node and checks it still agrees. Regenerate after adding a case with::
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import JS_DIR
+from conftest import node_canonical
 
 from loop_brake_cli.canonical import (
     JSONInputError,
@@ -83,14 +82,7 @@ def test_lone_surrogate_in_tool_name_hashes_as_replacement_character() -> None:
 def test_vectors_file_is_what_node_prints(node: str) -> None:
     """The committed vectors are exactly Node's output for their inputs, today."""
     text = VECTORS_PATH.read_text("utf-8")
-    result = subprocess.run(
-        [node, str(JS_DIR / "canonical_reference.mjs")],
-        input=text.encode("utf-8"),
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
-    assert json.loads(result.stdout) == VECTORS
+    assert node_canonical(node, text.encode("utf-8"), timeout=60) == VECTORS
 
 
 def test_hash_command_prints_the_same_as_node() -> None:

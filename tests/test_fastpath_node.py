@@ -14,12 +14,10 @@ from __future__ import annotations
 import io
 import json
 import random
-import subprocess
 
 import pytest
-from conftest import JS_DIR
-from hypothesis import HealthCheck, Phase, given, settings
-from test_hash_node import document
+from conftest import node_canonical
+from test_hash_node import random_documents
 
 from loop_brake_cli import fastpath
 from loop_brake_cli.brake import LoopBrake
@@ -78,22 +76,7 @@ def _edge_documents(count: int, seed: int = 6) -> list[tuple[str, str]]:
 
 
 def _collect() -> list[tuple[str, str]]:
-    batch: list[tuple[str, str]] = []
-
-    @settings(
-        max_examples=2000,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(document())
-    def collect(doc: tuple[str, str]) -> None:
-        batch.append(doc)
-
-    collect()
-    return batch + _edge_documents(1500)
+    return random_documents(2000) + _edge_documents(1500)
 
 
 def _fast_verdicts(batch: list[tuple[str, str]]) -> list[dict]:
@@ -113,14 +96,7 @@ def _fast_verdicts(batch: list[tuple[str, str]]) -> list[dict]:
 def test_fast_path_hashes_like_node(node: str) -> None:
     batch = _collect()
     payload = json.dumps([{"tool": t, "raw": r} for t, r in batch])
-    result = subprocess.run(
-        [node, str(JS_DIR / "canonical_reference.mjs")],
-        input=payload.encode("ascii"),
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    theirs = json.loads(result.stdout)
+    theirs = node_canonical(node, payload.encode("ascii"))
     ours = _fast_verdicts(batch)
     assert len(ours) == len(theirs) == len(batch)
     mismatches = []

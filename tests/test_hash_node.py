@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 
 import pytest
-from conftest import JS_DIR, NO_NODE_REASON, NODE, run_cli
+from conftest import NO_NODE_REASON, NODE, node_canonical, run_cli
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -141,6 +140,26 @@ def document(draw: st.DrawFn) -> tuple[str, str]:
     return tool, raw
 
 
+def random_documents(count: int) -> list[tuple[str, str]]:
+    """``count`` documents drawn the same way on every run (derandomized, no shrinking)."""
+    batch: list[tuple[str, str]] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(document())
+    def collect(doc: tuple[str, str]) -> None:
+        batch.append(doc)
+
+    collect()
+    return batch
+
+
 def _ours(tool: str, raw: str) -> dict:
     try:
         args = parse_json(raw.encode("utf-8"))
@@ -154,32 +173,12 @@ def node_batch() -> list[tuple[str, str, dict]]:
     """DOCUMENTS random (tool, raw) pairs and what Node printed for each (one node run)."""
     if NODE is None:
         pytest.skip(NO_NODE_REASON)
-    batch: list[tuple[str, str]] = []
-
-    @settings(
-        max_examples=DOCUMENTS,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(document())
-    def collect(doc: tuple[str, str]) -> None:
+    batch = random_documents(DOCUMENTS)
+    for doc in batch:
         _ours(*doc)  # our side must never crash, whatever the text
-        batch.append(doc)
-
-    collect()
     assert len(batch) >= DOCUMENTS * 0.9
     payload = json.dumps([{"tool": t, "raw": r} for t, r in batch])  # \udxxx-escaped
-    result = subprocess.run(
-        [NODE, str(JS_DIR / "canonical_reference.mjs")],
-        input=payload.encode("ascii"),
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    theirs = json.loads(result.stdout)
+    theirs = node_canonical(NODE, payload.encode("ascii"))
     assert len(theirs) == len(batch)
     return [(tool, raw, expected) for (tool, raw), expected in zip(batch, theirs, strict=True)]
 
