@@ -47,14 +47,16 @@ def run_cli(
     )
 
 
-def spawn_cli(*args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
+def spawn_cli(
+    *args: str, env: dict[str, str] | None = None, bufsize: int = -1
+) -> subprocess.Popen[bytes]:
     """``python -m loop_brake_cli ARGS`` started with pipes on all three streams (live tests)."""
     return subprocess.Popen(
         [sys.executable, "-m", "loop_brake_cli", *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=cli_env(),
+        env=env if env is not None else cli_env(),
         cwd=ROOT,
         bufsize=bufsize,
     )

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from conftest import ROOT, cli_env, run_cli, spawn_cli
 
 SEARCH = b'{"tool":"search","args":{"q":"weather"},"sessionId":"s1"}'
 OTHER = b'{"tool":"read_file","args":{"path":"a"},"sessionId":"s1"}'
@@ -175,14 +175,7 @@ def test_missing_file_is_named_and_other_files_still_run(tmp_path: Path) -> None
 @pytest.mark.parametrize("value", ["abc", "0", "2.5", "-1", "5x", "1e3", "true"])
 def test_invalid_env_max_repeats_exits_2_before_reading_input(value: str) -> None:
     """stdin is a pipe nobody writes to or closes: only an early exit can return."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(DSH_LOOP_BRAKE_MAX_REPEATS=value),
-        cwd=ROOT,
-    )
+    proc = spawn_cli("filter", env=cli_env(DSH_LOOP_BRAKE_MAX_REPEATS=value))
     try:
         status = proc.wait(timeout=20)
     finally:
@@ -274,14 +267,7 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_exits_130_without_traceback() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
+    proc = spawn_cli("filter")
     try:
         proc.stdin.write(SEARCH + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]

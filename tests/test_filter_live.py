@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, cli_env
+from conftest import ROOT, cli_env, spawn_cli
 
 TIMEOUT = 10.0
 
@@ -32,15 +32,7 @@ def _read_line(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector) 
 
 
 def test_each_verdict_arrives_before_the_next_line_is_written() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "filter", "-m", "3"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-        bufsize=0,
-    )
+    proc = spawn_cli("filter", "-m", "3", bufsize=0)
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
     events = [

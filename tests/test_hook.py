@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from conftest import ROOT, cli_env, run_cli, spawn_cli
 
 CANARY = "CANARY-7f3a-do-not-leak"
 MESSAGE_START = 'loop brake: tool "Bash" called 3 times in a row with identical arguments'
@@ -195,15 +195,7 @@ def test_subagent_has_its_own_streak(state: Path) -> None:
 
 
 def _spawn(state: Path, payload: bytes, *args: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loop_brake_cli", "hook", "--state", str(state), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=ROOT,
-    )
-    return proc
+    return spawn_cli("hook", "--state", str(state), *args)
 
 
 def _finish(procs, payloads):
