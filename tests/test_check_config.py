@@ -61,6 +61,13 @@ def invoke(*args: str, env: dict[str, str | None] | None = None) -> tuple[int, s
     return int(status), result.stdout, result.stderr
 
 
+def refused(*paths: str) -> str:
+    """``check-config PATHS`` that must exit 2; its stderr."""
+    status, _, err = invoke("check-config", *paths)
+    assert status == 2
+    return err
+
+
 @pytest.fixture
 def layers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Write patch layers under tmp_path (the working directory) by relative name."""
@@ -187,9 +194,7 @@ def test_invalid_config_exits_2_with_file_line_column(
 
 def test_unrelated_keys_get_no_suggestion_and_every_problem_is_listed(layers) -> None:
     name = layers("p.yml", row("verbose: true\nmaxRepeats: 0\n"))
-    status, _, err = invoke("check-config", name)
-    assert status == 2
-    assert err == (
+    assert refused(name) == (
         "p.yml:5:9: error: unknown key 'verbose' in the config of row 'loop-brake' "
         "(its one key is 'maxRepeats')\n"
         "p.yml:6:21: error: maxRepeats must be at least 1, got 0\n"
@@ -205,9 +210,10 @@ def test_broken_yaml_exits_2_with_file_line_column(layers) -> None:
 
 def test_config_that_is_not_a_mapping_exits_2(layers) -> None:
     name = layers("p.yml", row("- 5\n"))
-    status, _, err = invoke("check-config", name)
-    assert status == 2
-    assert err == "p.yml:5:9: error: config of row 'loop-brake' must be a mapping, not a list\n"
+    assert (
+        refused(name)
+        == "p.yml:5:9: error: config of row 'loop-brake' must be a mapping, not a list\n"
+    )
 
 
 def test_integral_float_counts_and_core_schema_integers(layers) -> None:
@@ -240,16 +246,15 @@ def test_python_object_tags_are_refused_and_nothing_is_constructed(layers, tmp_p
 
 def test_duplicate_keys_are_an_error_as_in_the_harness_loader(layers) -> None:
     name = layers("dup.yml", row("maxRepeats: 4\nmaxRepeats: 5\n"))
-    status, _, err = invoke("check-config", name)
-    assert status == 2
-    assert err == "dup.yml:6:9: error: duplicate key 'maxRepeats' in a mapping\n"
+    assert refused(name) == "dup.yml:6:9: error: duplicate key 'maxRepeats' in a mapping\n"
 
 
 def test_a_top_level_mapping_is_an_error(layers) -> None:
     name = layers("map.yml", "id: loop-brake\nconfig: {maxRepeats: 5}\n")
-    status, _, err = invoke("check-config", name)
-    assert status == 2
-    assert err == "map.yml:1:1: error: a patch file must be a top-level YAML list of entries\n"
+    assert (
+        refused(name)
+        == "map.yml:1:1: error: a patch file must be a top-level YAML list of entries\n"
+    )
 
 
 def test_errors_never_echo_other_config_values(layers) -> None:
