@@ -243,7 +243,8 @@ def canonical_json(value: Any) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _utf8(text: str) -> bytes:
+def utf8(text: str) -> bytes:
+    """UTF-8 with a lone surrogate as U+FFFD, as Node encodes a string it hashes."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -252,7 +253,7 @@ def _utf8(text: str) -> bytes:
 
 def call_digest(tool_name: str, args: Any) -> bytes:
     """The 32-byte sha256 digest behind call_hash; what session slots keep."""
-    return hashlib.sha256(_utf8(tool_name + "\n" + canonical_json(args))).digest()
+    return hashlib.sha256(utf8(tool_name + "\n" + canonical_json(args))).digest()
 
 
 def call_hash(tool_name: str, args: Any) -> str:

@@ -13,23 +13,17 @@ session; shard 0 reports them, so the union of N shards is the single run.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Iterator
 
+from .canonical import utf8
 from .events import BadRecord, Record
 
 __all__ = ["parse_shard", "select_shard", "shard_of"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def shard_of(session_key: str, shards: int) -> int:
     """The shard (0..shards-1) that owns a session key."""
-    try:
-        data = session_key.encode("utf-8")
-    except UnicodeEncodeError:
-        data = _SURROGATE.sub("\ufffd", session_key).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big") % shards
+    return int.from_bytes(hashlib.sha256(utf8(session_key)).digest()[:8], "big") % shards
 
 
 def parse_shard(text: str) -> tuple[int, int]:
