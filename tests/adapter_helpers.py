@@ -70,6 +70,16 @@ def assert_canary_hidden(fmt: str, path: Path) -> None:
     assert CANARY not in out
 
 
+def check_errors_hide(fmt: str, data: bytes, canary: str) -> tuple[int, bytes]:
+    """No located error of ``data`` holds ``canary``, nor anything ``filter --format FMT -``
+    prints for it. Returns (how many located errors, filter's stdout)."""
+    bad = [r for r in parse_bytes(fmt, data) if isinstance(r, BadRecord)]
+    assert all(canary not in r.message for r in bad)
+    result = run_cli("filter", "--format", fmt, "-", input=data)
+    assert canary.encode() not in result.stdout + result.stderr
+    return len(bad), result.stdout
+
+
 def assert_never_raises(fmt: str, data: bytes) -> None:
     """sniff answers a bool; parse yields only calls and located errors, never a read failure."""
     assert isinstance(get(fmt).sniff(data), bool)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from adapter_helpers import (
     assert_never_raises,
+    check_errors_hide,
     first_live_verdict,
     judge_all,
     mutated,
@@ -189,13 +190,9 @@ def _canary_lines() -> bytes:
 
 
 def test_canary_never_in_errors() -> None:
-    records = parse_bytes("claude-code", _canary_lines())
-    bad = [r for r in records if isinstance(r, BadRecord)]
-    assert len(bad) == 7
-    assert all(CANARY not in r.message for r in bad)
-    result = run_cli("filter", "--format", "claude-code", "-", input=_canary_lines())
-    assert CANARY.encode() not in result.stdout + result.stderr
-    assert b'"verdict":"error"' in result.stdout and b'"verdict":"pass"' in result.stdout
+    errors, out = check_errors_hide("claude-code", _canary_lines(), CANARY)
+    assert errors == 7
+    assert b'"verdict":"error"' in out and b'"verdict":"pass"' in out
 
 
 @pytest.mark.parametrize(

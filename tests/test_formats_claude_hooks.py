@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 from adapter_helpers import (
     assert_never_raises,
+    check_errors_hide,
     judge_all,
     mutated,
-    parse_bytes,
     read,
 )
-from conftest import ROOT, run_cli
+from conftest import ROOT
 from hypothesis import given, settings
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.events import BadRecord, ToolCall
+from loop_brake_cli.events import ToolCall
 from loop_brake_cli.judge import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
@@ -76,10 +76,8 @@ def test_canary_never_in_errors() -> None:
         [CANARY],
     ]
     data = ("\n".join(json.dumps(r) for r in rows) + '\n{"tool_input":"' + CANARY).encode()
-    bad = [r for r in parse_bytes("claude-hooks", data) if isinstance(r, BadRecord)]
-    assert len(bad) == 5 and all(CANARY not in r.message for r in bad)
-    result = run_cli("filter", "--format", "claude-hooks", "-", input=data)
-    assert CANARY.encode() not in result.stdout + result.stderr
+    errors, _ = check_errors_hide("claude-hooks", data, CANARY)
+    assert errors == 5
 
 
 @pytest.mark.parametrize(
