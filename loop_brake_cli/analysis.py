@@ -265,6 +265,10 @@ class Report:
     def failed_files(self) -> int:
         return sum(1 for info in self.files if info.error is not None)
 
+    @property
+    def sessions_with_denial(self) -> int:
+        return sum(1 for stats in self.sessions if stats.denied)
+
 
 class Analyzer:
     """Builds a Report from judged records; one per run (per file unless sessions continue)."""
@@ -278,7 +282,6 @@ class Analyzer:
 
     def start_file(self, name: str, size: int = 0) -> FileInfo:
         """Begin a file; later calls are located in it."""
-        self._end_file()
         info = FileInfo(name, size=size)
         self.report.files.append(info)
         self._file = info
@@ -410,9 +413,6 @@ class Analyzer:
         stats.prev2_prefix, stats.prev_prefix = prev, prefix
         stats.prev_tool, stats.prev_where = tool, where
 
-    def _end_file(self) -> None:
-        self._file = None
-
     def finish(self) -> Report:
         """Close every open streak and return the report (the analyzer is spent)."""
         for stats in self.report.sessions:
@@ -519,7 +519,7 @@ def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]
 
 
 def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None) -> dict[str, Any]:
-    """The ``--json`` document; field names are documented in docs/readme/replay.md."""
+    """The ``--json`` document; field names are documented in the README."""
     formats = Counter(info.format for info in report.files if info.format)
     return {
         "schema": SCHEMA,
@@ -534,7 +534,7 @@ def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None)
             "denied": report.denied,
             "deniedStreaks": report.denied_streaks,
             "sessions": len(report.sessions),
-            "sessionsWithDenial": sum(1 for s in report.sessions if s.denied),
+            "sessionsWithDenial": report.sessions_with_denial,
             "duplicates": report.duplicates,
             "unparsedArgs": report.unparsed_args,
             "unreadable": report.unreadable,

@@ -1,9 +1,10 @@
-"""Rich summaries for people, on stderr; with cli.py, the only module that imports rich."""
+"""Rich summaries for people; besides the commands, the only module that imports rich."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -121,12 +122,7 @@ class _ReplayView:
             if where.line is not None:
                 return f"line {where.line}"
             return where.path if where.path is not None else f"call {where.call}"
-        name = self.name(where.file)
-        if where.line is not None:
-            return f"{name}:{where.line}"
-        if where.path is not None:
-            return f"{name}:{where.path}"
-        return f"{name} (call {where.call})"
+        return str(replace(where, file=self.name(where.file)))
 
     def session(self, stats: SessionStats) -> str:
         return "(the file)" if stats.session == stats.file else stats.session
@@ -190,10 +186,10 @@ class _ReplayView:
         if extras:
             out("; ".join(extras))
         if report.denied:
-            sessions = sum(1 for s in report.sessions if s.denied)
             out(
                 f"[bold red]{_plural(report.denied, 'call')} would be denied[/] in "
-                f"{_plural(sessions, 'session')} ({_plural(report.denied_streaks, 'streak')})"
+                f"{_plural(report.sessions_with_denial, 'session')} "
+                f"({_plural(report.denied_streaks, 'streak')})"
             )
         else:
             out("[green]No call would be denied.[/]")

@@ -387,10 +387,5 @@ def _stderr_is_terminal() -> bool:
 def _progress(files: list[str]) -> _Progress | None:
     if not _stderr_is_terminal():
         return None
-    total = 0
-    for path in files:
-        try:
-            total += _size(path) if path != "-" else 0
-        except OSError:
-            pass
+    total = sum(_size(path) for path in files if path != "-")
     return _Progress(total) if total >= PROGRESS_MIN_BYTES else None
