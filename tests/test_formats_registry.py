@@ -18,25 +18,10 @@ from loop_brake_cli import formats
 
 FOLDER = Path(formats.__file__).parent
 MODULES = sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))
-# Known gaps, reported rather than filled with invented data. strict: once the
-# files exist the test passes, the xfail fails, and the entry must go.
-MISSING = {
-    "events": "no tests/fixtures/events/ and no samples/formats/events.*: the event-line "
-    "samples are samples/*.jsonl, outside samples/formats",
-}
 
 
 def info(stem: str) -> formats.FormatInfo:
     return importlib.import_module(f"{formats.__name__}.{stem}").INFO
-
-
-def with_gaps(stems: list[str]) -> list:
-    return [
-        pytest.param(stem, marks=pytest.mark.xfail(strict=True, reason=MISSING[stem]))
-        if stem in MISSING
-        else stem
-        for stem in stems
-    ]
 
 
 def test_the_folder_holds_adapters() -> None:
@@ -50,14 +35,14 @@ def test_every_module_is_registered(stem: str) -> None:
     assert formats.get(module.INFO.name) is module
 
 
-@pytest.mark.parametrize("stem", with_gaps(MODULES))
+@pytest.mark.parametrize("stem", MODULES)
 def test_every_module_has_a_fixture_folder(stem: str) -> None:
     folder = FIXTURES / info(stem).name
     assert folder.is_dir(), f"{folder} is missing"
     assert any(path.is_file() for path in folder.rglob("*")), f"{folder} holds no file"
 
 
-@pytest.mark.parametrize("stem", with_gaps(MODULES))
+@pytest.mark.parametrize("stem", MODULES)
 def test_every_module_has_a_sample_it_detects(stem: str) -> None:
     name = info(stem).name
     samples = sorted(SAMPLES.glob(f"{name}.*"))

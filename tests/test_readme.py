@@ -50,3 +50,13 @@ def test_every_option_the_readme_names_exists() -> None:
             assert flag in known, f"README: loop-brake {name}{rest}: {flag} is not an option"
             checked += 1
     assert checked > 50
+
+
+def test_the_library_example_runs_as_shown(capsys) -> None:
+    """The README's first Python example, executed: it prints what its comment says."""
+    block = re.search(r"```python\n(.*?)```", README, re.S)
+    assert block is not None
+    namespace: dict[str, object] = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)  # noqa: S102
+    assert capsys.readouterr().out == "LOOP_BRAKE 3 3 35dca543bb3b\n"
+    assert namespace["guarded"]({"q": "x"}) == "results for x"
