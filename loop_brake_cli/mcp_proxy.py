@@ -108,7 +108,6 @@ class ProxyOptions:
 
     command: list[str]
     max_repeats: int
-    max_repeats_source: str = "default"
     shadow: bool = False
     log_path: str | None = None
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
@@ -319,18 +318,15 @@ class _Proxy:
             self.log(call, verdict)
             if not verdict.denied:
                 return True, None
-            shown_id = json.dumps(request_id, ensure_ascii=False)
-            if self.options.shadow:
-                self.note(
-                    f"shadow: would deny tools/call id {shown_id} "
-                    f"(tool {json.dumps(name, ensure_ascii=False)}, call {verdict.hash_prefix}, "
-                    f"count {verdict.count}, limit {verdict.max_repeats}); forwarded"
-                )
-                return True, None
-            self.note(
-                f"denied tools/call id {shown_id} (tool {json.dumps(name, ensure_ascii=False)}, "
-                f"call {verdict.hash_prefix}, count {verdict.count}, limit {verdict.max_repeats})"
+            what = (
+                f"tools/call id {json.dumps(request_id, ensure_ascii=False)} "
+                f"(tool {json.dumps(name, ensure_ascii=False)}, call {verdict.hash_prefix}, "
+                f"count {verdict.count}, limit {verdict.max_repeats})"
             )
+            if self.options.shadow:
+                self.note(f"shadow: would deny {what}; forwarded")
+                return True, None
+            self.note(f"denied {what}")
             self.remember_answered(request_id)
             return False, denial_response(request_id, verdict.message)
         if method == "notifications/cancelled" and "id" not in message:

@@ -74,11 +74,10 @@ def mcp_proxy_command(
     resolved = resolve_or_report("loop-brake mcp-proxy", max_repeats)
     if resolved is None:
         return ExitStatus.USAGE
-    limit, source = resolved
+    limit, _source = resolved
     options = ProxyOptions(
         command=list(server_command),
         max_repeats=limit,
-        max_repeats_source=source,
         shadow=shadow,
         log_path=log_path,
         shutdown_timeout=shutdown_timeout,
