@@ -12,7 +12,7 @@ from typing import Any
 
 from .brake import CODE, PLUGIN, Verdict
 
-__all__ = ["BadRecord", "Record", "ToolCall", "error_record", "verdict_record"]
+__all__ = ["BadRecord", "Record", "ToolCall", "error_record", "line_too_long", "verdict_record"]
 
 
 @dataclass(slots=True)
@@ -38,6 +38,11 @@ class BadRecord:
 
 
 Record = ToolCall | BadRecord
+
+
+def line_too_long(line: int, limit: int) -> BadRecord:
+    """What every line reader reports for a line the reader skipped (``TOO_LONG``)."""
+    return BadRecord(f"line longer than {limit} bytes", line)
 
 
 def _locate(out: dict[str, Any], line: int | None, path: str | None, file: str | None) -> None:

@@ -45,7 +45,7 @@ from typing import Any
 
 from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, parse_json
-from .events import BadRecord, Record, ToolCall, verdict_record
+from .events import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .formats.events import event_to_record
 from .judge import Tally, write_verdicts
 from .output import LineWriter
@@ -224,7 +224,7 @@ def filter_events(
     try:
         for number, line in source.lines():
             if line is TOO_LONG:
-                slow(BadRecord(f"line longer than {source.max_line_bytes} bytes", number))
+                slow(line_too_long(number, source.max_line_bytes))
                 continue
             try:
                 obj = loads(line)

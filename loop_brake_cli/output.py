@@ -15,7 +15,11 @@ def json_line(obj: dict[str, Any]) -> bytes:
 
 
 class LineWriter:
-    """Collects lines and writes them in one call when flushed."""
+    """Collects lines and writes them in one call when flushed.
+
+    A write per verdict would cost more than judging the call; the reader's
+    ``on_wait`` flushes before any read that may block, so a live stream still
+    gets each verdict at once."""
 
     def __init__(self, stream: BinaryIO, limit: int = 1 << 16) -> None:
         self._stream = stream

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, call_digest, parse_json
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source, UnreadableInputError
 from ._sniff import WHITESPACE, head_text
 
@@ -121,7 +121,7 @@ def _first_line_is_object(head: bytes) -> bool:
 def _lines_values(lines: Iterator[tuple[int, bytes | None]], limit: int) -> Iterator[Any]:
     for number, raw in lines:
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {limit} bytes", number)
+            yield line_too_long(number, limit)
             continue
         try:
             yield number, parse_json(raw)

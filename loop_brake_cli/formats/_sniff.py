@@ -1,8 +1,8 @@
 """Sniffing helpers shared by the adapters: what the head of a file looks like.
 
-The head is the first 64 KiB of a file and may end mid-line, so the line
-helpers ignore the last piece unless the file is shorter than the head.
-Nothing here raises.
+The head is the first 64 KiB of a file (``Source.head()``) and may end
+mid-line, so the line helpers ignore the last piece unless the file is shorter
+than the head. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..reader import BOM
+from ..reader import BOM, CHUNK_SIZE
 
 __all__ = ["RecentIds", "foreign", "head_lines", "head_objects", "head_text"]
 
@@ -46,7 +46,7 @@ def head_lines(head: bytes, limit: int = 200) -> Iterator[bytes]:
     if head.startswith(BOM):
         head = head[3:]
     lines = head.split(b"\n")
-    if len(head) >= 1 << 16 and not head.endswith(b"\n"):
+    if len(head) >= CHUNK_SIZE and not head.endswith(b"\n"):
         lines = lines[:-1]  # cut mid-line by the sniff window
     count = 0
     for line in lines:

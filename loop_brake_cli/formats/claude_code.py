@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..brake import session_key, subagent_session_key
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import json_path, load_json_line, parse_arguments
@@ -148,7 +148,7 @@ def parse(source: Source) -> Iterator[Record]:
     seen = RecentIds()
     for number, raw in source.lines():
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            yield line_too_long(number, source.max_line_bytes)
             continue
         if _TOOL_USE not in raw and _is_whole_object(raw):
             continue  # cannot hold a call: skip parsing it (most of a transcript's bytes)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..brake import session_key, subagent_session_key
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import load_json_line, parse_arguments
@@ -99,7 +99,7 @@ def parse(source: Source) -> Iterator[Record]:
     seen = RecentIds()
     for number, raw in source.lines():
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            yield line_too_long(number, source.max_line_bytes)
             continue
         obj, error = load_json_line(raw)
         if error is not None:

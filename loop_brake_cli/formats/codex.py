@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..brake import DEFAULT_SESSION
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import load_json_line, parse_arguments
@@ -149,7 +149,7 @@ def parse(source: Source) -> Iterator[Record]:
     reader = _Reader()
     for number, raw in source.lines():
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            yield line_too_long(number, source.max_line_bytes)
             continue
         if _skippable(raw):
             continue

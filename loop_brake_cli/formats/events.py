@@ -15,7 +15,7 @@ from typing import Any
 
 from ..brake import session_key
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 
@@ -73,7 +73,7 @@ def event_to_record(obj: Any, line: int | None) -> Record:
 def parse(source: Source) -> Iterator[Record]:
     for number, raw in source.lines():
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            yield line_too_long(number, source.max_line_bytes)
             continue
         try:
             obj = parse_json(raw)

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record, ToolCall
+from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import json_path, parse_arguments
@@ -181,7 +181,7 @@ def parse(source: Source) -> Iterator[Record]:
     connections = _Connections()
     for number, raw in source.lines():
         if raw is TOO_LONG:
-            yield BadRecord(f"line longer than {source.max_line_bytes} bytes", number)
+            yield line_too_long(number, source.max_line_bytes)
             continue
         split = _split(raw)
         if split is None:
