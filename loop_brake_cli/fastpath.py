@@ -205,7 +205,7 @@ def filter_events(
     shard_cache: dict[str, bool] = {}
     shard_index, shard_count = shard if shard is not None else (0, 1)
     errors_here = shard_index == 0
-    calls = passed = denied = 0
+    passed = denied = 0
 
     def slow(record: Record) -> None:
         if shard is not None:
@@ -292,7 +292,6 @@ def filter_events(
             digest, hash_prefix = known_digest
             slot, duplicate = count_call(session, tool, digest, call_id)
             count = slot.count
-            calls += 1
             if duplicate:
                 # rare: the exact writer, with the slot's tool and hash
                 tally.duplicates += 1
@@ -347,6 +346,5 @@ def filter_events(
                     append(line_out)
     finally:
         gc.set_threshold(*thresholds)
-        tally.calls += calls
         tally.passed += passed
         tally.denied += denied

@@ -23,18 +23,20 @@ VERDICT_KINDS = ("pass", "deny", "error")
 class Tally:
     """What a summary reports; never anything from the arguments."""
 
-    calls: int = 0
     passed: int = 0
     denied: int = 0
     errors: int = 0
     duplicates: int = 0
     unparsed_args: int = 0
 
+    @property
+    def calls(self) -> int:
+        return self.passed + self.denied
+
     def add(self, record: Record, verdict: Verdict | None) -> None:
         if verdict is None:
             self.errors += 1
             return
-        self.calls += 1
         if verdict.denied:
             self.denied += 1
         else:
