@@ -38,6 +38,7 @@ __all__ = [
     "call_hash",
     "canonical_json",
     "hash_prefix",
+    "parse_arguments",
     "parse_json",
     "PREFIX_LENGTH",
 ]
@@ -109,6 +110,26 @@ def parse_json(data: bytes | str) -> Any:
     if rest.strip(" \t\r\n"):
         raise JSONInputError("not valid JSON: extra data after the value", end + 1)
     return value
+
+
+def parse_arguments(value: Any) -> tuple[Any, bool]:
+    """Arguments as the harness hashes them, and whether they were unparseable.
+
+    A JSON string is parsed first (the harness hashes the parsed object); an empty
+    string or a missing value is ``{}``; a string that does not parse is hashed as
+    the string itself. One rule for the adapters and the hook, so a replayed
+    transcript counts a call exactly as the live hook did.
+    """
+    if value is None:
+        return {}, False
+    if isinstance(value, str):
+        if not value.strip():
+            return {}, False
+        try:
+            return parse_json(value), False
+        except JSONInputError:
+            return value, True
+    return value, False
 
 
 def js_number(value: float) -> str:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, call_digest, parse_json
+from ..canonical import JSONInputError, call_digest, parse_arguments, parse_json
 from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source, UnreadableInputError
 from ._sniff import WHITESPACE, head_text
@@ -24,24 +24,6 @@ __all__ = [
     "read_values",
     "values_calls",
 ]
-
-
-def parse_arguments(value: Any) -> tuple[Any, bool]:
-    """Arguments as the harness hashes them, and whether they were unparseable.
-
-    A JSON string is parsed first (the harness hashes the parsed object); an empty
-    string is ``{}``; a string that does not parse is hashed as the string itself.
-    """
-    if value is None:
-        return {}, False
-    if isinstance(value, str):
-        if not value.strip():
-            return {}, False
-        try:
-            return parse_json(value), False
-        except JSONInputError:
-            return value, True
-    return value, False
 
 
 def load_json_line(raw: bytes) -> tuple[Any, str | None]:

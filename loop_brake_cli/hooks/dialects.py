@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..brake import DEFAULT_SESSION, subagent_session_key
-from ..canonical import JSONInputError, parse_json
+from ..canonical import JSONInputError, parse_arguments, parse_json
 
 __all__ = [
     "AGENTS",
@@ -89,23 +89,6 @@ def detect(payload: dict[str, Any]) -> str:
     return "claude-code"
 
 
-def _parse_arguments(value: Any) -> Any:
-    """Tool input as the brake hashes it: a JSON string is parsed first, an empty
-    string or a missing input is ``{}``, and a string that is not JSON is hashed
-    as that string. The same rule as ``formats._common.parse_arguments``, kept
-    here so the hook does not import the transcript-format registry."""
-    if value is None:
-        return {}
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            return parse_json(value)
-        except JSONInputError:
-            return value
-    return value
-
-
 def _text(payload: dict[str, Any], key: str) -> str | None:
     value = payload.get(key)
     if value is None or value == "":
@@ -140,7 +123,7 @@ def read_call(data: bytes, agent: str | None = None) -> HookCall:
         call_id = _text(payload, "tool_use_id")
         agent_id = _text(payload, "agent_id")
     key = subagent_session_key(session or DEFAULT_SESSION, agent_id)
-    return HookCall(agent, tool, _parse_arguments(payload.get("tool_input")), key, call_id)
+    return HookCall(agent, tool, parse_arguments(payload.get("tool_input"))[0], key, call_id)
 
 
 def deny_output(agent: str, message: str) -> dict[str, Any]:
