@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 from loop_brake_cli import fastpath
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import JSONInputError, canonical_json, parse_json
-from loop_brake_cli.commands.filter import _run
 from loop_brake_cli.formats import events as events_format
-from loop_brake_cli.judge import Tally
+from loop_brake_cli.judge import Tally, write_verdicts
 from loop_brake_cli.output import LineWriter
 from loop_brake_cli.reader import Source
 from loop_brake_cli.shard import select_shard
@@ -102,7 +101,7 @@ def _exact(data: bytes, max_repeats: int, wanted, shard=None, file=None) -> tupl
     records = events_format.parse(source)
     if shard is not None:
         records = select_shard(records, *shard)
-    _run(records, LoopBrake(max_repeats), tally, writer, wanted, file)
+    write_verdicts(records, LoopBrake(max_repeats), tally, writer, wanted, file)
     writer.flush()
     return out.getvalue(), tally
 

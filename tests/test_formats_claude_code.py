@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.events import BadRecord, ToolCall
 from loop_brake_cli.formats import claude_code
-from loop_brake_cli.formats._sniff import RecentIds
+from loop_brake_cli.formats._common import RecentIds
 from loop_brake_cli.judge import judge
 from loop_brake_cli.reader import Source
 

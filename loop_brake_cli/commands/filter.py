@@ -156,6 +156,3 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
 
         records = select_shard(records, *shard)
     write_verdicts(records, brake, tally, out, wanted, file)
-
-
-_run = write_verdicts  # the exact path, under the name tests/test_fastpath.py compares against

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, call_digest, parse_arguments, parse_json
@@ -14,6 +15,7 @@ from ._sniff import WHITESPACE, head_text
 
 __all__ = [
     "CallLedger",
+    "RecentIds",
     "file_calls",
     "file_session",
     "json_path",
@@ -222,3 +224,26 @@ def make_call(
     if not emit:
         return None
     return ToolCall(tool, args, session, call_id, line, path, unparsed)
+
+
+class RecentIds:
+    """A bounded set of recently seen ids: de-duplication in constant memory.
+
+    Formats that record one call more than once do so close together (the same
+    response split over lines, a log written twice), so remembering the last
+    few thousand ids is enough and a long live session never grows memory.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self._ids: OrderedDict[Hashable, None] = OrderedDict()
+        self._size = size
+
+    def seen(self, key: Hashable) -> bool:
+        """True if ``key`` was seen before; otherwise remember it and return False."""
+        if key in self._ids:
+            self._ids.move_to_end(key)
+            return True
+        self._ids[key] = None
+        if len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+        return False

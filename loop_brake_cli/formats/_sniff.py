@@ -8,14 +8,13 @@ than the head. Nothing here raises.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
 from ..reader import BOM, CHUNK_SIZE
 
-__all__ = ["RecentIds", "foreign", "head_lines", "head_objects", "head_text"]
+__all__ = ["foreign", "head_lines", "head_objects", "head_text"]
 
 WHITESPACE = b" \t\r\n"
 
@@ -70,26 +69,3 @@ def head_objects(head: bytes, limit: int = 200) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(obj, dict):
             yield obj
-
-
-class RecentIds:
-    """A bounded set of recently seen ids: de-duplication in constant memory.
-
-    Formats that record one call more than once do so close together (the same
-    response split over lines, a log written twice), so remembering the last
-    few thousand ids is enough and a long live session never grows memory.
-    """
-
-    def __init__(self, size: int = 8192) -> None:
-        self._ids: OrderedDict[Hashable, None] = OrderedDict()
-        self._size = size
-
-    def seen(self, key: Hashable) -> bool:
-        """True if ``key`` was seen before; otherwise remember it and return False."""
-        if key in self._ids:
-            self._ids.move_to_end(key)
-            return True
-        self._ids[key] = None
-        if len(self._ids) > self._size:
-            self._ids.popitem(last=False)
-        return False

@@ -32,8 +32,8 @@ from ..brake import session_key, subagent_session_key
 from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
-from ._common import json_path, load_json_line, parse_arguments
-from ._sniff import RecentIds, head_objects
+from ._common import RecentIds, json_path, load_json_line, parse_arguments
+from ._sniff import head_objects
 
 INFO = FormatInfo(
     name="claude-code",

@@ -26,8 +26,8 @@ from ..brake import session_key, subagent_session_key
 from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
 from . import FormatInfo
-from ._common import load_json_line, parse_arguments
-from ._sniff import RecentIds, head_objects
+from ._common import RecentIds, load_json_line, parse_arguments
+from ._sniff import head_objects
 
 INFO = FormatInfo(
     name="claude-hooks",
