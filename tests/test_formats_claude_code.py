@@ -21,7 +21,7 @@ from adapter_helpers import (
     parse_bytes,
     read,
 )
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +34,7 @@ from loop_brake_cli.reader import Source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-code.jsonl"
-SHARED = ROOT.parent / "shared" / "samples-real" / "claude-code"
+SHARED = shared_dir() / "samples-real" / "claude-code"
 CANARY = "CANARY-5f1e0c-do-not-print"
 
 

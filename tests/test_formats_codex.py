@@ -21,7 +21,7 @@ from adapter_helpers import (
     parse_bytes,
     read,
 )
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,7 @@ from loop_brake_cli.judge import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 SAMPLE = ROOT / "samples" / "formats" / "codex.jsonl"
-SHARED = ROOT.parent / "shared" / "samples-real" / "codex-cli"
+SHARED = shared_dir() / "samples-real" / "codex-cli"
 POLLS = FIXTURES / "real--codemie-rollout-019e1625-EXCERPT-write-stdin-polls.jsonl.gz"
 NAMESPACE = FIXTURES / "real--codemie-rollout-019e1695-EXCERPT-mcp-namespace.jsonl.gz"
 SHELL = FIXTURES / "real--codemie-rollout-019b7f94-shell.jsonl"

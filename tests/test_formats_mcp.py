@@ -21,7 +21,7 @@ from adapter_helpers import (
     parse_bytes,
     read,
 )
-from conftest import ROOT
+from conftest import ROOT, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,7 @@ from loop_brake_cli.judge import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp"
 SAMPLE = ROOT / "samples" / "formats" / "mcp.jsonl"
-SHARED = ROOT.parent / "shared" / "samples-real" / "mcp"
+SHARED = shared_dir() / "samples-real" / "mcp"
 DESKTOP = FIXTURES / "real--odoo-mcp-claude-desktop-EXCERPT-lines200-720.log.gz"
 CANARY = "CANARY-7c6d5e-do-not-print"
 
