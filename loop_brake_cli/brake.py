@@ -230,10 +230,17 @@ class LoopBrake:
     def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:
         """Count a call whose digest is already known (the hot path of the CLI)."""
         slot, duplicate = self.count_call(session, tool_name, digest, call_id)
+        return self.slot_verdict(slot, session, call_id, duplicate)
+
+    def slot_verdict(self, slot: _Slot, session: str, call_id: Any, duplicate: bool) -> Verdict:
+        """The verdict a slot stands for right after counting a call into it.
+
+        The slot's tool and digest are the counted call's, which is what a duplicate
+        reports; for any other call they are the call's own."""
         count = slot.count
         return Verdict(
             denied=count >= self.max_repeats,
-            tool_name=slot.tool if duplicate else tool_name,
+            tool_name=slot.tool,
             session_id=session,
             count=count,
             max_repeats=self.max_repeats,

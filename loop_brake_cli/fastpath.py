@@ -43,7 +43,7 @@ import re
 from binascii import hexlify as _hexlify
 from typing import Any
 
-from .brake import LoopBrake, Verdict
+from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
 from .events import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .formats.events import event_to_record
@@ -148,20 +148,6 @@ def _tool_parts(t: _Templates, tool: str) -> tuple[bytes, bytes, bytes]:
     the start of the deny message that quotes it."""
     hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
     return hashed, t.string(tool), t.deny_tool(tool)
-
-
-def _verdict(brake: LoopBrake, slot: Any, session: str, call_id: Any) -> Verdict:
-    count = slot.count
-    return Verdict(
-        denied=count >= brake.max_repeats,
-        tool_name=slot.tool,
-        session_id=session,
-        count=count,
-        max_repeats=brake.max_repeats,
-        hash_prefix=slot.digest[:6].hex(),
-        call_id=call_id,
-        duplicate=True,
-    )
 
 
 def _json_str(value: str, quoted: bool = True) -> bytes:
@@ -295,7 +281,7 @@ def filter_events(
             if duplicate:
                 # rare: the exact writer, with the slot's tool and hash
                 tally.duplicates += 1
-                verdict = _verdict(brake, slot, session, call_id)
+                verdict = brake.slot_verdict(slot, session, call_id, True)
                 if verdict.denied:
                     denied += 1
                 else:
@@ -307,10 +293,7 @@ def filter_events(
             session_json = strings.get(session)
             if session_json is None:
                 session_json = t.string(session)
-            if call_id.__class__ is not str:
-                call_json = b"" if call_id is None else dumps(call_id)
-            else:
-                call_json = dumps(call_id)
+            call_json = b"" if call_id is None else dumps(call_id)
             if count >= max_repeats:
                 denied += 1
                 if want_deny:
