@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .brake import LoopBrake, Verdict
-from .events import BadRecord, Record
+from .records import BadRecord, Record
 
 __all__ = [
     "Alternation",
@@ -578,7 +578,7 @@ def replay_file(
     ``on_progress`` is called now and then with the bytes read from the file so far.
     """
     from .formats import UnknownFormatError, detect, get
-    from .judge import judge
+    from .pipeline import judge
     from .reader import UnreadableInputError, open_source
 
     try:

@@ -45,11 +45,11 @@ from typing import Any
 
 from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
-from .events import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .formats.events import event_to_record
-from .judge import Tally, write_verdicts
 from .output import LineWriter
+from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
+from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
 
 try:  # optional: the exact path is complete without it

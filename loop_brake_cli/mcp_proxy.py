@@ -56,8 +56,8 @@ from typing import Any
 
 from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, call_digest, canonical_json, parse_json
-from .events import ToolCall, verdict_record
 from .output import json_line
+from .records import ToolCall, verdict_record
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",

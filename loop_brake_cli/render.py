@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from .brake import LoopBrake
-from .judge import Tally
+from .pipeline import Tally
 
 if TYPE_CHECKING:
     from rich.table import Table

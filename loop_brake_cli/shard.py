@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 
 from .canonical import utf8
-from .events import BadRecord, Record
+from .records import BadRecord, Record
 
 __all__ = ["parse_shard", "select_shard", "shard_of"]
 

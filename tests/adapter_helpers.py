@@ -17,10 +17,10 @@ from conftest import ROOT, run_cli, spawn_cli
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.events import BadRecord, ToolCall
 from loop_brake_cli.formats import detect, get
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
 from loop_brake_cli.reader import Source, open_source
+from loop_brake_cli.records import BadRecord, ToolCall
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "samples" / "formats"

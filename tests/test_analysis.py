@@ -24,8 +24,8 @@ from loop_brake_cli.analysis import (
     sweep,
 )
 from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.events import BadRecord, ToolCall
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
+from loop_brake_cli.records import BadRecord, ToolCall
 
 
 def analyse(calls, max_repeats: int = 3, cap: int = 10, file: str = "f.jsonl") -> Report:

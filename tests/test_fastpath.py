@@ -18,8 +18,8 @@ from loop_brake_cli import fastpath
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import JSONInputError, canonical_json, parse_json
 from loop_brake_cli.formats import events as events_format
-from loop_brake_cli.judge import Tally, write_verdicts
 from loop_brake_cli.output import LineWriter
+from loop_brake_cli.pipeline import Tally, write_verdicts
 from loop_brake_cli.reader import Source
 from loop_brake_cli.shard import select_shard
 

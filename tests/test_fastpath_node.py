@@ -22,8 +22,8 @@ from test_hash_node import random_documents
 from loop_brake_cli import fastpath
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash, parse_json
-from loop_brake_cli.judge import Tally
 from loop_brake_cli.output import LineWriter
+from loop_brake_cli.pipeline import Tally
 from loop_brake_cli.reader import Source
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")

@@ -26,11 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.events import BadRecord, ToolCall
 from loop_brake_cli.formats import claude_code
 from loop_brake_cli.formats._common import RecentIds
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
 from loop_brake_cli.reader import Source
+from loop_brake_cli.records import BadRecord, ToolCall
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-code.jsonl"

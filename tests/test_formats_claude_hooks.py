@@ -24,8 +24,8 @@ from hypothesis import given, settings
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.events import ToolCall
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
+from loop_brake_cli.records import ToolCall
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "claude-code"

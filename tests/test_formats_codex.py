@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.events import ToolCall
 from loop_brake_cli.formats import codex
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
+from loop_brake_cli.records import ToolCall
 
 FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 SAMPLE = ROOT / "samples" / "formats" / "codex.jsonl"

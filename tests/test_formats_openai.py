@@ -22,8 +22,8 @@ from adapter_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.events import BadRecord, ToolCall
 from loop_brake_cli.formats import get
+from loop_brake_cli.records import BadRecord, ToolCall
 
 # -- real samples ---------------------------------------------------------------
 

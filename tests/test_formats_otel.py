@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.events import BadRecord, ToolCall
 from loop_brake_cli.formats import otel
-from loop_brake_cli.judge import judge
+from loop_brake_cli.pipeline import judge
+from loop_brake_cli.records import BadRecord, ToolCall
 
 FIXTURES = ROOT / "tests" / "fixtures" / "otel"
 TREE = FIXTURES / "synthetic--conversation-tree.json"

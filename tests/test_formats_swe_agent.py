@@ -21,7 +21,7 @@ from adapter_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.events import BadRecord
+from loop_brake_cli.records import BadRecord
 
 EPS = "SWE-agent__trajectories-demonstrations-ctf-crypto__eps.traj"
 PYDICOM = (

@@ -449,4 +449,4 @@ def test_hook_path_imports_nothing_it_does_not_need(state: Path) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()}
     for unwanted in ("rich", "loop_brake_cli.formats", "loop_brake_cli.reader", "argparse"):
         assert unwanted not in imported
-    assert "loop_brake_cli.hooks.runner" in imported
+    assert "loop_brake_cli.hook.runner" in imported

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from loop_brake_cli.cli import COMMANDS, cli
-from loop_brake_cli.hooks.runner import HELP as HOOK_HELP
+from loop_brake_cli.hook.runner import HELP as HOOK_HELP
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -9,8 +9,8 @@ import click
 from ..brake import LoopBrake
 from ..exitcodes import EXIT_CODES_HELP, ExitStatus
 from ..formats import UnknownFormatError, get, names
-from ..judge import VERDICT_KINDS, Tally, write_verdicts
 from ..output import LineWriter
+from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
 from ..reader import UnreadableInputError, open_source
 from ._options import config_option, max_line_bytes_option, max_repeats_option, resolve_or_report
 

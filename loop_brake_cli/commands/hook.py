@@ -1,6 +1,6 @@
 """``loop-brake hook``: the pre-tool hook, and ``hook install`` for agent settings.
 
-The hook's options are parsed by ``hooks.runner`` rather than click (see its
+The hook's options are parsed by ``hook.runner`` rather than click (see its
 docstring: a click usage error exits 2, which agents read as "deny"), so this
 command only passes its arguments through.
 """
@@ -28,7 +28,7 @@ def hook_command(args: tuple[str, ...]) -> int:
             )
         except click.exceptions.Exit as exc:  # --help
             return exc.exit_code
-    from ..hooks.runner import main
+    from ..hook.runner import main
 
     return ExitStatus(main(list(args)))
 
@@ -58,7 +58,7 @@ def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> i
     refused untouched; installing twice changes nothing; the old file is kept
     as a timestamped .bak next to it.
     """
-    from ..hooks.install import InstallError, plan_install, settings_path, write_plan
+    from ..hook.install import InstallError, plan_install, settings_path, write_plan
 
     path = settings_path(agent, scope)
     try:

@@ -290,8 +290,8 @@ def _print_verdicts(
     """Verdict lines exactly as ``filter --format X`` prints them; (unreadable, denied)."""
     from ..analysis import internal_error
     from ..formats import UnknownFormatError, detect, get
-    from ..judge import Tally, write_verdicts
     from ..output import LineWriter
+    from ..pipeline import Tally, write_verdicts
     from ..reader import UnreadableInputError, open_source
 
     brake = LoopBrake(value, source=source)

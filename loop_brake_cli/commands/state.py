@@ -24,7 +24,7 @@ def _age(seconds: float) -> str:
 
 
 def _store(path: str | None):
-    from ..hooks.store import StateStore, default_state_path
+    from ..hook.store import StateStore, default_state_path
 
     def warn(message: str) -> None:
         click.echo(f"loop-brake state: {message}", err=True)
@@ -43,7 +43,7 @@ def state_command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session.")
 def list_command(session: str | None, path: str | None, as_json: bool) -> int:
     """Sessions with their tool, streak count, hash prefix, last call id and age."""
-    from ..hooks.store import StoreError
+    from ..hook.store import StoreError
 
     store = _store(path)
     try:
@@ -92,7 +92,7 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 def reset_command(session: str | None, path: str | None) -> int:
     """Forget one session's streak, or every session's."""
-    from ..hooks.store import StoreError
+    from ..hook.store import StoreError
 
     store = _store(path)
     try:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Protocol
 
-from ..events import Record
 from ..reader import Source
+from ..records import Record
 
 __all__ = ["ADAPTERS", "FormatInfo", "UnknownFormatError", "detect", "get", "names"]
 

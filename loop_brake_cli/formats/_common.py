@@ -9,8 +9,8 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, call_digest, parse_arguments, parse_json
-from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source, UnreadableInputError
+from ..records import BadRecord, Record, ToolCall, line_too_long
 from ._sniff import WHITESPACE, head_text
 
 __all__ = [

@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record
 from ..reader import Source
+from ..records import BadRecord, Record
 from . import FormatInfo
 from ._common import CallLedger, file_session, json_path, make_call, never_raises
 from .anthropic import CALL_BLOCKS

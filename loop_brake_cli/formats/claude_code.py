@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..brake import session_key, subagent_session_key
-from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
+from ..records import BadRecord, Record, ToolCall, line_too_long
 from . import FormatInfo
 from ._common import RecentIds, json_path, load_json_line, parse_arguments
 from ._sniff import head_objects

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..brake import session_key
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
+from ..records import BadRecord, Record, ToolCall, line_too_long
 from . import FormatInfo
 
 INFO = FormatInfo(

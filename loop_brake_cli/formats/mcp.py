@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record, ToolCall, line_too_long
 from ..reader import TOO_LONG, Source
+from ..records import BadRecord, Record, ToolCall, line_too_long
 from . import FormatInfo
 from ._common import json_path, parse_arguments
 from ._sniff import head_lines

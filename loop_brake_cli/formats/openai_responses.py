@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..events import BadRecord, Record
 from ..reader import Source
+from ..records import BadRecord, Record
 from . import FormatInfo
 from ._common import CallLedger, file_calls, json_path, make_call, never_raises
 from ._sniff import foreign, head_text

@@ -46,8 +46,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..events import BadRecord, Record
 from ..reader import Source
+from ..records import BadRecord, Record
 from . import FormatInfo
 from ._common import CallLedger, file_session, json_path, make_call, never_raises, values_calls
 from ._sniff import head_text

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..events import BadRecord, Record, ToolCall
 from ..reader import Source
+from ..records import BadRecord, Record, ToolCall
 from . import FormatInfo
 from ._common import parse_arguments
 from ._sniff import head_lines

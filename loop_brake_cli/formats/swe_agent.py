@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..events import BadRecord, Record, ToolCall
 from ..reader import Source
+from ..records import BadRecord, Record, ToolCall
 from . import FormatInfo
 from ._common import CallLedger, file_session, json_path, never_raises, read_values
 from ._sniff import head_text

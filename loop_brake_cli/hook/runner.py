@@ -212,8 +212,8 @@ class _Hook:
         path = self.opts.get("log")
         if not path:
             return
-        from ..events import ToolCall, verdict_record
         from ..output import json_line
+        from ..records import ToolCall, verdict_record
 
         record = verdict_record(ToolCall(call.tool, None, call.session, call.call_id), verdict)
         try:

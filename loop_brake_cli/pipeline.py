@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from .brake import LoopBrake, Verdict
 from .canonical import JSONInputError, call_digest
-from .events import BadRecord, Record, ToolCall, error_record, verdict_record
 from .output import LineWriter
+from .records import BadRecord, Record, ToolCall, error_record, verdict_record
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "write_verdicts"]
 
