@@ -1,11 +1,8 @@
-"""Where a verdict is decided: the streak counter of dsh-loop-brake.
+"""The in-memory brake of dsh-loop-brake: sessions, verdicts, errors, wrappers.
 
-Per session there is one slot, the current call digest and its count: a streak,
-not a history. The same digest extends the streak, a different one starts it at
-1, and the call whose count reaches ``max_repeats`` is denied (denied calls
-count too). A call carrying the same call id as the last call counted in its
-session is the same call seen twice by the host: it is not counted again and
-gets the same verdict, marked duplicate.
+The rule itself (count, reset, duplicate, deny) is ``streak.step``; this module
+keeps one slot per session in memory (optionally LRU-bounded), turns a slot
+into a ``Verdict``, resolves maxRepeats and raises ``LoopBrakeError``.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canonical import call_digest, hash_prefix, js_string
+from .streak import Slot, is_denied, step
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
@@ -34,6 +32,7 @@ __all__ = [
     "resolve_max_repeats",
     "session_key",
     "subagent_session_key",
+    "verdict_of",
     "wrap_execute",
 ]
 
@@ -142,6 +141,25 @@ class Verdict:
         return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
 
 
+def verdict_of(
+    slot: Slot, session: str, call_id: Any, duplicate: bool, max_repeats: int
+) -> Verdict:
+    """The verdict for a call just counted into ``slot`` (``streak.step``'s result).
+
+    The slot's tool and digest are the counted call's, which is what a duplicate
+    reports; for any other call they are the call's own."""
+    return Verdict(
+        denied=is_denied(slot.count, max_repeats),
+        tool_name=slot.tool,
+        session_id=session,
+        count=slot.count,
+        max_repeats=max_repeats,
+        hash_prefix=hash_prefix(slot.digest),
+        call_id=call_id,
+        duplicate=duplicate,
+    )
+
+
 class LoopBrakeError(Exception):
     """Raised, never returned: a brake that can be ignored is not a brake."""
 
@@ -156,16 +174,6 @@ class LoopBrakeError(Exception):
         self.session_id = verdict.session_id
         self.verdict = verdict
         super().__init__(verdict.message)
-
-
-class _Slot:
-    __slots__ = ("digest", "count", "call_id", "tool")
-
-    def __init__(self, digest: bytes, tool: str, call_id: Any) -> None:
-        self.digest = digest
-        self.count = 1
-        self.call_id = call_id
-        self.tool = tool
 
 
 class LoopBrake:
@@ -190,7 +198,7 @@ class LoopBrake:
             raise ValueError("max_sessions must be at least 1")
         self.max_sessions = max_sessions
         self.evictions = 0
-        self._slots: OrderedDict[str, _Slot] | dict[str, _Slot] = (
+        self._slots: OrderedDict[str, Slot] | dict[str, Slot] = (
             OrderedDict() if max_sessions else {}
         )
 
@@ -232,35 +240,20 @@ class LoopBrake:
         slot, duplicate = self.count_call(session, tool_name, digest, call_id)
         return self.slot_verdict(slot, session, call_id, duplicate)
 
-    def slot_verdict(self, slot: _Slot, session: str, call_id: Any, duplicate: bool) -> Verdict:
-        """The verdict a slot stands for right after counting a call into it.
-
-        The slot's tool and digest are the counted call's, which is what a duplicate
-        reports; for any other call they are the call's own."""
-        count = slot.count
-        return Verdict(
-            denied=count >= self.max_repeats,
-            tool_name=slot.tool,
-            session_id=session,
-            count=count,
-            max_repeats=self.max_repeats,
-            hash_prefix=hash_prefix(slot.digest),
-            call_id=call_id,
-            duplicate=duplicate,
-        )
+    def slot_verdict(self, slot: Slot, session: str, call_id: Any, duplicate: bool) -> Verdict:
+        """The verdict a slot stands for right after counting a call into it."""
+        return verdict_of(slot, session, call_id, duplicate, self.max_repeats)
 
     def count_call(
         self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> tuple[_Slot, bool]:
-        """The counting behind observe(), without building a Verdict (fastpath.py).
+    ) -> tuple[Slot, bool]:
+        """Count one call with ``streak.step`` and keep the session's new slot.
 
-        Returns the session's slot (read its count, tool and digest at once) and
-        whether the call was a duplicate."""
+        The counting behind observe(), without building a Verdict (fastpath.py)."""
         slots = self._slots
-        slot = slots.get(session)
-        duplicate = False
-        if slot is None:
-            slot = _Slot(digest, tool_name, call_id)
+        prev = slots.get(session)
+        slot, duplicate = step(prev, tool_name, digest, call_id)
+        if prev is None:
             slots[session] = slot
             if self.max_sessions and len(slots) > self.max_sessions:
                 slots.popitem(last=False)  # type: ignore[call-arg]
@@ -268,16 +261,8 @@ class LoopBrake:
         else:
             if self.max_sessions:
                 slots.move_to_end(session)  # type: ignore[union-attr]
-            if call_id is not None and call_id == slot.call_id:
-                duplicate = True
-            else:
-                if slot.digest == digest:
-                    slot.count += 1
-                else:
-                    slot.digest = digest
-                    slot.count = 1
-                slot.call_id = call_id
-                slot.tool = tool_name
+            if not duplicate:
+                slots[session] = slot
         return slot, duplicate
 
     def reset(self, session: str | None = None) -> None:

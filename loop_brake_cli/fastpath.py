@@ -25,7 +25,7 @@ otherwise:
   Nesting past orjson's serialiser limit (254) raises and goes the exact way.
 * Event fields: the common shape (``tool``, ``args``, ``sessionId`` strings,
   ``callId`` string) is read directly; other shapes through
-  ``formats.events.event_to_record``; a record that is not a clean call, or has an
+  ``wire.event_line.decode``; a record that is not a clean call, or has an
   integer call id beyond 2**53 (which ``parse_json`` would read as a double),
   goes the exact way.
 
@@ -45,12 +45,12 @@ from typing import Any
 
 from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
-from .formats.events import event_to_record
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
 from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
+from .wire.event_line import decode as decode_event
 
 try:  # optional: the exact path is complete without it
     import orjson
@@ -100,7 +100,7 @@ def _exact(line: bytes, number: int) -> Record:
         obj = parse_json(line)
     except JSONInputError as exc:
         return BadRecord(str(exc), number)
-    return event_to_record(obj, number)
+    return decode_event(obj, number)
 
 
 class _Templates:
@@ -233,7 +233,7 @@ def filter_events(
                 and "agentId" not in obj
                 and "agent_id" not in obj
             ):
-                record = event_to_record(obj, number)
+                record = decode_event(obj, number)
                 if record.__class__ is not ToolCall:
                     slow(_exact(line, number))
                     continue
