@@ -33,7 +33,7 @@ def analyse(calls, max_repeats: int = 3, cap: int = 10, file: str = "f.jsonl") -
     analyzer = Analyzer(max_repeats, "test", cap)
     analyzer.start_file(file)
     for record, verdict in judge(calls, brake):
-        analyzer.observe(record, verdict)
+        analyzer.add(record, verdict)
     return analyzer.finish()
 
 
@@ -109,7 +109,7 @@ def test_identical_repeats_are_not_a_same_tool_run_or_an_alternation():
 def test_bad_records_are_located_and_counted():
     analyzer = Analyzer(3, "test", 10)
     analyzer.start_file("x.jsonl")
-    analyzer.observe(BadRecord("not valid JSON", 7), None)
+    analyzer.add(BadRecord("not valid JSON", 7), None)
     report = analyzer.finish()
     assert report.unreadable == 1
     assert str(report.errors[0]) == "x.jsonl:7: not valid JSON"

@@ -2,7 +2,7 @@
 
 The command only parses options, resolves maxRepeats (exit 2 before reading any
 input if it is unusable) and chooses an output; finding files is discover.py,
-counting is analysis.py, drawing is render.py.
+counting is analysis/, drawing is render.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,182 @@
+"""Counting a replay as it happens: one session's streaks, denials and near-loops, online.
+
+``Analyzer`` is fed the ``(record, verdict)`` pairs that ``pipeline.judge``
+yields, so every number here is counted by the same brake that ``filter`` uses
+(call-id duplicates included). It keeps a constant amount of state per session
+(the current streak, the longest one, the current alternation and same-tool
+run) and never a list of calls, so a transcript of any length replays in
+bounded memory.
+"""
+
+from __future__ import annotations
+
+from ..brake import Verdict
+from ..records import BadRecord, Record
+from .report import (
+    DENIALS_KEPT,
+    ERRORS_KEPT,
+    HISTOGRAM_TOP,
+    Alternation,
+    Denial,
+    FileInfo,
+    ReadError,
+    Report,
+    SameToolRun,
+    SessionStats,
+    Streak,
+    Where,
+)
+
+
+class Analyzer:
+    """Builds a Report from judged records; one per run (per file unless sessions continue)."""
+
+    def __init__(self, max_repeats: int, max_repeats_source: str, cap: int) -> None:
+        self.report = Report(max_repeats, max_repeats_source, max(cap, max_repeats, HISTOGRAM_TOP))
+        self._sessions: dict[str, SessionStats] = {}
+        self._file: FileInfo | None = None
+        self._file_sessions: set[str] = set()
+        self._call = 0
+
+    def start_file(self, name: str, size: int = 0) -> FileInfo:
+        """Begin a file; later calls are located in it."""
+        info = FileInfo(name, size=size)
+        self.report.files.append(info)
+        self._file = info
+        self._file_sessions = set()
+        self._call = 0
+        return info
+
+    def bad_record(self, bad: BadRecord) -> None:
+        info = self._file
+        assert info is not None, "start_file first"
+        info.unreadable += 1
+        self.report.unreadable += 1
+        if len(self.report.errors) < ERRORS_KEPT:
+            self.report.errors.append(ReadError(info.file, bad.line, bad.path, bad.message))
+
+    def file_error(self, message: str) -> None:
+        """The current file could not be (fully) read: a located, file-level error."""
+        info = self._file
+        assert info is not None, "start_file first"
+        info.error = message
+        self.report.unreadable += 1
+        if len(self.report.errors) < ERRORS_KEPT:
+            self.report.errors.append(ReadError(info.file, None, None, message))
+
+    def add(self, record: Record, verdict: Verdict | None) -> None:
+        """Count one judged record (a BadRecord when ``verdict`` is None)."""
+        if verdict is None:
+            self.bad_record(record)  # type: ignore[arg-type]
+            return
+        info = self._file
+        assert info is not None, "start_file first"
+        report = self.report
+        self._call += 1
+        where = Where(info.file, record.line, record.path, self._call)
+        key = verdict.session_id
+        stats = self._sessions.get(key)
+        if stats is None:
+            stats = self._sessions[key] = SessionStats(info.file, key)
+            report.sessions.append(stats)
+        if key not in self._file_sessions:
+            self._file_sessions.add(key)
+            info.sessions += 1
+        count = verdict.count
+        info.calls += 1
+        report.calls += 1
+        stats.calls += 1
+        if record.args_unparsed:  # type: ignore[union-attr]
+            stats.unparsed_args += 1
+            report.unparsed_args += 1
+        if verdict.denied:
+            info.denied += 1
+            stats.denied += 1
+            report.denied += 1
+        report.counts[count if count <= report.cap else report.cap + 1] += 1
+        if verdict.duplicate:
+            stats.duplicates += 1
+            report.duplicates += 1
+            return
+        if count <= report.cap and count not in report.first_at:
+            report.first_at[count] = where
+        self._streak(stats, verdict, where)
+        self._patterns(stats, verdict, where)
+
+    def _streak(self, stats: SessionStats, verdict: Verdict, where: Where) -> None:
+        count = verdict.count
+        current = stats.current
+        if count == 1 or current is None:
+            if current is not None:
+                self._close(stats)
+            current = stats.current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
+        else:
+            current.length = count
+        if count == self.report.max_repeats:
+            stats.open_denial = Denial(
+                stats.session,
+                verdict.tool_name,
+                verdict.hash_prefix,
+                where,
+                current.start,
+                count,
+                0,
+            )
+            self.report.denied_streaks += 1
+            if len(self.report.denials) < DENIALS_KEPT:
+                self.report.denials.append(stats.open_denial)
+
+    def _close(self, stats: SessionStats) -> None:
+        current = stats.current
+        if current is None:
+            return
+        self.report.streak_lengths[current.length] += 1
+        if stats.longest is None or current.length > stats.longest.length:
+            stats.longest = current
+        denial = stats.open_denial
+        if denial is not None:
+            denial.streak_length = current.length
+            denial.more = current.length - self.report.max_repeats
+            stats.open_denial = None
+        stats.current = None
+
+    @staticmethod
+    def _patterns(stats: SessionStats, verdict: Verdict, where: Where) -> None:
+        prefix, tool = verdict.hash_prefix, verdict.tool_name
+        prev, prev_tool = stats.prev_prefix, stats.prev_tool
+        # A, B, A, B, ...: each call equals the one two back and differs from the last.
+        alt = stats.alt
+        if prev is None or prefix == prev:
+            alt = None
+        elif alt is not None and prefix == stats.prev2_prefix:
+            alt.length += 1
+        else:
+            assert prev_tool is not None and stats.prev_where is not None
+            alt = Alternation((prev_tool, tool), (prev, prefix), 2, stats.prev_where)
+        stats.alt = alt
+        if alt is not None and alt.length >= 3:
+            best = stats.longest_alternation
+            if best is None or alt.length > best.length:
+                stats.longest_alternation = alt  # the same object: it grows while it lasts
+        # Same tool, arguments changing at every call: the brake's count stays at 1.
+        same = stats.same
+        if same is not None and tool == prev_tool and prefix != prev:
+            same.length += 1
+        else:
+            same = stats.same = SameToolRun(tool, 1, where)
+        if same.length >= 2:
+            best_same = stats.longest_same_tool
+            if best_same is None or same.length > best_same.length:
+                stats.longest_same_tool = same
+        stats.prev2_prefix, stats.prev_prefix = prev, prefix
+        stats.prev_tool, stats.prev_where = tool, where
+
+    def finish(self) -> Report:
+        """Close every open streak and return the report (the analyzer is spent)."""
+        for stats in self.report.sessions:
+            self._close(stats)
+            stats.current = stats.open_denial = stats.alt = stats.same = None
+            stats.prev_prefix = stats.prev2_prefix = stats.prev_tool = None
+            stats.prev_where = None
+        self._sessions = {}
+        return self.report

@@ -1,0 +1,262 @@
+"""A replay's findings as plain data: calls located, streaks, denials, patterns, per-file totals.
+
+A ``Report`` is plain data that pickles: per-file reports from worker processes
+``merge`` in input order into what one process would have produced. Lists are
+capped (``DENIALS_KEPT``, ``ERRORS_KEPT``) while their totals keep counting, so
+a report's size does not grow with the input. Only tool names, session ids,
+12-hex hash prefixes and locations are held, never tool arguments.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+DENIALS_KEPT = 10_000
+"""Denials listed in a report; more are counted (``denied_streaks``) but not listed."""
+ERRORS_KEPT = 1_000
+"""Unreadable records listed in a report; more are counted (``unreadable``)."""
+HISTOGRAM_TOP = 10
+"""The streak-length histogram's last bucket is ``10+``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Where a call is: its file, line or JSON path, and its ordinal among the file's calls."""
+
+    file: str
+    line: int | None
+    path: str | None
+    call: int
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"{self.file}:{self.line}"
+        if self.path is not None:
+            return f"{self.file}:{self.path}"
+        return f"{self.file} (call {self.call})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "path": self.path, "call": self.call}
+
+
+@dataclass(slots=True)
+class Streak:
+    """Consecutive identical calls in one session (the brake's count 1, 2, ... L)."""
+
+    tool: str
+    hash_prefix: str
+    length: int
+    start: Where
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "hashPrefix": self.hash_prefix,
+            "length": self.length,
+            "start": self.start.to_json(),
+        }
+
+
+@dataclass(slots=True)
+class Denial:
+    """The first denied call of one streak, and how many identical calls followed it."""
+
+    session: str
+    tool: str
+    hash_prefix: str
+    at: Where
+    streak_start: Where
+    streak_length: int
+    more: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "tool": self.tool,
+            "hashPrefix": self.hash_prefix,
+            "at": self.at.to_json(),
+            "streakStart": self.streak_start.to_json(),
+            "streakLength": self.streak_length,
+            "moreAfterDenial": self.more,
+        }
+
+
+@dataclass(slots=True)
+class Alternation:
+    """Calls alternating between two different calls: A, B, A, B, ... (never denied)."""
+
+    tools: tuple[str, str]
+    hash_prefixes: tuple[str, str]
+    length: int
+    start: Where
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tools": list(self.tools),
+            "hashPrefixes": list(self.hash_prefixes),
+            "length": self.length,
+            "start": self.start.to_json(),
+        }
+
+
+@dataclass(slots=True)
+class SameToolRun:
+    """Consecutive calls of one tool, each with arguments unlike the call before it."""
+
+    tool: str
+    length: int
+    start: Where
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "length": self.length, "start": self.start.to_json()}
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """One session's numbers, plus the few fields of live state that compute them online."""
+
+    file: str
+    session: str
+    calls: int = 0
+    denied: int = 0
+    duplicates: int = 0
+    unparsed_args: int = 0
+    longest: Streak | None = None
+    longest_alternation: Alternation | None = None
+    longest_same_tool: SameToolRun | None = None
+    # live state, meaningless once the report is finished
+    current: Streak | None = None
+    open_denial: Denial | None = None
+    prev_prefix: str | None = None
+    prev2_prefix: str | None = None
+    prev_tool: str | None = None
+    prev_where: Where | None = None
+    alt: Alternation | None = None
+    same: SameToolRun | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        def opt(value: Any) -> Any:
+            return None if value is None else value.to_json()
+
+        return {
+            "file": self.file,
+            "session": self.session,
+            "calls": self.calls,
+            "denied": self.denied,
+            "duplicates": self.duplicates,
+            "unparsedArgs": self.unparsed_args,
+            "longestStreak": opt(self.longest),
+            "longestAlternation": opt(self.longest_alternation),
+            "longestSameToolRun": opt(self.longest_same_tool),
+        }
+
+
+@dataclass(slots=True)
+class ReadError:
+    """Input that could not be read: a file, or one record in it; never quotes the input."""
+
+    file: str
+    line: int | None
+    path: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+        elif self.path is not None:
+            where += f":{self.path}"
+        return f"{where}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "path": self.path, "message": self.message}
+
+
+@dataclass(slots=True)
+class FileInfo:
+    """One input file: its format and totals, or why it could not be replayed."""
+
+    file: str
+    format: str | None = None
+    calls: int = 0
+    denied: int = 0
+    sessions: int = 0
+    unreadable: int = 0
+    error: str | None = None
+    size: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "format": self.format,
+            "calls": self.calls,
+            "denied": self.denied,
+            "sessions": self.sessions,
+            "unreadable": self.unreadable,
+            "error": self.error,
+        }
+
+
+@dataclass
+class Report:
+    """Everything a summary shows; mergeable across files replayed separately."""
+
+    max_repeats: int
+    max_repeats_source: str
+    cap: int
+    files: list[FileInfo] = field(default_factory=list)
+    sessions: list[SessionStats] = field(default_factory=list)
+    denials: list[Denial] = field(default_factory=list)
+    denied_streaks: int = 0
+    streak_lengths: Counter[int] = field(default_factory=Counter)
+    counts: Counter[int] = field(default_factory=Counter)
+    """counts[c] = verdicts with count c for 1 <= c <= cap; counts[cap + 1] = above cap.
+    A dict, not a list: its size is bounded by the longest streak, not by the cap."""
+    first_at: dict[int, Where] = field(default_factory=dict)
+    """The first call in input order whose count was c (for c <= cap)."""
+    errors: list[ReadError] = field(default_factory=list)
+    calls: int = 0
+    denied: int = 0
+    duplicates: int = 0
+    unparsed_args: int = 0
+    unreadable: int = 0
+
+    @property
+    def failed_files(self) -> int:
+        return sum(1 for info in self.files if info.error is not None)
+
+    @property
+    def sessions_with_denial(self) -> int:
+        return sum(1 for stats in self.sessions if stats.denied)
+
+
+def merge(reports: Iterable[Report]) -> Report:
+    """Reports of files replayed separately, in input order, as one report."""
+    merged: Report | None = None
+    for report in reports:
+        if merged is None:
+            merged = report
+            continue
+        if report.cap != merged.cap or report.max_repeats != merged.max_repeats:
+            raise ValueError("reports made with different settings")
+        merged.files += report.files
+        merged.sessions += report.sessions
+        room = DENIALS_KEPT - len(merged.denials)
+        merged.denials += report.denials[: max(room, 0)]
+        merged.denied_streaks += report.denied_streaks
+        merged.streak_lengths.update(report.streak_lengths)
+        merged.counts.update(report.counts)
+        for count, where in report.first_at.items():
+            merged.first_at.setdefault(count, where)
+        merged.errors += report.errors[: max(ERRORS_KEPT - len(merged.errors), 0)]
+        merged.calls += report.calls
+        merged.denied += report.denied
+        merged.duplicates += report.duplicates
+        merged.unparsed_args += report.unparsed_args
+        merged.unreadable += report.unreadable
+    if merged is None:
+        raise ValueError("nothing to merge")
+    return merged

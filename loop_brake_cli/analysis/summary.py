@@ -1,0 +1,52 @@
+"""A finished report as a summary shows it: the streak-length histogram, the ``--json`` form."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .report import HISTOGRAM_TOP, Report
+from .sweep import SweepRow
+
+SCHEMA = "loop-brake.replay/1"
+
+
+def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]:
+    """Streak lengths in buckets ``1``, ``2``, ... ``top+``."""
+    buckets = [0] * top
+    for length, n in report.streak_lengths.items():
+        buckets[min(length, top) - 1] += n
+    return [(str(i + 1) if i + 1 < top else f"{top}+", n) for i, n in enumerate(buckets)]
+
+
+def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None) -> dict[str, Any]:
+    """The ``--json`` document; field names are documented in the README."""
+    formats = Counter(info.format for info in report.files if info.format)
+    return {
+        "schema": SCHEMA,
+        "maxRepeats": report.max_repeats,
+        "maxRepeatsSource": report.max_repeats_source,
+        "totals": {
+            "files": len(report.files),
+            "filesFailed": report.failed_files,
+            "formats": dict(sorted(formats.items())),
+            "calls": report.calls,
+            "passed": report.calls - report.denied,
+            "denied": report.denied,
+            "deniedStreaks": report.denied_streaks,
+            "sessions": len(report.sessions),
+            "sessionsWithDenial": report.sessions_with_denial,
+            "duplicates": report.duplicates,
+            "unparsedArgs": report.unparsed_args,
+            "unreadable": report.unreadable,
+        },
+        "files": [info.to_json() for info in report.files],
+        "sessions": [stats.to_json() for stats in report.sessions],
+        "denials": [denial.to_json() for denial in report.denials],
+        "denialsNotListed": report.denied_streaks - len(report.denials),
+        "streakLengths": {str(k): report.streak_lengths[k] for k in sorted(report.streak_lengths)},
+        "sweep": None if sweep_rows is None else [row.to_json() for row in sweep_rows],
+        "errors": [error.to_json() for error in report.errors],
+        "errorsNotListed": report.unreadable - len(report.errors),
+    }
