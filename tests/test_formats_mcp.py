@@ -97,11 +97,13 @@ def test_raw_jsonrpc_edge_cases() -> None:
         if verdict is None:
             got.append(("bad", record.line, record.path))
         else:
-            got.append((record.line, record.path, record.tool, record.session, verdict.count))
+            row = (record.line, record.path, record.tool, record.session, verdict.count)
+            got.append(row + (("duplicate",) if verdict.duplicate else ()))
     assert got == [
         (4, None, "search", "mcp#1", 1),
         (5, None, "search", "mcp#1", 2),  # only _meta differs
-        # line 6 logs request 2 again; line 7 is the server's own request
+        (6, None, "search", "mcp#1", 2, "duplicate"),  # request 2 logged again: not counted
+        # line 7 is the server's own request
         (8, None, "search", "mcp#1", 3),
         (9, None, "list", "mcp#1", 1),  # no arguments: {}
         (10, None, "list", "mcp#1", 2),  # arguments as the JSON string "{}"
@@ -145,7 +147,14 @@ def test_ids_restarting_without_a_logged_initialize_are_not_swallowed() -> None:
 
     lines = [call(1, "a"), call(1, "a"), call(2, "b"), call(1, "c")]
     records = parse_bytes("mcp", "\n".join(lines).encode())
-    assert [(r.line, r.tool) for r in records] == [(1, "a"), (3, "b"), (4, "c")]
+    verdicts = [(r.line, r.tool, v.count, v.duplicate) for r, v in judge(records, LoopBrake(3))]
+    # the decoder drops nothing; only the id of the session's last call is a repeat
+    assert verdicts == [
+        (1, "a", 1, False),
+        (2, "a", 1, True),
+        (3, "b", 1, False),
+        (4, "c", 1, False),
+    ]
 
 
 def test_same_call_hashes_alike_in_every_wrapping() -> None:

@@ -142,14 +142,14 @@ def test_missing_arguments_hash_as_empty_object_and_limit_from_env() -> None:
     assert sorted(lines(result.stdout)) == sorted([calls[0], denial(2, "ping", {}, 2, limit=2)])
 
 
-def test_max_repeats_option_and_ids_kept_exact() -> None:
-    big_id = 123456789012345678901234567890
-    calls = [request("s-1", "t", {"a": 1}), request(big_id, "t", {"a": 1.0})]
-    result = run_proxy(b"".join(calls), "-m", "2")
+def test_max_repeats_option_and_the_denied_id_answered_as_written() -> None:
+    first = request("s-1", "t", {"a": 1})
+    second = request(2, "t", {"a": 1.0}).replace(b'"id":2,', b'"id":2.0e0,')
+    result = run_proxy(first + second, "-m", "2")
     assert result.returncode == 0, result.stderr
-    out = lines(result.stdout)
-    assert sorted(out) == sorted([calls[0], denial(big_id, "t", {"a": 1}, 2, limit=2)])
-    assert str(big_id).encode() in out[0] + out[1]
+    answer = denial(2, "t", {"a": 1}, 2, limit=2).replace(b'"id":2,', b'"id":2.0e0,')
+    assert sorted(lines(result.stdout)) == sorted([first, answer])  # 2.0e0 is 2, kept as sent
+    assert b"denied tools/call id 2.0e0 " in result.stderr
 
 
 def test_a_new_initialize_starts_the_session_afresh() -> None:
@@ -204,15 +204,16 @@ def test_log_has_one_verdict_per_call_and_no_argument_anywhere(tmp_path: Path) -
     assert CANARY not in text
     records = [json.loads(line) for line in text.splitlines()]
     assert records[0] == {"earlier": "line"}  # appended, not truncated
-    assert [r["verdict"] for r in records[1:]] == ["pass", "pass", "deny"]
-    assert [r["callId"] for r in records[1:]] == [1, 2, 3]
-    assert [r["count"] for r in records[1:]] == [1, 2, 3]
+    assert [r["verdict"] for r in records[1:]] == ["pass", "pass", "deny", "error"]
+    assert [r.get("callId") for r in records[1:]] == [1, 2, 3, None]
+    assert [r.get("count") for r in records[1:]] == [1, 2, 3, None]
+    assert records[4] == {"verdict": "error", "line": 4, "error": records[4]["error"]}
     deny = records[3]
     assert deny["toolName"] == "deploy"
     assert deny["hashPrefix"] == call_hash("deploy", args)[:12]
     assert deny["code"] == "LOOP_BRAKE"
     assert deny["message"] == deny_message("deploy", 3, 3, deny["hashPrefix"])
-    assert deny["sessionId"].startswith("mcp-proxy-")
+    assert deny["sessionId"] == "mcp#1"
 
 
 def test_shadow_forwards_everything_and_logs_what_would_have_been_denied(tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""The brake in front of an MCP stdio server: ``loop-brake mcp-proxy -- SERVER ...``.
+
+MCP clients start a tool server as a subprocess and speak newline-delimited
+JSON-RPC over its stdin and stdout
+(https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#stdio).
+The proxy is that subprocess: it starts the real server with its own
+environment, working directory and stderr, and copies every line both ways,
+byte for byte, with two exceptions on the client-to-server side:
+
+* a ``tools/call`` request the brake denies is not forwarded; the proxy answers
+  it itself with the same id and a tool execution error (``isError: true``),
+  which the specification says clients should show to the model
+  (https://modelcontextprotocol.io/specification/2025-06-18/server/tools#error-handling);
+* a later ``notifications/cancelled`` for an id the proxy answered is dropped
+  (once per answer): the server never saw that request.
+
+It decides exactly as ``loop-brake replay --verdicts --format mcp`` does on the
+client's lines recorded as ``STDIN: <line>``: same decoder (``wire.mcp``), same
+brake, same verdict lines in ``--log``. Nothing here prints arguments.
+
+Modules, by responsibility:
+
+* ``routing``: the decision for each client line (decoder, brake, log, answers);
+* ``spans``: byte offsets of JSON values, so forwarded bytes stay the client's;
+* ``pipes``: lines in and out over raw file descriptors;
+* ``verdict_log``: the ``--log`` file (created 0600, never through a symlink);
+* ``process``: the server process, the copy threads, signals and shutdown.
+"""
+
+from __future__ import annotations
+
+from .pipes import iter_lines
+from .process import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    FORWARDED_SIGNALS,
+    ProxyOptions,
+    SpawnError,
+    run_proxy,
+)
+from .routing import ClientRouter, Routed, denial_answer
+from .verdict_log import LogOpenError
+
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "FORWARDED_SIGNALS",
+    "ClientRouter",
+    "LogOpenError",
+    "ProxyOptions",
+    "Routed",
+    "SpawnError",
+    "denial_answer",
+    "iter_lines",
+    "run_proxy",
+]

@@ -1,0 +1,244 @@
+"""The server process behind the proxy: start it, copy both ways, forward signals, stop it.
+
+Lifecycle (the shutdown order of the MCP specification's stdio section):
+
+* client EOF, or a closed client stdout: close the server's stdin, wait
+  ``shutdown_timeout`` seconds, send SIGTERM, wait ``shutdown_timeout`` again,
+  then SIGKILL; output the server writes meanwhile is still forwarded;
+* the server exits: the proxy exits with its status (128 + N if signal N killed it);
+* SIGINT, SIGTERM and SIGHUP sent to the proxy are forwarded to the server,
+  and the proxy keeps forwarding until the server has exited.
+
+The server stays in the proxy's process group, so a client that kills the
+group (the MCP Python SDK does: SIGTERM, then SIGKILL, to the group) reaches it.
+Each line to the client is one ``write`` under one lock, so a denial answer
+never lands in the middle of a server line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .pipes import iter_lines, write_all
+from .routing import ClientRouter, Routed
+from .verdict_log import VerdictLog
+
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "FORWARDED_SIGNALS",
+    "ProxyOptions",
+    "SpawnError",
+    "run_proxy",
+]
+
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+"""Seconds to wait after closing the server's stdin, and again after SIGTERM.
+
+The MCP Python SDK gives its own servers 2 s after closing stdin before it
+kills the process group, so a proxy started by it finishes its escalation at
+about the time the client would begin its own."""
+
+FORWARDED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)  # no SIGHUP on Windows
+
+DRAIN_TIMEOUT = 2.0  # after the server exits, how long a grandchild may keep its stdout open
+
+
+class SpawnError(Exception):
+    """The server could not be started; ``status`` follows the shell (127, 126)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """What the command line decided; ``max_repeats`` is already validated."""
+
+    command: list[str]
+    max_repeats: int
+    shadow: bool = False
+    log_path: str | None = None
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+
+
+def _exit_status(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _ServerProcess:
+    """One proxied server: the two copy threads, the signal forwarders and shutdown."""
+
+    def __init__(self, options: ProxyOptions, stdin_fd: int, stdout_fd: int, stderr_fd: int):
+        self.options = options
+        self.stdin_fd = stdin_fd
+        self.stdout_fd = stdout_fd
+        self.stderr_fd = stderr_fd
+        self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before the server
+        self.router = ClientRouter(options.max_repeats, self.log.write, self.note, options.shadow)
+        self.out_lock = threading.Lock()
+        self.client_gone = False  # the client's stdout pipe is closed
+        self.server_stdin_closed = False  # set just before shutdown closes it
+        self.exited = threading.Event()
+        self.shutdown_started = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        command = self.options.command
+        try:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0
+            )
+        except FileNotFoundError:
+            raise SpawnError(f"{command[0]}: command not found", 127) from None
+        except PermissionError:
+            raise SpawnError(f"{command[0]}: permission denied", 126) from None
+        except OSError as exc:
+            raise SpawnError(f"{command[0]}: cannot run: {exc.strerror or exc}", 126) from None
+        self.proc = proc
+        return proc
+
+    def to_client(self, data: bytes) -> None:
+        """One whole line to the client, never interleaved with another."""
+        with self.out_lock:
+            if self.client_gone:
+                return
+            try:
+                write_all(self.stdout_fd, data)
+            except OSError:  # EPIPE and friends: the client went away
+                self.client_gone = True
+        if self.client_gone:
+            self.begin_shutdown()
+
+    def note(self, text: str) -> None:
+        """One line for people on stderr (shared with the server's stderr)."""
+        try:
+            write_all(self.stderr_fd, f"loop-brake mcp-proxy: {text}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+    def route(self, line: bytes) -> Routed:
+        try:
+            return self.router.route_line(line)
+        except Exception as exc:  # noqa: BLE001 - a broken brake must not break the server
+            # Fail open, as the hook does by default: the call runs, and the
+            # reason (its type only: a message could quote the input) is told.
+            self.note(f"internal error while deciding a line ({type(exc).__name__}); forwarded")
+            return Routed(line)
+
+    def client_to_server(self) -> None:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        server_fd = proc.stdin.fileno()
+        server_open = True
+        try:
+            for line in iter_lines(self.stdin_fd):
+                routed = self.route(line)
+                if routed.answer is not None:
+                    self.to_client(routed.answer)
+                if routed.forward is not None and server_open and not self.server_stdin_closed:
+                    try:
+                        write_all(server_fd, routed.forward)
+                    except OSError:
+                        # The server closed its stdin (or died): keep reading so
+                        # denials are still answered; its exit ends the proxy.
+                        server_open = False
+        except OSError:
+            pass  # our stdin is unreadable: treat as EOF
+        self.begin_shutdown()
+
+    def server_to_client(self) -> None:
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        try:
+            for line in iter_lines(proc.stdout.fileno()):
+                self.to_client(line)  # after the client has gone: drained and dropped
+        except OSError:
+            pass
+
+    def guarded(self, target: Any) -> None:
+        """Run a copy thread; an unexpected failure is one stderr line and a shutdown,
+        never a traceback (whose locals could hold a line being forwarded)."""
+        try:
+            target()
+        except BaseException as exc:  # noqa: BLE001
+            self.note(f"internal error ({type(exc).__name__}); shutting the server down")
+            self.begin_shutdown()
+
+    def begin_shutdown(self) -> None:
+        """Client gone: close the server's stdin, then SIGTERM, then SIGKILL, once."""
+        if not self.shutdown_started.acquire(blocking=False):
+            return
+        threading.Thread(target=self._escalate, name="mcp-proxy-shutdown", daemon=True).start()
+
+    def _escalate(self) -> None:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        self.server_stdin_closed = True
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        timeout = self.options.shutdown_timeout
+        for action in (proc.terminate, proc.kill):
+            if self.exited.wait(timeout):
+                return
+            try:
+                action()
+            except OSError:
+                return
+
+    def forward_signal(self, signum: int, frame: Any) -> None:
+        proc = self.proc
+        if proc is not None and not self.exited.is_set():
+            try:
+                os.kill(proc.pid, signum)
+            except OSError:
+                pass
+
+    def run(self) -> int:
+        proc = self.spawn()
+        previous = {}
+        for signum in FORWARDED_SIGNALS:
+            previous[signum] = signal.signal(signum, self.forward_signal)
+        try:
+            reader = threading.Thread(
+                target=self.guarded, args=(self.server_to_client,), daemon=True
+            )
+            writer = threading.Thread(
+                target=self.guarded, args=(self.client_to_server,), daemon=True
+            )
+            reader.start()
+            writer.start()
+            returncode = proc.wait()
+            self.exited.set()
+            # Forward what the server wrote before exiting; a grandchild that
+            # inherited its stdout must not keep the proxy alive forever.
+            reader.join(DRAIN_TIMEOUT)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        return _exit_status(returncode)
+
+
+def run_proxy(
+    options: ProxyOptions, *, stdin_fd: int = 0, stdout_fd: int = 1, stderr_fd: int = 2
+) -> int:
+    """Run the server behind the brake until it exits; return the proxy's exit status.
+
+    Must be called from the main thread (it installs the signal forwarders).
+    Raises ``LogOpenError`` if the log cannot be opened (before the server starts)
+    and ``SpawnError`` if the server cannot be started.
+    """
+    server = _ServerProcess(options, stdin_fd, stdout_fd, stderr_fd)
+    try:
+        return server.run()
+    finally:
+        server.log.close()

@@ -1,0 +1,223 @@
+"""The decision for each client line: forward it, or withhold a call and answer it.
+
+Every client line goes through the MCP decoder (``wire.mcp``) and the same
+pipeline as ``replay`` (``pipeline.judge`` over a ``LoopBrake``), so the records,
+verdicts and ``--log`` lines are exactly those of ``loop-brake replay
+--verdicts --format mcp`` on the client's lines recorded as ``STDIN: <line>``:
+the same line numbers (blank lines counted, as the reader counts them), batch
+paths ``$[i]``, sessions ``mcp#1``, ``mcp#2`` ... and error records for lines
+that are not JSON or requests that are malformed (those are still forwarded:
+the server answers them as it would without the proxy).
+
+What is forwarded keeps the client's bytes: a single message is the line as
+read; a batch with a withheld element is rebuilt from the other elements' own
+bytes; a denial answer carries the request's ``id`` as the client wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..brake import LoopBrake, Verdict
+from ..canonical import JSONInputError, canonical_json, parse_json
+from ..output import json_line
+from ..pipeline import judge
+from ..records import BadRecord, ToolCall, error_record, verdict_record
+from ..wire.mcp import DEFAULT_LABEL, Connections, messages
+from .spans import array_element_spans, member_span
+
+__all__ = ["ClientRouter", "MAX_ANSWERED_IDS", "Routed", "denial_answer"]
+
+MAX_ANSWERED_IDS = 4096  # ids answered by the proxy, remembered to drop their cancellations
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """What one client line becomes: bytes for the server and the proxy's own answer."""
+
+    forward: bytes | None
+    answer: bytes | None = None
+
+
+def denial_answer(id_bytes: bytes, message: str) -> bytes:
+    """The JSON-RPC answer to a denied call, without a line end: a successful
+    response carrying a tool execution error, with the request's id spliced in as
+    the client wrote it. A tool error rather than a JSON-RPC error, because
+    clients hand tool errors to the model (which should change course) and may
+    treat protocol errors as a broken server."""
+    result = json_line({"content": [{"type": "text", "text": message}], "isError": True})
+    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"result":' + result[:-1] + b"}"
+
+
+def _id_key(request_id: Any) -> str:
+    """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
+    try:
+        return canonical_json(request_id)
+    except (TypeError, JSONInputError):
+        return repr(request_id)
+
+
+def _payload(line: bytes) -> bytes:
+    """The line as the reader yields it: no ``\\n``, and no ``\\r`` before it."""
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    return line[:-1] if line.endswith(b"\r") else line
+
+
+class ClientRouter:
+    """The brake between one client and its server: decoder, brake, log and answers.
+
+    ``log`` takes each verdict record; ``note`` takes one line for people (stderr).
+    Used by one thread (the client-to-server copy)."""
+
+    def __init__(
+        self,
+        max_repeats: int,
+        log: Callable[[dict[str, Any]], None],
+        note: Callable[[str], None],
+        shadow: bool = False,
+    ) -> None:
+        self.brake = LoopBrake(max_repeats)
+        self.connections = Connections()
+        self.session = self.connections.session(DEFAULT_LABEL)
+        self.log = log
+        self.note = note
+        self.shadow = shadow
+        self.answered: OrderedDict[str, int] = OrderedDict()  # id key -> answers not cancelled
+        self.line_number = 0
+
+    def route_line(self, line: bytes) -> Routed:
+        """One line from the client (with its line end, if any)."""
+        self.line_number += 1
+        payload = _payload(line)
+        if not payload.strip():
+            return Routed(line)  # a blank line: counted, never a message
+        try:
+            value = parse_json(payload)
+        except JSONInputError as exc:
+            self.log(error_record(BadRecord(str(exc), self.line_number)))
+            return Routed(line)
+        if isinstance(value, list):
+            return self._route_batch(line, payload, value)
+        keep, answer = self.route_message(value, None, lambda: payload)
+        if keep:
+            return Routed(line)
+        return Routed(None, None if answer is None else answer + b"\n")
+
+    def _route_batch(self, line: bytes, payload: bytes, batch: list[Any]) -> Routed:
+        """A JSON-RPC batch: unchanged unless an element is withheld; then the other
+        elements, each with its own bytes, are forwarded as a batch, and the
+        proxy's answers go back as a batch of their own."""
+        spans: list[tuple[int, int]] = []
+
+        def element(index: int) -> Callable[[], bytes]:
+            def raw() -> bytes:
+                if not spans:
+                    spans.extend(array_element_spans(payload))
+                start, end = spans[index]
+                return payload[start:end]
+
+            return raw
+
+        kept: list[int] = []
+        answers: list[bytes] = []
+        for index, (message, path) in enumerate(messages(batch)):
+            keep, answer = self.route_message(message, path, element(index))
+            if keep:
+                kept.append(index)
+            if answer is not None:
+                answers.append(answer)
+        if len(kept) == len(batch):
+            return Routed(line)
+        forward = None
+        if kept:
+            elements = b",".join(element(index)() for index in kept)
+            forward = b"[" + elements + b"]" + line[len(payload) :]
+        answer = b"[" + b",".join(answers) + b"]\n" if answers else None
+        return Routed(forward, answer)
+
+    def route_message(
+        self, message: Any, path: str | None, raw: Callable[[], bytes]
+    ) -> tuple[bool, bytes | None]:
+        """Whether one message goes to the server, and the proxy's answer to it.
+
+        ``raw`` returns the message's own bytes (for a denied request's id)."""
+        record = self.connections.client_message(message, DEFAULT_LABEL, self.line_number, path)
+        self._follow_connection()
+        if record is None:
+            if self._is_answered_cancellation(message):
+                return False, None
+            self._forwarding(message)
+            return True, None
+        ((record, verdict),) = judge((record,), self.brake)
+        if verdict is None:
+            self.log(error_record(record))  # type: ignore[arg-type]
+            self._forwarding(message)
+            return True, None
+        assert isinstance(record, ToolCall)
+        self.log(verdict_record(record, verdict))
+        if not verdict.denied:
+            self._forwarding(message)
+            return True, None
+        data = raw()
+        span = member_span(data, "id")
+        id_bytes = data[span[0] : span[1]] if span else b"null"
+        what = _describe(id_bytes, verdict)
+        if self.shadow:
+            self.note(f"shadow: would deny {what}; forwarded")
+            self._forwarding(message)
+            return True, None
+        self.note(f"denied {what}")
+        self._remember_answered(message["id"])
+        return False, denial_answer(id_bytes, verdict.message)
+
+    def _follow_connection(self) -> None:
+        """After a reconnect the old session's streak and answered ids are void."""
+        session = self.connections.session(DEFAULT_LABEL)
+        if session != self.session:
+            self.brake.reset(self.session)
+            self.answered.clear()
+            self.session = session
+
+    def _forwarding(self, message: Any) -> None:
+        """A request the server gets: a cancellation of its id is the server's now."""
+        if self.answered and isinstance(message, dict) and "id" in message:
+            self.answered.pop(_id_key(message["id"]), None)
+
+    def _is_answered_cancellation(self, message: Any) -> bool:
+        """A cancellation of a request the proxy answered: dropped, once per answer."""
+        if not self.answered or not isinstance(message, dict):
+            return False
+        if message.get("method") != "notifications/cancelled" or "id" in message:
+            return False
+        params = message.get("params")
+        if not isinstance(params, dict) or "requestId" not in params:
+            return False
+        key = _id_key(params["requestId"])
+        left = self.answered.get(key, 0)
+        if not left:
+            return False
+        if left == 1:
+            del self.answered[key]
+        else:
+            self.answered[key] = left - 1
+        return True
+
+    def _remember_answered(self, request_id: Any) -> None:
+        key = _id_key(request_id)
+        self.answered[key] = self.answered.pop(key, 0) + 1
+        if len(self.answered) > MAX_ANSWERED_IDS:
+            self.answered.popitem(last=False)
+
+
+def _describe(id_bytes: bytes, verdict: Verdict) -> str:
+    """The call for a stderr note: the id as sent, the tool, the prefix; no arguments."""
+    name = json.dumps(verdict.tool_name, ensure_ascii=False)
+    return (
+        f"tools/call id {id_bytes.decode('utf-8', 'replace')} (tool {name}, "
+        f"call {verdict.hash_prefix}, count {verdict.count}, limit {verdict.max_repeats})"
+    )
