@@ -126,6 +126,25 @@ def test_canary_never_printed(tmp_path: Path) -> None:
     assert_canary_hidden("swe-agent", path)
 
 
+@pytest.mark.parametrize(
+    "action",
+    [
+        f"API_KEY={CANARY} ./deploy.sh\n",
+        f"/tmp/{CANARY}/run.sh --go\n",
+        f"./{CANARY}.sh\n",
+        f"{CANARY}$(id)\n",
+    ],
+)
+def test_free_text_first_word_is_never_a_secret(tmp_path: Path, action: str) -> None:
+    """The first word of a text action names the tool only when it is a plain command."""
+    steps = [{"action": action} for _ in range(3)]
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps({"trajectory": steps, "history": []}))
+    _, records = read(path)
+    assert [record.tool for record in records] == ["bash"] * 3
+    assert_canary_hidden("swe-agent", path)
+
+
 JSON_KEYS = st.sampled_from(
     ["trajectory", "history", "action", "observation", "role", "tool_calls", "function", "name",
      "arguments", "id", "is_demo"]

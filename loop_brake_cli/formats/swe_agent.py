@@ -8,7 +8,9 @@ Chat Completions shape); those are read when present::
 
 Text-action runs have no structured calls, only ``trajectory[].action``, a
 shell-style command string. Each step is then one call whose tool is the
-command's first word and whose arguments are ``{"action": <the whole action
+command's first word (when it is a plain command name; ``bash`` otherwise,
+since an assignment or a path in that place can carry a secret, and the tool
+name is printed) and whose arguments are ``{"action": <the whole action
 string, exactly as recorded>}``: ``"submit flag{x}\\n"`` is tool ``submit``,
 args ``{"action": "submit flag{x}\\n"}``. So two steps are the same call only
 when their whole command text is the same, and the tool names stay readable.
@@ -85,7 +87,19 @@ def _action_calls(trajectory: list[Any], session: str, line: int | None) -> Iter
         words = action.split(None, 1)
         if not words:
             continue
-        yield ToolCall(words[0], {"action": action}, session, None, line, path)
+        yield ToolCall(command_word(words[0]), {"action": action}, session, None, line, path)
+
+
+_COMMAND_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
+
+
+def command_word(word: str) -> str:
+    """The tool name of a text action: its first word when that is a plain command
+    name (``open``, ``find_file``, ``python3``), else ``bash``.
+
+    The name is printed in every verdict, so it must never be free text: an
+    assignment (``API_KEY=secret ./deploy.sh``) or a path can carry a secret."""
+    return word if _COMMAND_WORD.fullmatch(word) else "bash"
 
 
 @never_raises
