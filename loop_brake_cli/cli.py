@@ -65,12 +65,25 @@ def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (AttributeError, OSError, ValueError):  # AttributeError: no stdout at all
         pass
 
 
+def _output_failed(reason: str) -> int:
+    """Stdout cannot take the output: say so once and drop what is still buffered."""
+    click.echo(f"loop-brake: cannot write to standard output ({reason})", err=True)
+    _silence_stdout()
+    return ExitStatus.OUTPUT
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: no tracebacks for Ctrl-C, a closed pipe or bad usage."""
+    """Console entry point: no tracebacks for Ctrl-C, a closed pipe or bad usage.
+
+    A reader that went away (``| head``) ends the run quietly with 0; a stdout
+    that was closed before start (``>&-``), a full disk or a file size limit
+    are failures the caller must see: one stderr line, exit 5."""
+    if sys.stdout is None:
+        sys.exit(_output_failed("it is closed"))
     try:
         status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
     except click.ClickException as exc:
@@ -82,8 +95,12 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _silence_stdout()
         status = ExitStatus.OK
+    except OSError as exc:
+        status = _output_failed(exc.strerror or exc.__class__.__name__)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+    except OSError as exc:
+        status = _output_failed(exc.strerror or exc.__class__.__name__)
     sys.exit(int(status) if isinstance(status, int) else 0)

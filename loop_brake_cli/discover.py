@@ -3,7 +3,8 @@
 A directory is walked recursively in sorted order (so a replay's output is the
 same on every machine) and yields the files whose names match any registered
 format's ``INFO.patterns``, or those patterns plus ``.gz``. Hidden directories
-(``.git``, ``.venv``) are skipped. A file named explicitly is always replayed,
+(``.git``, ``.venv``) are skipped, and so is anything that is not a regular
+file (a FIFO, a socket, a device). A file named explicitly is always replayed,
 whatever its name: the format is decided by its content, not its suffix.
 """
 
@@ -59,8 +60,17 @@ def _walk(root: str, patterns: Sequence[str]) -> Iterator[str]:
             continue
         if is_dir:
             yield from _walk(entry.path, patterns)
-        elif _matches(entry.name, patterns):
+        elif _matches(entry.name, patterns) and _is_regular(entry):
             yield entry.path
+
+
+def _is_regular(entry: os.DirEntry[str]) -> bool:
+    """Only regular files (or links to one) are read from a directory: opening a
+    FIFO or a device found there would block or never end."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def discover(paths: Iterable[str], patterns: Sequence[str] | None = None) -> Iterator[Found]:

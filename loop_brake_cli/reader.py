@@ -10,6 +10,7 @@ skipped without ever holding more than that many bytes of it in memory.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import zlib
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ __all__ = [
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 CHUNK_SIZE = 1 << 16
+JSON_WHITESPACE = b" \t\r\n"  # a line of only these is blank; \x0b or \x0c is content
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -138,7 +140,7 @@ class Source:
                         line = line[:-1]
                     if len(line) > limit:
                         yield number, TOO_LONG
-                    elif line.strip():
+                    elif line.strip(JSON_WHITESPACE):
                         yield number, line
                 start = end + 1
                 last = chunk.rfind(b"\n")
@@ -149,7 +151,7 @@ class Source:
                             line = line[:-1]
                         if len(line) > limit:
                             yield number, TOO_LONG
-                        elif line.strip():
+                        elif line.strip(JSON_WHITESPACE):
                             yield number, line
                     start = last + 1
             if skipping:
@@ -166,7 +168,7 @@ class Source:
             line = bytes(pending[:-1] if pending.endswith(b"\r") else pending)
             if len(line) > limit:
                 yield number, TOO_LONG
-            elif line.strip():
+            elif line.strip(JSON_WHITESPACE):
                 yield number, line
 
 
@@ -183,6 +185,8 @@ def open_source(
     if path == "-":
         import sys
 
+        if stdin is None and sys.stdin is None:  # started with fd 0 closed (``<&-``)
+            raise OSError(errno.EBADF, "standard input is closed", "<stdin>")
         raw: BinaryIO = stdin if stdin is not None else sys.stdin.buffer
         name = "<stdin>"
     else:

@@ -20,7 +20,7 @@ from ._options import config_option, max_line_bytes_option, max_repeats_option, 
     epilog=EXIT_CODES_HELP,
     short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
 )
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
 @max_repeats_option()
 @config_option(
     "Take maxRepeats from these harness patch layers, in order (repeatable; "

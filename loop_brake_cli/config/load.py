@@ -93,12 +93,42 @@ def load_file(path: str) -> Any:
         raise ConfigError([(loc, f"YAML syntax error: {problem}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([(None, f"{path}: YAML error: {type(exc).__name__}")]) from None
+    except RecursionError:
+        raise ConfigError([(_too_deep(path, text), "YAML nested too deep to read")]) from None
     problems: list[Problem] = []
     if root is not None:
-        _check_tags(path, root, problems, set())
+        try:
+            _check_tags(path, root, problems, set())
+        except RecursionError:
+            raise ConfigError([(_too_deep(path, text), "YAML nested too deep to read")]) from None
     if problems:
         raise ConfigError(problems)
     return root
+
+
+def _too_deep(path: str, text: str, depth: int = 100) -> Location:
+    """Where flow brackets first nest ``depth`` deep (else where indentation does):
+    the parser's own position is lost with its stack."""
+    offset = _deep_offset(text, depth)
+    before = text[:offset]
+    return Location(path, before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def _deep_offset(text: str, depth: int) -> int:
+    level = 0
+    for offset, char in enumerate(text):
+        if char in "[{":
+            level += 1
+            if level >= depth:
+                return offset
+        elif char in "]}":
+            level -= 1
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if len(line) - len(line.lstrip(" ")) >= depth:
+            return offset
+        offset += len(line)
+    return 0
 
 
 def _check_tags(path: str, node: Any, problems: list[Problem], seen: set[int]) -> None:

@@ -1,0 +1,131 @@
+"""Closed, full and size-limited standard streams, FIFOs in directories, deep YAML.
+
+Each case runs the real console script under a shell that sets the stream up
+(``>&-``, ``<&-``, ``> /dev/full``, ``ulimit -f 0``): one stderr line, no
+traceback, and the documented exit status (5: output could not be written;
+3: input could not be read; 2: a configuration error).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env, run_cli
+
+SAMPLE = "samples/stuck-agent.jsonl"
+CONFIG = "samples/config/bundle/cordis.patch.yml"
+LOOP_BRAKE = f"{sys.executable} -m loop_brake_cli"
+
+WRITERS = [
+    f"filter {SAMPLE}",
+    f"replay {SAMPLE}",
+    f"replay --json {SAMPLE}",
+    f"replay --verdicts {SAMPLE}",
+    "hash search '{\"q\":1}'",
+    f"check-config {CONFIG}",
+]
+
+
+def shell(command: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["bash", "-c", command], capture_output=True, cwd=ROOT, env=cli_env(), timeout=timeout
+    )
+
+
+def assert_one_clean_line(result: subprocess.CompletedProcess[bytes], status: int) -> str:
+    err = result.stderr.decode()
+    assert result.returncode == status, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("args", WRITERS)
+@pytest.mark.parametrize(
+    "redirect, reason",
+    [
+        (">&-", "it is closed"),
+        ("> /dev/full", "No space left on device"),
+        ("> {tmp}/out", "File too large"),
+    ],
+)
+def test_unwritable_stdout_is_one_line_and_exit_5(
+    tmp_path: Path, args: str, redirect: str, reason: str
+) -> None:
+    if "/dev/full" in redirect and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    prefix = "ulimit -f 0; " if "{tmp}" in redirect else ""
+    result = shell(f"{prefix}{LOOP_BRAKE} {args} {redirect.format(tmp=tmp_path)}")
+    err = assert_one_clean_line(result, 5)
+    assert f"loop-brake: cannot write to standard output ({reason})" in err
+
+
+@pytest.mark.parametrize("args", ["filter", "filter -", "replay -", "replay --verdicts -"])
+def test_closed_stdin_is_unreadable_input(args: str) -> None:
+    err = assert_one_clean_line(shell(f"{LOOP_BRAKE} {args} <&-"), 3)
+    assert "standard input is closed" in err
+
+
+def test_closed_pipe_is_still_quiet_success() -> None:
+    """A reader that stops early (``| head -1``) is not a failure: exit 0, no output error."""
+    line = '{"tool":"t","args":{}}'
+    result = shell(
+        f"yes '{line}' | head -200000 | {LOOP_BRAKE} filter | head -1; "
+        "echo status=${PIPESTATUS[2]} >&2"
+    )
+    assert b"Traceback" not in result.stderr
+    assert b"status=0" in result.stderr
+    assert b"cannot write" not in result.stderr
+    assert result.stdout.count(b"\n") == 1
+
+
+def test_every_non_blank_line_gets_one_verdict() -> None:
+    """Only JSON whitespace makes a line blank: a vertical tab or form feed is content."""
+    result = run_cli("filter", input=b'\x0b\n{"tool":"a"}\n\x0c\n \t\n')
+    lines = result.stdout.decode().splitlines()
+    assert [line.split('"line":')[1].split(",")[0] for line in lines] == ["1", "2", "3"]
+    assert '"verdict":"error"' in lines[0] and '"verdict":"error"' in lines[2]
+
+
+def test_a_directory_given_to_filter_is_unreadable_input(tmp_path: Path) -> None:
+    result = run_cli("filter", str(tmp_path))
+    assert result.returncode == 3
+    assert b"Is a directory" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_replay_of_a_directory_skips_a_fifo(tmp_path: Path, jobs: str) -> None:
+    shutil.copy(ROOT / SAMPLE, tmp_path / "a.jsonl")
+    os.mkfifo(tmp_path / "b.jsonl")  # nobody writes: opening it would block forever
+    result = run_cli("replay", "-j", jobs, "--json", str(tmp_path), timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert b'"a.jsonl"' in result.stdout or b"a.jsonl" in result.stdout
+    assert b"b.jsonl" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: " + "[" * 600 + "]" * 600 + "\n",
+        "a: " + "{b: " * 600 + "1" + "}" * 600 + "\n",
+        "".join(" " * i + "- \n" for i in range(0, 3000, 2)),
+    ],
+    ids=["flow-sequence", "flow-mapping", "block"],
+)
+@pytest.mark.parametrize("command", ["check-config", "filter --config", "replay --config"])
+def test_deeply_nested_yaml_is_a_located_error(tmp_path: Path, text: str, command: str) -> None:
+    path = tmp_path / "deep.yml"
+    path.write_text(text)
+    args = [*command.split(), str(path)]
+    if command != "check-config":
+        args.append(str(ROOT / SAMPLE))
+    result = run_cli(*args)
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    assert "Traceback" not in err
+    assert f"{path}:" in err and "nested too deep" in err
