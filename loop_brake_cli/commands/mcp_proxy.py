@@ -1,6 +1,7 @@
 """``loop-brake mcp-proxy``: the brake in front of any MCP stdio server.
 
-Only argument parsing lives here; the proxy itself is ``loop_brake_cli.mcp_proxy``.
+Only argument parsing lives here; the proxy itself is the ``loop_brake_cli.mcp_proxy``
+package.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ PROXY_EXIT_HELP = (
     "log_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Append one verdict JSON line per tools/call to FILE (never arguments).",
+    help=(
+        "Append to FILE the verdict lines replay --verdicts --format mcp would print for "
+        "the client's traffic (never arguments); created 0600, never through a symlink."
+    ),
 )
 @click.option(
     "--shutdown-timeout",
@@ -67,9 +71,10 @@ def mcp_proxy_command(
     The server gets the proxy's environment, working directory and stderr.
     Every line passes through unchanged, except a tools/call the brake denies:
     the server never sees it, and the client gets a tool error (isError: true)
-    with the loop-brake message for the same id. One proxy process is one
-    session; a new initialize request starts the streak afresh. Signals
-    (INT, TERM, HUP) are forwarded; the proxy exits with the server's status.
+    with the loop-brake message for the same id. The connection is the
+    session (mcp#1); an initialize request after other traffic starts the next
+    (mcp#2) with fresh streaks. Signals (INT, TERM, HUP) are forwarded; the
+    proxy exits with the server's status.
     """
     resolved = resolve_or_report("loop-brake mcp-proxy", max_repeats)
     if resolved is None:

@@ -1,0 +1,125 @@
+"""The proxy keeps the client's bytes: batches, big ids, big numbers, ids in answers.
+
+Numbers are read as doubles (as JavaScript reads them), so nothing the proxy
+forwards or echoes may be re-serialised from parsed values: the kept elements
+of a batch are forwarded with their own bytes and a denial answer carries the
+request's id as the client wrote it. ``tests/echo_server.py --record`` keeps
+every line the server received, to compare bytes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT, cli_env
+
+from loop_brake_cli.brake import deny_message
+from loop_brake_cli.canonical import call_hash
+
+ECHO = [sys.executable, str(ROOT / "tests" / "echo_server.py")]
+BIG_ID = b"12345678901234567891"
+BIG_NUMBER = b"9007199254740993"
+
+
+def call(request_id: bytes, name: str = "t", arguments: bytes = b'{"a":1}') -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","id":'
+        + request_id
+        + b',"method":"tools/call","params":{"name":"'
+        + name.encode()
+        + b'","arguments":'
+        + arguments
+        + b"}}"
+    )
+
+
+def cancel(request_id: bytes) -> bytes:
+    body = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":'
+    return body + request_id + b"}}"
+
+
+def answer(id_bytes: bytes, count: int, limit: int, name: str = "t", arguments=None) -> bytes:
+    """The denial answer, written out by hand around the id as the client sent it."""
+    prefix = call_hash(name, {"a": 1} if arguments is None else arguments)[:12]
+    text = deny_message(name, count, limit, prefix).replace('"', '\\"').replace("\n", "\\n")
+    return (
+        b'{"jsonrpc":"2.0","id":'
+        + id_bytes
+        + b',"result":{"content":[{"type":"text","text":"'
+        + text.encode()
+        + b'"}],"isError":true}}'
+    )
+
+
+def proxy(lines: list[bytes], tmp: Path, *options: str) -> tuple[list[bytes], list[bytes]]:
+    """(what the client got, what the server received), line by line."""
+    record = tmp / "received"
+    done = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", *options, "--", *ECHO]
+        + ["--record", str(record)],
+        input=b"".join(line + b"\n" for line in lines),
+        capture_output=True,
+        env=cli_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    received = record.read_bytes().splitlines() if record.exists() else []
+    return done.stdout.splitlines(), received
+
+
+def test_a_batch_with_a_denial_forwards_the_other_elements_byte_for_byte(tmp_path: Path) -> None:
+    big = call(BIG_ID, "other", b'{"n":' + BIG_NUMBER + b',"f":1.10,"s":"]},\\"[{"}')
+    note = b'{ "jsonrpc" : "2.0" , "method" : "notifications/progress" , "params" : { } }'
+    denied = call(b'"r\\u00e9-\\"]}"')  # escapes and brackets inside the id string
+    batch = b"[ " + big + b" ,\t" + denied + b" , " + note + b" ]"
+    got, received = proxy([call(b"1"), batch], tmp_path, "-m", "2")
+    assert received == [call(b"1"), b"[" + big + b"," + note + b"]"]
+    assert b"[" + answer(b'"r\\u00e9-\\"]}"', 2, 2) + b"]" in got
+    assert BIG_ID in received[1] and BIG_NUMBER in received[1]  # not 1.2345678901234567e+19
+
+
+def test_a_batch_of_denials_only_forwards_nothing(tmp_path: Path) -> None:
+    batch = b"[" + call(b"2") + b"," + call(b"3.0") + b"]"
+    got, received = proxy([call(b"1"), batch], tmp_path, "-m", "2")
+    assert received == [call(b"1")]
+    assert sorted(got) == sorted(
+        [call(b"1"), b"[" + answer(b"2", 2, 2) + b"," + answer(b"3.0", 3, 2) + b"]"]
+    )
+
+
+def test_a_single_denial_echoes_the_id_bytes(tmp_path: Path) -> None:
+    twice = call(b"1").replace(b'"id":1,', b'"id":1,"id":7e0,')
+    got, received = proxy([call(b"-0"), twice], tmp_path, "-m", "2")
+    assert received == [call(b"-0")]
+    assert answer(b"7e0", 2, 2) in got  # the parser keeps the last "id"; so does the answer
+
+
+def test_an_id_beyond_2_53_is_not_a_call_id_and_is_forwarded(tmp_path: Path) -> None:
+    lines = [call(BIG_ID, arguments=b'{"a":' + BIG_NUMBER + b"}")] * 3
+    log = tmp_path / "log"
+    got, received = proxy(lines, tmp_path, "-m", "2", "--log", str(log))
+    assert received == lines and sorted(got) == sorted(lines)
+    assert log.read_text().count('"error":"tools/call id is not a string or an integer"') == 3
+
+
+def test_a_cancellation_is_dropped_once_per_answer(tmp_path: Path) -> None:
+    tools_list = b'{"jsonrpc":"2.0","id":4,"method":"tools/list"}'
+    lines = [
+        call(b"1"),
+        call(b"3"),  # denied: answered by the proxy
+        call(b"3"),  # the same request sent again: a duplicate, denied and answered again
+        cancel(b"3"),  # dropped
+        cancel(b"3"),  # dropped: the second answer
+        cancel(b"3"),  # forwarded: nothing left to cancel here
+        call(b"4"),  # denied
+        tools_list,  # id 4 reused for a request the server gets
+        cancel(b"4"),  # so its cancellation reaches the server
+        cancel(b'"1"'),  # a different id
+    ]
+    got, received = proxy(lines, tmp_path, "-m", "2")
+    assert received == [call(b"1"), cancel(b"3"), tools_list, cancel(b"4"), cancel(b'"1"')]
+    assert got.count(answer(b"3", 2, 2)) == 2
+    assert answer(b"4", 3, 2) in got
