@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 pytest.importorskip("mcp", reason="the MCP SDK is in the test extra: pip install -e '.[test]'")
 
@@ -118,6 +118,7 @@ def test_sdk_client_third_identical_call_is_denied_and_never_reaches_the_server(
         ("pass", "add", 1),
         ("pass", "echo", 1),
     ]
+    assert {v["sessionId"] for v in verdicts} == {"mcp#1"}  # one connection
     stderr = stderr_path.read_text()
     assert "mcp_server: hello from the server's stderr" in stderr  # passed through
     assert "loop-brake mcp-proxy: denied tools/call" in stderr
@@ -139,7 +140,7 @@ def test_sdk_traffic_passes_unchanged_on_the_wire(tmp_path: Path) -> None:
     inner = 'tee "$WIRE/proxy_to_server" | "$PY" "$SERVER" | tee "$WIRE/server_to_proxy"'
     outer = (
         'tee "$WIRE/client_to_proxy" '
-        '| "$PY" -m loop_brake_cli mcp-proxy -- sh -c \'' + inner + "' "
+        '| "$PY" -m loop_brake_cli mcp-proxy --log "$WIRE/log" -- sh -c \'' + inner + "' "
         '| tee "$WIRE/proxy_to_client"'
     )
     params = StdioServerParameters(command="sh", args=["-c", outer], env=env, cwd=ROOT)
@@ -193,3 +194,9 @@ def test_sdk_traffic_passes_unchanged_on_the_wire(tmp_path: Path) -> None:
     assert {"initialize", "notifications/initialized", "tools/list", "ping"} <= methods
     assert any(len(line) > FIVE_MIB for line in proxy_to_server)
     assert any(len(line) > FIVE_MIB for line in proxy_to_client)
+    # the SDK's own traffic, recorded as a goose log, replays to the proxy's log
+    recorded = wire / "recorded.log"
+    recorded.write_bytes(b"".join(b"STDIN: " + line for line in client_to_proxy))
+    replayed = run_cli("replay", "--verdicts", "--format", "mcp", str(recorded))
+    assert replayed.stdout == (wire / "log").read_bytes()
+    assert replayed.stdout.count(b'"verdict":"deny"') == 1
