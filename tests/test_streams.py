@@ -129,3 +129,28 @@ def test_deeply_nested_yaml_is_a_located_error(tmp_path: Path, text: str, comman
     assert result.returncode == 2, err
     assert "Traceback" not in err
     assert f"{path}:" in err and "nested too deep" in err
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_replay_workers_die_with_the_parent(tmp_path: Path, signame: str) -> None:
+    """``replay -j 2`` stopped by a signal leaves no worker holding stdout/stderr open."""
+    import signal
+    import time
+
+    line = b'{"tool":"search","args":{"q":"weather"},"sessionId":"s"}\n'
+    for name in ("a", "b", "c", "d"):
+        (tmp_path / f"{name}.jsonl").write_bytes(line * 400_000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loop_brake_cli", "replay", "-j", "2", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=cli_env(),
+    )
+    time.sleep(1.5)  # the workers are busy with their files
+    proc.send_signal(getattr(signal, signame))
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=20)  # EOF on both pipes: every holder is gone
+    assert time.monotonic() - started < 10
+    assert proc.returncode == (130 if signame == "SIGINT" else 128 + getattr(signal, signame))
+    assert b"Traceback" not in err

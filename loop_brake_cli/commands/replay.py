@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -241,6 +242,7 @@ def _replay_parallel(
     work = [Job(path, format_name, value, source, cap, max_line_bytes) for path in files]
     merged: Report | None = None
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_worker_init)
+    previous = _exit_on_signals()
     try:
         # Largest files first, so one big file started last cannot leave a worker idle;
         # results are still merged in input order.
@@ -260,9 +262,27 @@ def _replay_parallel(
             process.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     pool.shutdown()
     assert merged is not None
     return merged
+
+
+def _exit_on_signals() -> dict[int, object]:
+    """SIGTERM and SIGHUP end the run like Ctrl-C does, through the clean-up that
+    stops the workers (the default action would leave them running, holding the
+    caller's stdout and stderr open). Exit status 128 + the signal number."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    return {
+        signum: signal.signal(signum, stop)
+        for signum in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+        if signum is not None
+    }
 
 
 def _size(path: str) -> int:
@@ -273,10 +293,18 @@ def _size(path: str) -> int:
 
 
 def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them: no traceback per worker."""
-    import signal
+    """Workers leave Ctrl-C to the parent, which stops them: no traceback per worker.
 
+    On Linux a worker also dies with its parent, even one killed with SIGKILL."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def _print_verdicts(
