@@ -67,6 +67,7 @@ TRAFFIC = [
     call('"11"', '"search"', SAME),
     call("12", '"search"', SAME),
     call("13", '"search"', '"not json, hashed as the string"'),
+    b"\x0c",  # a form feed is not JSON whitespace: not a blank line
 ]
 
 
@@ -127,8 +128,9 @@ def test_log_equals_replay_of_the_recorded_traffic(tmp_path: Path) -> None:
         ("pass", 22, None, "mcp#2", 2),
         ("deny", 23, None, "mcp#2", 3),
         ("pass", 24, None, "mcp#2", 1),
+        ("error", 25, None, None, None),
     ]
-    assert verdicts[-1]["callId"] == 13 and verdicts[-3]["callId"] == "11"
+    assert verdicts[-2]["callId"] == 13 and verdicts[-4]["callId"] == "11"
     assert CANARY.encode() not in log + done.stderr
     # withheld: the denied calls and the cancellation of one; the rest reached the server
     sent = [line + b"\n" for line in TRAFFIC]
@@ -179,6 +181,8 @@ _LINES = st.sampled_from(
         b'"just a string"',
         b"{bad",
         b"",
+        b" \t",
+        b"\x0c",  # not JSON whitespace: a line with content
     ]
 )
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
-from ..reader import TOO_LONG, Source
+from ..reader import JSON_WHITESPACE, TOO_LONG, Source
 from ..records import BadRecord, Record, line_too_long
 from ..wire.mcp import DEFAULT_LABEL, Connections, messages
 from . import FormatInfo
@@ -59,7 +59,7 @@ def _split(line: bytes) -> tuple[str | None, str, bytes, bool] | None:
     """(direction, server label, JSON payload, tolerate trailing text), or None to skip."""
     match = _GOOSE.match(line)
     if match:
-        if match.group(1) == b"STDERR" or not match.group(2).strip():
+        if match.group(1) == b"STDERR" or not match.group(2).strip(JSON_WHITESPACE):
             return None
         return _DIRECTIONS[match.group(1)], DEFAULT_LABEL, match.group(2), False
     match = _DESKTOP.match(line)

@@ -26,6 +26,7 @@ from ..brake import LoopBrake, Verdict
 from ..canonical import JSONInputError, canonical_json, parse_json
 from ..output import json_line
 from ..pipeline import judge
+from ..reader import JSON_WHITESPACE
 from ..records import BadRecord, ToolCall, error_record, verdict_record
 from ..wire.mcp import DEFAULT_LABEL, Connections, messages
 from .spans import array_element_spans, member_span
@@ -94,8 +95,8 @@ class ClientRouter:
         """One line from the client (with its line end, if any)."""
         self.line_number += 1
         payload = _payload(line)
-        if not payload.strip():
-            return Routed(line)  # a blank line: counted, never a message
+        if not payload.strip(JSON_WHITESPACE):
+            return Routed(line)  # a blank line: counted (as the reader counts it), no message
         try:
             value = parse_json(payload)
         except JSONInputError as exc:
