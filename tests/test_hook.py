@@ -151,10 +151,46 @@ def test_cursor_deny_and_string_tool_input(state: Path, event: str) -> None:
 
 
 def test_forced_agent_overrides_detection(state: Path) -> None:
+    # no event name: a call for every decoder; --agent picks the dialect of the answer
+    bare = json.loads(claude_input(1))
+    del bare["hook_event_name"]
     for i in (1, 2):
-        assert_allowed(hook(state, claude_input(i), "--agent", "gemini"))
-    out = json.loads(hook(state, claude_input(3), "--agent", "gemini").stdout)
+        bare["tool_use_id"] = f"toolu_{i}"
+        assert_allowed(hook(state, json.dumps(bare).encode(), "--agent", "gemini"))
+    bare["tool_use_id"] = "toolu_3"
+    out = json.loads(hook(state, json.dumps(bare).encode(), "--agent", "gemini").stdout)
     assert out["decision"] == "deny"
+
+
+def test_forced_agent_reads_with_its_own_decoder(state: Path) -> None:
+    # a Claude Code PreToolUse is not a Gemini pre-tool event: nothing to count
+    for i in (1, 2, 3):
+        result = hook(state, claude_input(i), "--agent", "gemini", "-m", "1")
+        assert_allowed(result)
+        assert result.stderr == b""
+    assert not state.exists()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        claude_input(1, hook_event_name="PostToolUse", tool_response={"stdout": CANARY}),
+        claude_input(1, hook_event_name="Stop"),
+        gemini_input(1).replace(b"BeforeTool", b"AfterTool"),
+        cursor_input(1, event="afterMCPExecution"),
+        cursor_input(1, event="beforeShellExecution"),
+        json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit"}).encode(),
+    ],
+    ids=["post-tool-use", "stop", "after-tool", "after-mcp", "before-shell", "prompt"],
+)
+def test_events_that_are_not_pre_tool_calls_are_allowed_silently(
+    state: Path, payload: bytes
+) -> None:
+    for _ in range(3):
+        result = hook(state, payload, "-m", "1", "--fail-closed")
+        assert_allowed(result)
+        assert result.stderr == b""
+    assert not state.exists()
 
 
 def test_max_repeats_option_and_environment(state: Path) -> None:
@@ -326,7 +362,15 @@ def assert_allowed_with_warning(result: subprocess.CompletedProcess[bytes]) -> s
         (b"", "hook input is empty"),
         (b'{"session_id": "s", "tool_input": {"a": "' + CANARY.encode(), "not valid JSON"),
         (b"[1, 2]", "not a JSON object"),
-        (b'{"session_id": "s", "tool_input": {}}', "no tool_name"),
+        (b'{"session_id": "s", "tool_input": {}}', "hook input: tool_name missing"),
+        (b'{"session_id": "s", "tool_name": 7, "tool_input": {}}', "tool_name not a string"),
+        (b'{"session_id": 42, "tool_name": "Bash"}', "session_id is not a string"),
+        (b'{"session_id": "s", "tool_name": "Bash", "agent_id": 1}', "agent_id is not a string"),
+        (b'{"conversation_id": 1.5, "tool_name": "Bash"}', "conversation_id is not a string"),
+        (
+            b'{"session_id": "s", "tool_name": "Bash", "tool_use_id": true}',
+            "tool_use_id is not a string or an integer",
+        ),
         (b"\xff\xfe", "not valid UTF-8"),
     ],
 )
@@ -450,3 +494,74 @@ def test_hook_path_imports_nothing_it_does_not_need(state: Path) -> None:
     for unwanted in ("rich", "loop_brake_cli.formats", "loop_brake_cli.reader", "argparse"):
         assert unwanted not in imported
     assert "loop_brake_cli.hook.runner" in imported
+
+
+# -- the store: call ids as the brake compares them, and an older layout ------------------
+
+
+def _logged(log: Path) -> list[tuple]:
+    return [
+        (r["sessionId"], r.get("callId"), r["count"], r.get("duplicate", False))
+        for r in map(json.loads, log.read_text().splitlines())
+    ]
+
+
+def test_integer_and_string_call_ids_stay_distinct(state: Path) -> None:
+    log = state.parent.parent / "log.jsonl"
+    for call_id in (7, "7", "7", 7.0, 7):
+        payload = json.loads(claude_input(1))
+        payload["tool_use_id"] = call_id
+        out = hook(state, json.dumps(payload).encode(), "-m", "1", "--log", str(log))
+        assert json.loads(out.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert _logged(log) == [
+        ("sess-1", 7, 1, False),
+        ("sess-1", "7", 2, False),
+        ("sess-1", "7", 2, True),  # the same call seen twice
+        ("sess-1", 7, 3, False),  # 7.0 is the integer 7, a new id after "7"
+        ("sess-1", 7, 3, True),
+    ]
+    listing = run_cli("state", "list", "--state", str(state), "--json")
+    assert json.loads(listing.stdout)["callId"] == 7
+
+
+def test_session_edges_follow_the_nullish_rule(state: Path) -> None:
+    log = state.parent.parent / "log.jsonl"
+    cursor = json.loads(cursor_input(4))
+    cursor.update(conversation_id=None, session_id="cs")  # null falls back to session_id
+    inputs = [
+        claude_input(1, session=""),  # "" is a session of its own
+        claude_input(2, session=None),  # null falls back to "default"
+        claude_input(3, session="", agent_id="sub"),
+        json.dumps(cursor).encode(),
+    ]
+    for payload in inputs:
+        assert_allowed(hook(state, payload, "--shadow", "-m", "1", "--log", str(log)))
+    assert [s for s, _, _, _ in _logged(log)] == ["", "default", "/sub", "cs"]
+
+
+def test_empty_tool_name_is_a_call(state: Path) -> None:
+    payload = json.loads(claude_input(1))
+    payload["tool_name"] = ""
+    out = hook(state, json.dumps(payload).encode(), "-m", "1")
+    reason = json.loads(out.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith('loop brake: tool "" called 1 times')
+
+
+def test_a_store_of_the_older_layout_starts_afresh(state: Path) -> None:
+    state.parent.mkdir(parents=True)
+    with sqlite3.connect(state) as conn:
+        conn.execute(
+            "CREATE TABLE streaks (session TEXT PRIMARY KEY, digest BLOB NOT NULL,"
+            " count INTEGER NOT NULL, call_id TEXT, tool TEXT NOT NULL, updated REAL NOT NULL)"
+        )
+        conn.execute("INSERT INTO streaks VALUES ('sess-1', zeroblob(32), 9, 'x', 'Bash', 1e12)")
+        conn.execute("PRAGMA user_version = 1")
+    listing = run_cli("state", "list", "--state", str(state), "--json")
+    assert listing.returncode == 0 and listing.stdout == b""
+    text = assert_allowed_with_warning(hook(state, claude_input(1)))
+    assert "older version" in text and "afresh" in text
+    assert_allowed(hook(state, claude_input(2)))
+    assert json.loads(hook(state, claude_input(3)).stdout)
+    with sqlite3.connect(state) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("SELECT count FROM streaks").fetchall() == [(3,)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from .. import agents
 from ..exitcodes import ExitStatus
 
 
@@ -38,7 +39,7 @@ def hook_command(args: tuple[str, ...]) -> int:
     epilog="Exit status: 0 ok (or already installed); 2 usage; "
     "3 a settings file that cannot be read or parsed (left untouched).",
 )
-@click.argument("agent", type=click.Choice(["claude-code", "codex", "gemini"]))
+@click.argument("agent", type=click.Choice(agents.installable()))
 @click.option("--project", "scope", flag_value="project", help="This project's settings file.")
 @click.option(
     "--user", "scope", flag_value="user", default=True, help="Your user settings file (default)."
@@ -60,8 +61,8 @@ def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> i
     """
     from ..hook.install import InstallError, plan_install, settings_path, write_plan
 
-    path = settings_path(agent, scope)
     try:
+        path = settings_path(agent, scope)
         plan = plan_install(agent, path, executable)
     except InstallError as exc:
         click.echo(f"loop-brake hook install: {exc}", err=True)

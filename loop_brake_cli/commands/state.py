@@ -23,6 +23,13 @@ def _age(seconds: float) -> str:
     return f"{seconds}s"
 
 
+def _shown_id(call_id: object) -> str:
+    """A call id for the table: as written (a string or an integer), "-" for none."""
+    if call_id is None:
+        return "-"
+    return str(call_id) if call_id != "" else '""'
+
+
 def _store(path: str | None):
     from ..hook.store import StateStore, default_state_path
 
@@ -77,7 +84,7 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
                 row.tool,
                 str(row.count),
                 row.hash_prefix,
-                row.call_id or "-",
+                _shown_id(row.call_id),
                 _age(now - row.updated),
             )
         )

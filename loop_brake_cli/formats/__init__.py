@@ -51,10 +51,10 @@ def _load() -> list[ModuleType]:
         anthropic,
         cassette,
         claude_code,
-        claude_hooks,
         codex,
         events,
         gemini_cli,
+        hook_log,
         mcp,
         openai_chat,
         openai_responses,
@@ -66,7 +66,7 @@ def _load() -> list[ModuleType]:
     # Chat-shaped formats last: their sniffs are the most general.
     return [
         claude_code,
-        claude_hooks,
+        hook_log,
         codex,
         mcp,
         otel,

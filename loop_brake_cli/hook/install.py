@@ -7,17 +7,10 @@ first, and the new file replaces the old one atomically. A file that does not
 parse as a JSON object, or whose ``hooks`` is not shaped as the agent expects,
 is refused untouched. Installing twice changes nothing.
 
-Where each agent reads its hooks (see the URLs in ``dialects``):
-
-* Claude Code: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
-  (user), ``hooks.PreToolUse``; matcher ``*`` is every tool.
-* Codex: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
-  ``$CODEX_HOME/hooks.json``), ``hooks.PreToolUse``. Codex also reads inline
-  ``[hooks]`` tables in ``config.toml``; this writes the JSON form, whose root
-  may hold only ``description`` and ``hooks``. The matcher is a regex, so it is
-  left out (every tool).
-* Gemini CLI: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
-  (user), ``hooks.BeforeTool``; the matcher is a regex and is left out.
+Where each agent reads its hooks is the agent module's ``INSTALL`` (``agents/``:
+the settings file for ``--project`` and ``--user``, the event key, the matcher,
+with the vendor's documentation); an agent whose ``INSTALL`` is None (Cursor)
+is refused with the reason its module gives. This module is only the merge.
 """
 
 from __future__ import annotations
@@ -31,19 +24,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import agents
+from ..agents import Install
+
 __all__ = [
-    "INSTALL_AGENTS",
     "InstallError",
     "InstallPlan",
     "hook_entry",
+    "install_target",
     "plan_install",
     "settings_path",
     "write_plan",
 ]
 
-INSTALL_AGENTS = ("claude-code", "codex", "gemini")
-
-_EVENT = {"claude-code": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}
 _OURS = re.compile(r"(^|[\s/\\\"'])loop-brake(\.exe)?[\"']?\s+hook(\s|$)")
 
 
@@ -62,33 +55,43 @@ class InstallPlan:
     text: str
 
 
-def settings_path(agent: str, scope: str, cwd: str | None = None, home: str | None = None) -> str:
+def install_target(agent: str) -> Install:
+    """The agent module's install target; InstallError if it has none."""
+    try:
+        module = agents.get(agent)
+    except agents.UnknownAgentError as exc:
+        raise InstallError(str(exc)) from None
+    if module.INSTALL is None:
+        raise InstallError(f"{agent} hooks are not installed by this command: {module.NO_INSTALL}")
+    return module.INSTALL
+
+
+def settings_path(
+    agent: str,
+    scope: str,
+    cwd: str | None = None,
+    home: str | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
     """The settings file an agent reads its hooks from, for ``project`` or ``user`` scope."""
-    home = home or os.path.expanduser("~")
-    base = cwd or os.getcwd()
-    if agent == "claude-code":
-        root = base if scope == "project" else home
-        return os.path.join(root, ".claude", "settings.json")
-    if agent == "codex":
-        if scope == "project":
-            return os.path.join(base, ".codex", "hooks.json")
-        codex_home = os.environ.get("CODEX_HOME") or os.path.join(home, ".codex")
-        return os.path.join(codex_home, "hooks.json")
-    if agent == "gemini":
-        root = base if scope == "project" else home
-        return os.path.join(root, ".gemini", "settings.json")
-    raise ValueError(f"unknown agent {agent!r}")
+    target = install_target(agent)
+    if scope == "project":
+        return os.path.join(cwd or os.getcwd(), *target.project.split("/"))
+    environ = os.environ if env is None else env
+    override = environ.get(target.user_dir_env) if target.user_dir_env else None
+    if override:
+        return os.path.join(override, target.user.rsplit("/", 1)[-1])
+    return os.path.join(home or os.path.expanduser("~"), *target.user.split("/"))
 
 
 def hook_entry(agent: str, executable: str = "loop-brake") -> dict[str, Any]:
     """The matcher group this adds to the agent's pre-tool event list."""
+    target = install_target(agent)
     handler: dict[str, Any] = {"type": "command", "command": f"{executable} hook --agent {agent}"}
-    if agent == "claude-code":
-        return {"matcher": "*", "hooks": [handler]}
-    if agent == "gemini":
-        handler["name"] = "loop-brake"
-        handler["description"] = "Deny the Nth identical consecutive tool call (loop-brake)"
-    return {"hooks": [handler]}
+    handler.update(target.handler_fields)
+    if target.matcher is None:
+        return {"hooks": [handler]}
+    return {"matcher": target.matcher, "hooks": [handler]}
 
 
 def _already_installed(groups: list[Any]) -> bool:
@@ -103,7 +106,7 @@ def _already_installed(groups: list[Any]) -> bool:
 
 def plan_install(agent: str, path: str, executable: str = "loop-brake") -> InstallPlan:
     """Read ``path`` (if any) and compute the merged document; raises InstallError."""
-    event = _EVENT[agent]
+    event = install_target(agent).event
     try:
         with open(path, encoding="utf-8") as handle:
             original = handle.read()

@@ -8,8 +8,15 @@ tool call with a usage message as the reason. Here a bad option or value is a
 brake failure like any other: the call is allowed with one stderr line, or
 denied with ``--fail-closed``.
 
-Exit codes: 0 always (allow = no output, deny = the dialect's JSON on stdout),
-except a ``--fail-closed`` failure on input whose dialect cannot be told, which
+The input is read by the agent's own decoder (``agents/``, detected unless
+``--agent``), the one the hook-log reader ``formats/hook_log.py`` uses too, and
+counted through ``StateStore.count_call`` (``streak.step``), so a replayed log
+of hook inputs gets, call by call, the verdicts the live hook gave. A decoder's
+BadRecord is a brake failure; an event that is not a pre-tool call is allowed
+with no output.
+
+Exit codes: 0 always (allow = no output, deny = the agent's JSON on stdout),
+except a ``--fail-closed`` failure on input whose agent cannot be told, which
 exits 2 with the reason on stderr (every supported agent blocks on exit 2).
 """
 
@@ -17,11 +24,13 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 from typing import Any, BinaryIO, TextIO
 
-from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
-from ..canonical import call_digest
-from .dialects import AGENTS, HookCall, HookInputError, deny_output, detect, read_call
+from .. import agents
+from ..brake import InvalidMaxRepeatsError, Verdict, resolve_max_repeats
+from ..canonical import JSONInputError, call_digest, parse_json
+from ..records import BadRecord, ToolCall
 from .store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
@@ -37,7 +46,7 @@ PROG = "loop-brake hook"
 
 HELP = f"""\
 Usage: {PROG} [OPTIONS]
-       {PROG} install claude-code|codex|gemini [--project|--user] [--dry-run]
+       {PROG} install {"|".join(agents.installable())} [--project|--user] [--dry-run]
 
   Run before each tool call by a coding agent: read the call (JSON on stdin),
   count it in the on-disk streak of its session, and deny the call that brings
@@ -45,7 +54,7 @@ Usage: {PROG} [OPTIONS]
   deny = exit 0 with the agent's documented deny JSON.
 
 Options:
-  --agent [claude-code|codex|gemini|cursor]
+  --agent [{"|".join(agents.names())}]
                           Input/output dialect (default: detected).
   -m, --max-repeats N     Deny the call that brings a streak to N (default:
                           $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).
@@ -130,9 +139,12 @@ def _parse_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
             continue
         errors.append(f"unknown option or argument {arg!r}")
     agent = opts.get("agent")
-    if agent is not None and agent not in AGENTS:
-        errors.append(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
-        opts["agent"] = None
+    if agent is not None:
+        try:
+            opts["agent"] = agents.get(agent)
+        except agents.UnknownAgentError:
+            errors.append(f"--agent must be one of {', '.join(agents.names())}, not {agent!r}")
+            opts["agent"] = None
     for key, label, convert in (
         ("ttl", "--ttl", parse_duration),
         ("max_sessions", "--max-sessions", _positive_int),
@@ -193,7 +205,7 @@ class _Hook:
         self.stdout.write(json_line(obj))
         self.stdout.flush()
 
-    def fail(self, reason: str, agent: str | None) -> int:
+    def fail(self, reason: str, agent: ModuleType | None) -> int:
         """The failure policy: allow with a stderr line, or deny with --fail-closed."""
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
@@ -205,43 +217,59 @@ class _Hook:
             f"loop brake: the brake could not decide ({reason}); "
             "the call was denied because the hook runs with --fail-closed."
         )
-        self.emit(deny_output(agent, message))
+        self.emit(agent.deny_output(message))
         return 0
 
-    def log(self, call: HookCall, verdict: Any) -> None:
+    def log(self, call: ToolCall, verdict: Verdict) -> None:
         path = self.opts.get("log")
         if not path:
             return
         from ..output import json_line
-        from ..records import ToolCall, verdict_record
+        from ..records import verdict_record
 
-        record = verdict_record(ToolCall(call.tool, None, call.session, call.call_id), verdict)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, json_line(record))
+                os.write(fd, json_line(verdict_record(call, verdict)))
             finally:
                 os.close(fd)
         except OSError as exc:
             self.warn(f"could not append to --log {path}: {exc.strerror or exc}")
 
+    def read(self, data: bytes) -> tuple[ModuleType | None, ToolCall | BadRecord | None]:
+        """The agent (None if it cannot be told) and the call its decoder reads."""
+        forced = self.opts.get("agent")
+        if not data.strip():
+            return forced, BadRecord("hook input is empty (expected one JSON object on stdin)")
+        try:
+            payload = parse_json(data)
+        except JSONInputError as exc:
+            return forced, BadRecord(f"hook input is {exc}")
+        agent = forced or (agents.detect(payload) if isinstance(payload, dict) else None)
+        if agent is None:
+            return None, BadRecord("hook input is not a JSON object")
+        call = agent.decode(payload)
+        if isinstance(call, BadRecord):
+            return agent, BadRecord(f"hook input: {call.message}")
+        return agent, call
+
     def run(self, data: bytes, errors: list[str]) -> int:
         opts = self.opts
-        try:
-            call = read_call(data, opts.get("agent"))
-        except HookInputError as exc:
-            agent = opts.get("agent") or _sniff_agent(data)
-            return self.fail(str(exc), agent)
+        agent, call = self.read(data)
+        if isinstance(call, BadRecord):
+            return self.fail(call.message, agent)
+        if call is None:
+            return 0  # not a pre-tool event: nothing to count
         if errors:
-            return self.fail("; ".join(errors), call.agent)
+            return self.fail("; ".join(errors), agent)
         try:
             max_repeats, _ = resolve_max_repeats(_explicit_max_repeats(opts.get("max_repeats")))
         except InvalidMaxRepeatsError as exc:
-            return self.fail(str(exc), call.agent)
+            return self.fail(str(exc), agent)
         try:
             digest = call_digest(call.tool, call.args)
         except (ValueError, TypeError) as exc:
-            return self.fail(f"tool_input cannot be hashed ({exc})", call.agent)
+            return self.fail(f"tool_input cannot be hashed ({exc})", agent)
         store = StateStore(
             opts.get("state") or default_state_path(),
             ttl=opts.get("ttl", DEFAULT_TTL),
@@ -250,9 +278,9 @@ class _Hook:
             warn=self.warn,
         )
         try:
-            verdict = store.observe(call.session, call.tool, digest, call.call_id, max_repeats)
+            verdict = store.count_call(call.session, call.tool, digest, call.call_id, max_repeats)
         except StoreError as exc:
-            return self.fail(str(exc), call.agent)
+            return self.fail(str(exc), agent)
         finally:
             store.close()
         if not verdict.denied:
@@ -260,19 +288,8 @@ class _Hook:
         self.log(call, verdict)
         if opts["shadow"]:
             return 0
-        self.emit(deny_output(call.agent, verdict.message))
+        self.emit(agent.deny_output(verdict.message))
         return 0
-
-
-def _sniff_agent(data: bytes) -> str | None:
-    """The dialect of input that is JSON but not a usable call, for a fail-closed deny."""
-    from ..canonical import JSONInputError, parse_json
-
-    try:
-        payload = parse_json(data)
-    except JSONInputError:
-        return None
-    return detect(payload) if isinstance(payload, dict) else None
 
 
 def main(

@@ -2,18 +2,19 @@
 
 Every hook invocation is its own process and several may run at once (Claude
 Code runs the read-only tool calls of one message in parallel), so a decision
-is one ``BEGIN IMMEDIATE`` transaction: read the session's row, apply the
-streak rule, write it back. SQLite serialises writers (WAL, a busy timeout), so
-no count is lost and no two calls see the same count.
+is one ``BEGIN IMMEDIATE`` transaction: read the session's row as a
+``streak.Slot``, count the call with ``streak.step`` (the one statement of the
+rule), write the new slot back unless the call was a duplicate. SQLite
+serialises writers (WAL, a busy timeout), so no count is lost and no two calls
+see the same count.
 
-A row is ``(session, digest, count, call_id, tool, updated)``: the 32-byte call
-digest, never the arguments. The counting rule is ``brake.LoopBrake.observe``:
-the same digest extends the streak, another one restarts it at 1, a repeated
-call id is the same call seen twice (not counted again, same verdict), and the
-call whose count reaches ``max_repeats`` is denied. A row idle longer than the
+A row is ``(session, digest, count, call_id_json, tool, updated)``: the 32-byte
+call digest, never the arguments, and the last call id as canonical JSON text
+(so the id ``7`` and the id ``"7"`` stay distinct). A row idle longer than the
 TTL counts as absent, so pruning is only about size: expired rows and the
 oldest rows beyond the cap are deleted when a new session is inserted (never on
-a streak update), through an index on ``updated``.
+a streak update), through an index on ``updated``. A store written by an older
+layout (``SCHEMA_VERSION``) has its table started afresh: streaks are ephemeral.
 
 Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
 ``_connect``). A lost count after a power cut costs at most one extra repeat.
@@ -26,9 +27,11 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from ..brake import Verdict
-from ..canonical import hash_prefix
+from ..brake import Verdict, verdict_of
+from ..canonical import canonical_json, hash_prefix, parse_json
+from ..streak import Slot, step
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -37,32 +40,34 @@ __all__ = [
     "SessionRow",
     "StateStore",
     "StoreError",
+    "decode_call_id",
     "default_state_path",
+    "encode_call_id",
 ]
 
 ENV_STATE = "LOOP_BRAKE_STATE"
 DEFAULT_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_LOCK_TIMEOUT = 10.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: call ids as canonical JSON text (1 kept them as TEXT)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS streaks ("
     " session TEXT PRIMARY KEY,"
     " digest BLOB NOT NULL,"
     " count INTEGER NOT NULL,"
-    " call_id TEXT,"
+    " call_id_json TEXT,"
     " tool TEXT NOT NULL,"
     " updated REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS streaks_updated ON streaks (updated)",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
-_SELECT = "SELECT digest, count, call_id, tool, updated FROM streaks WHERE session = ?"
+_SELECT = "SELECT digest, count, call_id_json, tool, updated FROM streaks WHERE session = ?"
 _UPSERT = (
-    "INSERT INTO streaks (session, digest, count, call_id, tool, updated)"
+    "INSERT INTO streaks (session, digest, count, call_id_json, tool, updated)"
     " VALUES (?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (session) DO UPDATE SET digest = excluded.digest,"
-    " count = excluded.count, call_id = excluded.call_id, tool = excluded.tool,"
+    " count = excluded.count, call_id_json = excluded.call_id_json, tool = excluded.tool,"
     " updated = excluded.updated"
 )
 # SQLite result codes that mean "this file is not a usable database".
@@ -81,7 +86,7 @@ class SessionRow:
     tool: str
     count: int
     hash_prefix: str
-    call_id: str | None
+    call_id: Any  # a string, an integer, or None
     updated: float
 
 
@@ -93,6 +98,26 @@ def default_state_path(env: dict[str, str] | None = None) -> str:
         return explicit
     base = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(base, "loop-brake", "state.db")
+
+
+def encode_call_id(call_id: Any) -> str | None:
+    """A call id as stored: canonical JSON text, so ``7`` and ``"7"`` differ."""
+    return None if call_id is None else canonical_json(call_id)
+
+
+def decode_call_id(text: str | None) -> Any:
+    """The stored id back as the brake compares it; unreadable text is no id."""
+    if text is None:
+        return None
+    try:
+        return parse_json(text)
+    except ValueError:
+        return None
+
+
+def _old_layout(exc: sqlite3.OperationalError) -> bool:
+    """A table of another schema version: a column this version reads is missing."""
+    return "no such column" in str(exc)
 
 
 def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
@@ -212,12 +237,12 @@ class StateStore:
 
     # -- the decision ---------------------------------------------------------
 
-    def observe(
+    def count_call(
         self,
         session: str,
         tool: str,
         digest: bytes,
-        call_id: str | None,
+        call_id: Any,
         max_repeats: int,
         now: float | None = None,
     ) -> Verdict:
@@ -237,48 +262,44 @@ class StateStore:
 
         return self._run(work)
 
+    def _read_row(self, conn: sqlite3.Connection, session: str) -> Any:
+        """The session's row; creates the table, or starts an older layout's afresh."""
+        try:
+            return conn.execute(_SELECT, (session,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if _old_layout(exc):
+                conn.execute("DROP TABLE streaks")
+                self._warn(
+                    f"state store {self.path} was written by an older version; "
+                    "its streaks start afresh"
+                )
+            elif "no such table" not in str(exc):
+                raise
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        return None
+
     def _decide(
         self,
         conn: sqlite3.Connection,
         session: str,
         tool: str,
         digest: bytes,
-        call_id: str | None,
+        call_id: Any,
         max_repeats: int,
         at: float,
     ) -> Verdict:
-        try:
-            row = conn.execute(_SELECT, (session,)).fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            row = None
-        if row is not None and row[4] < at - self.ttl:
-            row = None  # idle past the TTL: a new streak, whether or not it was pruned
-        duplicate = False
-        if row is None:
-            count, kept_digest, kept_tool = 1, digest, tool
-            conn.execute(_UPSERT, (session, digest, 1, call_id, tool, at))
-            self._prune(conn, at)
-        elif call_id is not None and call_id == row[2]:
-            duplicate = True
-            kept_digest, count, kept_tool = row[0], row[1], row[3]
-        else:
-            count = row[1] + 1 if row[0] == digest else 1
-            kept_digest, kept_tool = digest, tool
-            conn.execute(_UPSERT, (session, digest, count, call_id, tool, at))
-        return Verdict(
-            denied=count >= max_repeats,
-            tool_name=kept_tool,
-            session_id=session,
-            count=count,
-            max_repeats=max_repeats,
-            hash_prefix=hash_prefix(kept_digest),
-            call_id=call_id,
-            duplicate=duplicate,
-        )
+        row = self._read_row(conn, session)
+        prev = None
+        if row is not None and row[4] >= at - self.ttl:  # idle past the TTL: a new streak
+            prev = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+        slot, duplicate = step(prev, tool, digest, call_id)
+        if not duplicate:
+            row_values = (session, slot.digest, slot.count, encode_call_id(slot.call_id))
+            conn.execute(_UPSERT, (*row_values, slot.tool, at))
+            if prev is None:
+                self._prune(conn, at)
+        return verdict_of(slot, session, call_id, duplicate, max_repeats)
 
     def _prune(self, conn: sqlite3.Connection, at: float) -> None:
         """Drop expired sessions, then the oldest beyond the cap (index on ``updated``)."""
@@ -298,7 +319,7 @@ class StateStore:
         """Every live session (or one), most recently updated first; none if no store."""
 
         def work(conn: sqlite3.Connection) -> list[SessionRow]:
-            query = "SELECT session, tool, count, digest, call_id, updated FROM streaks"
+            query = "SELECT session, tool, count, digest, call_id_json, updated FROM streaks"
             params: tuple[object, ...] = ()
             if session is not None:
                 query += " WHERE session = ?"
@@ -306,10 +327,13 @@ class StateStore:
             try:
                 rows = conn.execute(query + " ORDER BY updated DESC", params).fetchall()
             except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []
+                if "no such table" in str(exc) or _old_layout(exc):
+                    return []  # an older layout's streaks start afresh on the next call
                 raise
-            return [SessionRow(r[0], r[1], r[2], hash_prefix(r[3]), r[4], r[5]) for r in rows]
+            return [
+                SessionRow(r[0], r[1], r[2], hash_prefix(r[3]), decode_call_id(r[4]), r[5])
+                for r in rows
+            ]
 
         try:
             return iter(self._run(work, create=False))

@@ -1,0 +1,91 @@
+"""What every agent module shares: reading a hook input's call, and the install record.
+
+A hook input is the JSON object an agent writes to a hook's stdin at one point
+of its loop. The agents differ in their event names, where the session id is
+and how a denial is written; the call itself is read alike, with the edge
+rules of ``wire.fields``:
+
+* the event name is ``hook_event_name`` (as the agents send it) or ``event``
+  (as some loggers store it). An input with a pre-tool event name, or with no
+  event name at all, is a call; any other event (``PostToolUse``, ``Stop``...)
+  is not, and decodes to None;
+* ``tool_name`` must be a string (``""`` included);
+* the session is the first non-null of the agent's session fields, ``??``
+  style (``""`` is a session of its own, a number is an error), joined with
+  ``agent_id`` as ``<session>/<agent_id>`` where the agent names subagents;
+* ``tool_use_id`` is the call id (a string or an integer); a repeated one is
+  left to the streak step, never dropped here;
+* ``tool_input`` is an object by specification, so a JSON string is parsed
+  (``canonical.parse_arguments``); missing or ``null`` is ``{}``.
+
+Errors name the field, never its value. Cheap to import: the hook runs this.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..canonical import parse_arguments
+from ..records import BadRecord, Record, ToolCall
+from ..wire.fields import FieldError, call_id_of, session_of, tool_of
+
+__all__ = ["Install", "decode_input", "event_of"]
+
+
+class Install(NamedTuple):
+    """Where ``hook install`` puts the hook entry for one agent.
+
+    ``project`` is relative to the project directory, ``user`` to the home
+    directory; ``user_dir_env`` names an environment variable that, when set,
+    replaces the user file's directory (Codex's ``$CODEX_HOME``). The entry is
+    one matcher group appended to ``hooks.<event>``; ``matcher`` None leaves the
+    key out (every tool), and ``handler_fields`` are extra keys of the handler.
+    """
+
+    event: str
+    project: str
+    user: str
+    matcher: str | None = None
+    handler_fields: tuple[tuple[str, str], ...] = ()
+    user_dir_env: str | None = None
+
+
+def event_of(payload: dict[str, Any]) -> Any:
+    """The event name: ``hook_event_name``, else the ``event`` some loggers write."""
+    name = payload.get("hook_event_name")
+    return payload.get("event") if name is None else name
+
+
+def decode_input(
+    payload: Any,
+    line: int | None,
+    events: tuple[str, ...],
+    session_fields: tuple[str, ...] = ("session_id",),
+    agent_field: str | None = "agent_id",
+) -> Record | None:
+    """One hook input as a call, a located BadRecord, or None for a non pre-tool event."""
+    if not isinstance(payload, dict):
+        return BadRecord("not a JSON object", line)
+    event = event_of(payload)
+    if event is not None and event not in events:  # a tuple: == membership never raises
+        return None
+    label, session = session_fields[0], None
+    for field in session_fields:
+        session = payload.get(field)
+        if session is not None:
+            label = field
+            break
+    try:
+        tool = tool_of(payload.get("tool_name"), "tool_name")
+        key = session_of(
+            session,
+            payload.get(agent_field) if agent_field else None,
+            subagent=True,
+            session_label=label,
+            agent_label=agent_field or "agent_id",
+        )
+        call_id = call_id_of(payload.get("tool_use_id"), "tool_use_id")
+    except FieldError as exc:
+        return BadRecord(str(exc), line)
+    args, unparsed = parse_arguments(payload.get("tool_input"))
+    return ToolCall(tool, args, key, call_id, line, None, unparsed)

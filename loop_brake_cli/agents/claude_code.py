@@ -1,0 +1,71 @@
+"""Claude Code ``PreToolUse`` hooks (https://code.claude.com/docs/en/hooks).
+
+stdin::
+
+    {"session_id": "...", "transcript_path": "...", "cwd": "...",
+     "permission_mode": "default", "hook_event_name": "PreToolUse",
+     "tool_name": "Bash", "tool_input": {"command": "ls"},
+     "tool_use_id": "toolu_01...", "agent_id": "..."}
+
+``agent_id`` is present only inside a subagent, whose calls get their own
+streak (``<session_id>/<agent_id>``). Deny: exit 0, stdout
+``{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
+"deny", "permissionDecisionReason": "..."}}``; the reason is shown to Claude.
+Exit codes other than 0 and 2 are non-blocking. Allow is exit 0 and no output:
+an explicit "allow" would skip the user's own permission prompts.
+
+Install: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
+(user), ``hooks.PreToolUse``; matcher ``*`` is every tool.
+
+Detection: the fallback. Claude Code sends nothing the others lack, so a
+payload no other agent claims is read as Claude Code's (registered last).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Record
+from ._common import Install, decode_input
+
+NAME = "claude-code"
+EVENTS = ("PreToolUse",)
+ALL_EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "UserPromptSubmit",
+    "Notification",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+)
+INSTALL = Install(
+    event="PreToolUse",
+    project=".claude/settings.json",
+    user=".claude/settings.json",
+    matcher="*",
+)
+
+
+def matches(payload: dict[str, Any]) -> bool:
+    """Every payload: Claude Code's shape is what the other agents extend."""
+    return True
+
+
+def decode(payload: Any, line: int | None = None) -> Record | None:
+    return decode_input(payload, line, EVENTS)
+
+
+def deny_output(message: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": message,
+        }
+    }

@@ -1,0 +1,54 @@
+"""Codex ``PreToolUse`` hooks (https://developers.openai.com/codex/hooks, and the
+output schema codex-rs/hooks/schema/generated/pre-tool-use.command.output.schema.json
+in https://github.com/openai/codex).
+
+stdin: as Claude Code's, plus ``turn_id`` (and ``agent_id``/``agent_type`` in a
+subagent, whose calls get their own streak, ``<session_id>/<agent_id>``). The
+output schema has ``additionalProperties: false`` at both levels, so the deny
+object carries exactly ``hookEventName``, ``permissionDecision`` and
+``permissionDecisionReason``.
+
+Install: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
+``$CODEX_HOME/hooks.json``), ``hooks.PreToolUse``. Codex also reads inline
+``[hooks]`` tables in ``config.toml``; the JSON form is written, whose root may
+hold only ``description`` and ``hooks``. The matcher is a regex, so it is left
+out (every tool). Codex asks the user to review and trust a new hook first.
+
+Detection: ``turn_id``, which only Codex sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Record
+from ._common import Install, decode_input
+
+NAME = "codex"
+EVENTS = ("PreToolUse",)
+ALL_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+INSTALL = Install(
+    event="PreToolUse",
+    project=".codex/hooks.json",
+    user=".codex/hooks.json",
+    user_dir_env="CODEX_HOME",
+)
+
+
+def matches(payload: dict[str, Any]) -> bool:
+    return "turn_id" in payload
+
+
+def decode(payload: Any, line: int | None = None) -> Record | None:
+    return decode_input(payload, line, EVENTS)
+
+
+def deny_output(message: str) -> dict[str, Any]:
+    """Exactly the three fields the output schema allows."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": message,
+        }
+    }

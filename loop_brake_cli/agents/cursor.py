@@ -1,0 +1,73 @@
+"""Cursor ``beforeMCPExecution`` / ``preToolUse`` hooks (https://cursor.com/docs/hooks).
+
+The official page is not in the reference corpus this was written from, so the
+shape is the issue's, cross-checked with
+https://cupcake.eqtylab.io/reference/harnesses/cursor and
+https://pivanov.github.io/agent-hooks-bridge/adapters/cursor.html, which agree.
+
+stdin::
+
+    {"conversation_id": "...", "generation_id": "...",
+     "hook_event_name": "beforeMCPExecution", "workspace_roots": ["..."],
+     "tool_name": "database_query", "tool_input": "{\\"query\\": \\"...\\"}"}
+
+``tool_input`` may be a JSON *string*; it is parsed before hashing. The session
+is ``conversation_id``, else ``session_id``; ``agent_id`` is not read (no
+documented subagent field). Deny: stdout ``{"permission": "deny",
+"agent_message": "...", "user_message": "..."}``. ``beforeShellExecution``
+carries a ``command``, not a tool call, and is not counted.
+
+Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
+``hooks.json`` is another shape (``{"version": 1, "hooks": {"<event>":
+[{"command": ...}]}}``, flat handlers, two events) that has not been checked
+against the vendor's own documentation; the README shows the entry to add.
+
+Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Record
+from ._common import decode_input, event_of
+
+NAME = "cursor"
+EVENTS = ("beforeMCPExecution", "preToolUse")
+ALL_EVENTS = (
+    "beforeShellExecution",
+    "beforeMCPExecution",
+    "beforeReadFile",
+    "beforeSubmitPrompt",
+    "afterShellExecution",
+    "afterMCPExecution",
+    "afterFileEdit",
+    "afterAgentResponse",
+    "afterAgentThought",
+    "stop",
+    "sessionStart",
+    "sessionEnd",
+    "preToolUse",
+    "postToolUse",
+    "postToolUseFailure",
+    "subagentStart",
+    "subagentStop",
+    "preCompact",
+)
+INSTALL = None
+NO_INSTALL = (
+    "Cursor's hooks.json has its own shape (version 1, flat handlers, two events) "
+    "not checked against Cursor's documentation; add the entry shown in the README"
+)
+
+
+def matches(payload: dict[str, Any]) -> bool:
+    return "conversation_id" in payload or event_of(payload) in EVENTS
+
+
+def decode(payload: Any, line: int | None = None) -> Record | None:
+    return decode_input(payload, line, EVENTS, ("conversation_id", "session_id"), None)
+
+
+def deny_output(message: str) -> dict[str, Any]:
+    return {"permission": "deny", "agent_message": message, "user_message": message}

@@ -1,0 +1,62 @@
+"""Gemini CLI ``BeforeTool`` hooks (https://geminicli.com/docs/hooks/reference).
+
+stdin::
+
+    {"session_id": "...", "transcript_path": "...", "cwd": "...",
+     "hook_event_name": "BeforeTool", "timestamp": "...",
+     "tool_name": "run_shell_command", "tool_input": {...}, "mcp_context": {...}}
+
+Gemini CLI sends no call id. Deny: exit 0, stdout ``{"decision": "deny",
+"reason": "..."}``; the reason is sent to the agent as the tool's error.
+"Silence is mandatory": nothing but that JSON may be printed on stdout.
+
+Install: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
+(user), ``hooks.BeforeTool``; the matcher is a regex and is left out (every
+tool); the handler carries a ``name`` and a ``description``.
+
+Detection: the event name ``BeforeTool``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Record
+from ._common import Install, decode_input, event_of
+
+NAME = "gemini"
+EVENTS = ("BeforeTool",)
+ALL_EVENTS = (
+    "BeforeTool",
+    "AfterTool",
+    "BeforeAgent",
+    "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompress",
+    "Notification",
+)
+INSTALL = Install(
+    event="BeforeTool",
+    project=".gemini/settings.json",
+    user=".gemini/settings.json",
+    handler_fields=(
+        ("name", "loop-brake"),
+        ("description", "Deny the Nth identical consecutive tool call (loop-brake)"),
+    ),
+)
+
+
+def matches(payload: dict[str, Any]) -> bool:
+    return event_of(payload) == "BeforeTool"
+
+
+def decode(payload: Any, line: int | None = None) -> Record | None:
+    return decode_input(payload, line, EVENTS)
+
+
+def deny_output(message: str) -> dict[str, Any]:
+    return {"decision": "deny", "reason": message}
