@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
+from loop_brake_cli.hook.install import InstallError, settings_path
+
 
 def install(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     home = tmp_path / "home"
@@ -129,3 +131,26 @@ def test_unknown_agent_is_a_usage_error(tmp_path: Path) -> None:
     result = install(tmp_path, "vim")
     assert result.returncode == 2
     assert b"Traceback" not in result.stderr
+
+
+def test_cursor_is_not_installed_and_the_reason_is_documented(tmp_path: Path) -> None:
+    result = install(tmp_path, "cursor")
+    assert result.returncode == 2  # not a choice: the agent module has INSTALL = None
+    assert b"Traceback" not in result.stderr
+    assert not (tmp_path / "home" / ".cursor").exists()
+    with pytest.raises(InstallError, match="hooks.json"):
+        settings_path("cursor", "user")
+
+
+def test_codex_user_file_follows_codex_home(tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex-home"
+    env = cli_env(HOME=str(tmp_path / "home"), CODEX_HOME=str(codex_home))
+    result = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "hook", "install", "codex"],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads((codex_home / "hooks.json").read_text())
+    assert document["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("--agent codex")

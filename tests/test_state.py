@@ -10,13 +10,13 @@ from conftest import cli_env, run_cli
 SECRET = "CANARY-state-51c2"
 
 
-def call(state: Path, session: str, i: int, command: str = SECRET) -> None:
+def call(state: Path, session: str, i: int, command: str = SECRET, call_id: object = None) -> None:
     payload = {
         "session_id": session,
         "hook_event_name": "PreToolUse",
         "tool_name": "Bash",
         "tool_input": {"command": command},
-        "tool_use_id": f"t{i}",
+        "tool_use_id": f"t{i}" if call_id is None else call_id,
     }
     result = run_cli("hook", "--state", str(state), input=json.dumps(payload).encode())
     assert result.returncode == 0, result.stderr
@@ -93,3 +93,18 @@ def test_corrupt_store_in_list_is_moved_aside(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert b"moved it to" in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def test_call_ids_are_shown_as_given_integer_or_string(tmp_path: Path) -> None:
+    state = tmp_path / "s.db"
+    call(state, "numeric", 0, call_id=107)  # an integer tool_use_id
+    call(state, "text", 0, call_id="107")
+    listing = run_cli("state", "list", "--state", str(state), "--json")
+    ids = {
+        json.loads(line)["sessionId"]: json.loads(line)["callId"]
+        for line in listing.stdout.splitlines()
+    }
+    assert ids == {"numeric": 107, "text": "107"}
+    table = run_cli("state", "list", "--state", str(state)).stdout.decode().splitlines()
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    assert rows["numeric"][4] == rows["text"][4] == "107"
