@@ -44,6 +44,6 @@ def expected_lines(data: bytes, limit: int) -> tuple[list[tuple[int, bytes | Non
         line = piece[:-1] if piece.endswith(b"\r") else piece
         if len(line) > limit:
             out.append((number, TOO_LONG))
-        elif line.strip():
+        elif line.strip(b" \t\r\n"):  # only JSON whitespace is blank
             out.append((number, line))
     return out, len(pieces)
