@@ -263,7 +263,8 @@ class StateStore:
         return self._run(work)
 
     def _read_row(self, conn: sqlite3.Connection, session: str) -> Any:
-        """The session's row; creates the table, or starts an older layout's afresh."""
+        """The session's row, or None: the table is created if missing, and a table of
+        an older layout is dropped and created afresh (streaks are ephemeral)."""
         try:
             return conn.execute(_SELECT, (session,)).fetchone()
         except sqlite3.OperationalError as exc:
@@ -290,13 +291,13 @@ class StateStore:
         at: float,
     ) -> Verdict:
         row = self._read_row(conn, session)
-        prev = None
-        if row is not None and row[4] >= at - self.ttl:  # idle past the TTL: a new streak
+        prev = None  # no row, or one idle past the TTL: the call starts a streak
+        if row is not None and row[4] >= at - self.ttl:
             prev = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
         slot, duplicate = step(prev, tool, digest, call_id)
         if not duplicate:
-            row_values = (session, slot.digest, slot.count, encode_call_id(slot.call_id))
-            conn.execute(_UPSERT, (*row_values, slot.tool, at))
+            stored_id = encode_call_id(slot.call_id)
+            conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
             if prev is None:
                 self._prune(conn, at)
         return verdict_of(slot, session, call_id, duplicate, max_repeats)
