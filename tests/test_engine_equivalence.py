@@ -1,0 +1,263 @@
+"""One engine: every front-end gives the same verdict, count and hash prefix, call by call.
+
+Hypothesis draws sequences of calls with the edges where front-ends used to
+drift: numbers that are equal as doubles (``1`` and ``1.0``), keys whose
+UTF-16 order differs from their code-point order, arguments sent as a JSON
+string, ``null`` arguments, empty and non-string session ids, repeated and
+numeric call ids, non-string tool names. The same calls are then expressed in
+each wire shape and judged by
+
+* ``filter`` on event lines (the reference),
+* ``loop-brake hook`` in each of the four agent dialects (its real entry point,
+  one decision per input, a fresh state store per sequence),
+* ``replay --verdicts`` of those hook inputs logged one per line,
+* ``loop-brake mcp-proxy`` in front of a real subprocess (its ``--log``),
+* ``replay --verdicts`` of the same client traffic recorded as ``STDIN:`` lines.
+
+Where ``filter`` gives an error verdict, the hook must let the call run (it
+fails open) and the logs and replays must give the same error line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli.hook.runner import main as hook_main
+
+CANARY = "canary-7f3e-engine-secret"
+
+# JSON texts of arguments. Pairs that are one call: 1 and 1.0; key orders.
+ARGS = [
+    '{"q":"x","n":1}',
+    '{"n":1.0,"q":"x"}',
+    '{"q":"y"}',
+    "{}",
+    "[1,2]",
+    '{"10\\udfff":100,"10\\ud83d\\ude00":false}',
+    '{"10\\ud83d\\ude00":false,"10\\udfff":100.0}',
+    '{"\\ue000":1,"\\ud800":2,"\\U0001f600":3}'.replace("\\U0001f600", "\\ud83d\\ude00"),
+    '{"k":9007199254740993}',
+    '{"k":9007199254740992}',
+    '{"big":1e400}',
+    '"plain text, not JSON"',
+    '{"secret":"' + CANARY + '"}',
+    "null",
+]
+TOOLS = ["search", "read", "", 7]
+SESSIONS = ["s1", "s1", "s2", "", None, 42]
+CALL_IDS = ["c1", "c2", "c3", 7, None]
+AGENTS = ("claude-code", "codex", "gemini", "cursor")
+COMPARED = ("verdict", "toolName", "sessionId", "callId", "count", "maxRepeats", "hashPrefix")
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> list[dict]:
+    """A sequence of calls; streaks are likely (each call often repeats the last)."""
+    out: list[dict] = []
+    for _ in range(draw(st.integers(1, 14))):
+        if out and draw(st.integers(0, 2)) > 0:
+            call = dict(out[-1])
+            call["id"] = draw(st.sampled_from(CALL_IDS))
+        else:
+            call = {
+                "tool": draw(st.sampled_from(TOOLS)),
+                "args": draw(st.sampled_from(ARGS)),
+                "session": draw(st.sampled_from(SESSIONS)),
+                "id": draw(st.sampled_from(CALL_IDS)),
+            }
+        call["as_string"] = draw(st.booleans())  # arguments sent as a JSON string
+        out.append(call)
+    return out
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _wire_args(call: dict) -> str:
+    """The arguments as a wire shape that defines them as an object carries them."""
+    text = call["args"]
+    if call["as_string"] and text != "null":
+        return _json(text)
+    return text
+
+
+def event_line(call: dict, session: object) -> str:
+    fields = [f'"tool":{_json(call["tool"])}', f'"args":{call["args"]}']
+    if session is not None:
+        fields.append(f'"sessionId":{_json(session)}')
+    if call["id"] is not None:
+        fields.append(f'"callId":{_json(call["id"])}')
+    return "{" + ",".join(fields) + "}"
+
+
+def hook_input(agent: str, call: dict) -> str:
+    """The pre-tool input each agent sends, as its documentation shows it."""
+    fields: list[str] = []
+    session = call["session"]
+    if agent == "cursor":
+        fields += ['"hook_event_name":"preToolUse"', '"generation_id":"g1"']
+        if session is not None:
+            fields.append(f'"conversation_id":{_json(session)}')
+    else:
+        event = "BeforeTool" if agent == "gemini" else "PreToolUse"
+        fields += [f'"hook_event_name":"{event}"', '"cwd":"/work"', '"transcript_path":"/t"']
+        if session is not None:
+            fields.append(f'"session_id":{_json(session)}')
+        if agent == "codex":
+            fields.append('"turn_id":"t1"')
+    fields.append(f'"tool_name":{_json(call["tool"])}')
+    fields.append(f'"tool_input":{_wire_args(call)}')
+    if agent != "gemini" and call["id"] is not None:
+        fields.append(f'"tool_use_id":{_json(call["id"])}')
+    return "{" + ",".join(fields) + "}"
+
+
+def mcp_request(call: dict, number: int) -> str:
+    request_id = call["id"] if call["id"] is not None else f"r{number}"
+    return (
+        f'{{"jsonrpc":"2.0","id":{_json(request_id)},"method":"tools/call",'
+        f'"params":{{"name":{_json(call["tool"])},"arguments":{_wire_args(call)},'
+        f'"_meta":{{"progressToken":{number}}}}}}}'
+    )
+
+
+def verdict_lines(stdout: bytes) -> list[dict]:
+    return [json.loads(line) for line in stdout.decode().splitlines() if line.strip()]
+
+
+def compared(verdict: dict) -> tuple:
+    if verdict["verdict"] == "error":
+        return ("error",)
+    return tuple(verdict.get(key) for key in COMPARED) + (verdict.get("duplicate", False),)
+
+
+def filter_verdicts(tmp: Path, lines: list[str], max_repeats: int) -> list[dict]:
+    path = tmp / "events.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    result = run_cli("filter", "-m", str(max_repeats), str(path))
+    assert result.returncode in (0, 3), result.stderr
+    return verdict_lines(result.stdout)
+
+
+def replay_verdicts(path: Path, fmt: str, max_repeats: int) -> list[dict]:
+    result = run_cli("replay", "--verdicts", "--format", fmt, "-m", str(max_repeats), str(path))
+    assert result.returncode in (0, 3), result.stderr
+    assert CANARY.encode() not in result.stdout + result.stderr
+    return verdict_lines(result.stdout)
+
+
+def run_hook(agent: str, inputs: list[str], tmp: Path, max_repeats: int) -> list[str]:
+    """Each input through the hook's real entry point; 'deny', 'allow' or 'fail-open'."""
+    state, log = tmp / f"{agent}.db", tmp / f"{agent}.log"
+    decisions = []
+    for text in inputs:
+        out, err = io.BytesIO(), io.StringIO()
+        argv = ["--agent", agent, "-m", str(max_repeats), "--state", str(state), "--log", str(log)]
+        status = hook_main(argv, io.BytesIO(text.encode()), out, err)
+        assert status == 0
+        assert CANARY not in out.getvalue().decode() + err.getvalue()
+        if out.getvalue():
+            assert b'"deny"' in out.getvalue()
+            decisions.append("deny")
+        else:
+            decisions.append("fail-open" if "allowed" in err.getvalue() else "allow")
+    stored = state.read_bytes() if state.exists() else b""
+    assert CANARY.encode() not in stored
+    return decisions
+
+
+def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> bytes:
+    log = tmp / "proxy.log"
+    command = [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--log", str(log)]
+    command += [
+        "-m",
+        str(max_repeats),
+        "--",
+        sys.executable,
+        str(ROOT / "tests" / "echo_server.py"),
+    ]
+    payload = "".join(line + "\n" for line in requests).encode()
+    done = subprocess.run(command, input=payload, capture_output=True, env=cli_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert CANARY.encode() not in done.stderr
+    body = log.read_bytes()
+    assert CANARY.encode() not in body
+    return body
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
+def test_hook_and_hook_log_replay_equal_filter(
+    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
+) -> None:
+    tmp = tmp_path_factory.mktemp("hooks")
+    for agent in AGENTS:
+        session_key = "conversation_id" if agent == "cursor" else "session_id"
+        reference = filter_verdicts(
+            tmp,
+            [
+                event_line(call if agent != "gemini" else {**call, "id": None}, call["session"])
+                for call in sequence
+            ],
+            max_repeats,
+        )
+        inputs = [hook_input(agent, call) for call in sequence]
+        log = tmp / f"{agent}-inputs.jsonl"
+        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
+        replayed = replay_verdicts(log, "claude-hooks", max_repeats)
+        assert [compared(v) for v in replayed] == [compared(v) for v in reference], (
+            agent,
+            session_key,
+        )
+        decisions = run_hook(agent, inputs, tmp, max_repeats)
+        expected = [
+            {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+        ]
+        assert decisions == expected, agent
+        log_path = tmp / f"{agent}.log"  # written on the first denial
+        denied_log = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
+        assert [compared(v) for v in denied_log] == [
+            compared(v) for v in reference if v["verdict"] == "deny"
+        ], agent
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
+def test_mcp_proxy_log_and_traffic_replay_equal_filter(
+    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
+) -> None:
+    tmp = tmp_path_factory.mktemp("mcp")
+    requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
+    for number, call in enumerate(sequence, 1):
+        if call["id"] is None:
+            call["id"] = f"r{number}"
+    reference = filter_verdicts(tmp, [event_line(call, "mcp#1") for call in sequence], max_repeats)
+    recorded = tmp / "traffic.log"
+    recorded.write_text("".join(f"STDIN: {line}\n" for line in requests), encoding="utf-8")
+    replayed = replay_verdicts(recorded, "mcp", max_repeats)
+    assert [compared(v) for v in replayed] == [compared(v) for v in reference]
+    proxied = run_proxy(requests, tmp, max_repeats)
+    replay_bytes = run_cli(
+        "replay", "--verdicts", "--format", "mcp", "-m", str(max_repeats), str(recorded)
+    ).stdout
+    assert proxied == replay_bytes
