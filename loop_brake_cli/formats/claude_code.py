@@ -19,7 +19,7 @@ One JSON object per line; a tool call is a ``tool_use`` block of an assistant li
   are assistant lines whose ``message.content`` is a plain string.
 
 The hook-event log (``session_id``/``tool_name``/``tool_input``) is a different
-format: see ``claude_hooks``.
+format: see ``hook_log`` (format ``claude-hooks``).
 """
 
 from __future__ import annotations
