@@ -18,6 +18,7 @@ from adapter_helpers import (
     read,
     summary,
 )
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,6 +105,115 @@ def test_function_calling_edge_cases() -> None:
     ]
     # the reused id does not make the repeat a re-delivery: the streak reaches 2
     assert longest_streak(records)[0] == 2
+
+
+FINAL_STEP = "synthetic--function-calling-final-step.traj"
+REPEATED_FINAL = "synthetic--function-calling-repeated-final.traj"
+FINAL_IN_HISTORY = "synthetic--function-calling-final-in-history.traj"
+
+
+def test_final_step_only_in_the_trajectory_counts_once() -> None:
+    """As SWE-agent's 6e44b9 test trajectory: 5 steps, the history holds 4 calls."""
+    fmt, records = read(FIXTURES / "swe-agent" / FINAL_STEP)
+    assert fmt == "swe-agent"
+    edit = {"search": "def greet(name)", "replace": "def greet(name):", "replace-all": False}
+    assert summary(records) == [
+        ("find_file", {"file_name": "greet.py"}, "call_a1", None, "$.history[2].tool_calls[0]",
+         False),
+        ("open", {"path": "/demo__repo/greet.py"}, "call_a2", None, "$.history[4].tool_calls[0]",
+         False),
+        ("edit", edit, "call_a3", None, "$.history[6].tool_calls[0]", False),
+        ("bash", {"command": "python3 /demo__repo/greet.py"}, "call_a4", None,
+         "$.history[8].tool_calls[0]", False),
+        # no history call has the text "submit": the step's own text form, without an id
+        ("submit", {"action": "submit"}, None, None, "$.trajectory[4]", False),
+    ]  # fmt: skip
+    assert longest_streak(records) == (1, 0)
+
+
+def test_repeated_final_step_continues_its_streak() -> None:
+    """The last submit is only in the trajectory; the same text is the same call."""
+    _, records = read(FIXTURES / "swe-agent" / REPEATED_FINAL)
+    flag = {"flag": "flag{not_it}"}
+    assert summary(records) == [
+        ("bash", {"command": "ls"}, "call_b1", None, "$.history[2].tool_calls[0]", False),
+        ("bash", {"command": "cat chall.py"}, "call_b2", None, "$.history[4].tool_calls[0]", False),
+        # $.trajectory[1], the blocked `vim chall.py`, was redone: in neither count
+        ("submit", flag, "call_b3", None, "$.history[6].tool_calls[0]", False),
+        ("submit", flag, "call_b4", None, "$.history[8].tool_calls[0]", False),
+        ("submit", flag, None, None, "$.trajectory[5]", False),
+    ]  # fmt: skip
+    assert longest_streak(records) == (3, 1)
+
+
+def test_final_step_in_the_history_is_not_counted_twice() -> None:
+    """4 steps (one redone) and 3 history calls: counting steps would add a 4th call."""
+    _, records = read(FIXTURES / "swe-agent" / FINAL_IN_HISTORY)
+    assert [(c.tool, c.call_id, c.path) for c in calls(records)] == [
+        ("bash", "call_c1", "$.history[2].tool_calls[0]"),
+        ("bash", "call_c2", "$.history[4].tool_calls[0]"),
+        ("submit", "call_c3", "$.history[6].tool_calls[0]"),
+    ]
+    assert not [r for r in records if isinstance(r, BadRecord)]
+
+
+def _fc_run(tmp_path: Path, steps: list, history: list) -> list:
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps({"trajectory": steps, "history": history}))
+    return read(path)[1]
+
+
+def _assistant(action: object, *tool_calls: dict) -> dict:
+    return {"role": "assistant", "action": action, "tool_calls": list(tool_calls)}
+
+
+def test_final_step_edge_cases(tmp_path: Path) -> None:
+    ls = {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+    pwd = {"id": "c2", "function": {"name": "bash", "arguments": '{"command": "pwd"}'}}
+    history = [_assistant("ls", ls)]
+    # an empty last action ran nothing (an exit on a cost limit): not a call
+    records = _fc_run(tmp_path, [{"action": "ls"}, {"action": ""}], history)
+    assert [r.path for r in records] == ["$.history[0].tool_calls[0]"]
+    # a last step that is not an object, or has no action text: nothing added, nothing raised
+    for last in ([], {"action": 7}, "submit"):
+        records = _fc_run(tmp_path, [{"action": "ls"}, last], history)
+        assert [r.path for r in records] == ["$.history[0].tool_calls[0]"]
+    # the history message with the same text holds two calls: the step's text form
+    records = _fc_run(tmp_path, [{"action": "ls"}] * 2, [_assistant("ls", ls, pwd)])
+    assert summary(records)[-1] == ("ls", {"action": "ls"}, None, None, "$.trajectory[1]", False)
+    # the history records no action text: nothing to match, the history stands
+    records = _fc_run(tmp_path, [{"action": "ls"}, {"action": "pwd"}], [_assistant(None, ls)])
+    assert [r.path for r in records] == ["$.history[0].tool_calls[0]"]
+    # a free-text first word never names the tool of a final step either
+    last = {"action": f"API_KEY={CANARY} ./deploy.sh"}
+    records = _fc_run(tmp_path, [{"action": "ls"}, last], history)
+    assert records[-1].tool == "bash"
+
+
+def assert_replay_hides_canary(path: Path, denied: int) -> None:
+    """replay, replay --verdicts and replay --json judge the file and never print CANARY."""
+    for mode in ([], ["--verdicts"], ["--json"]):
+        result = run_cli("replay", *mode, str(path))
+        assert CANARY.encode() not in result.stdout + result.stderr, mode
+    verdicts = run_cli("replay", "--verdicts", str(path)).stdout.splitlines()
+    assert [json.loads(v)["verdict"] for v in verdicts].count("deny") == denied
+
+
+def test_canary_never_printed_by_replay_final_step(tmp_path: Path) -> None:
+    secret = json.dumps({"flag": CANARY})
+    action = f"submit '{CANARY}'"
+    call = {"id": "c1", "function": {"name": "submit", "arguments": secret}}
+    history = [_assistant(action, dict(call, id=f"c{n}")) for n in range(2)]
+    steps = [{"action": action, "observation": CANARY} for _ in range(3)]
+    path = tmp_path / "fc.traj"
+    path.write_text(json.dumps({"trajectory": steps, "history": history}))
+    assert_replay_hides_canary(path, denied=1)  # the final step is the third submit
+    history.append(_assistant(action, dict(call, id="c2")))
+    steps.append({"action": f"{CANARY}=1 ./run.sh {CANARY}"})  # text form, a free first word
+    steps.append(steps[-1])
+    path.write_text(json.dumps({"trajectory": steps, "history": history}))
+    assert [r.tool for r in read(path)[1]] == ["submit"] * 3 + ["bash"]
+    assert_replay_hides_canary(path, denied=1)
 
 
 def test_canary_never_printed(tmp_path: Path) -> None:

@@ -3,8 +3,30 @@
 Function-calling runs keep the model's calls in ``history[].tool_calls`` (the
 Chat Completions shape); those are read when present::
 
-    {"trajectory": [...], "history": [{"role": "assistant", "tool_calls": [{"id": "call_…",
-      "function": {"name": "bash", "arguments": "{\\"command\\":\\"ls -F\\"}"}}]}]}
+    {"trajectory": [...], "history": [{"role": "assistant", "action": "ls -F",
+      "tool_calls": [{"id": "call_…", "function": {"name": "bash",
+      "arguments": "{\\"command\\":\\"ls -F\\"}"}}]}]}
+
+**The final step.** Each step of the run is a ``trajectory`` entry, and the
+assistant message that made it carries the same ``action`` text (SWE-agent
+renders the tool call as a command line and writes that string to both). In
+some saved runs the last action, usually ``submit``, is only in
+``trajectory[-1]`` (SWE-agent's own test trajectory
+``6e44b9__sweagenttestrepo-1c2844.traj``: 5 steps, 4 tool calls in the
+history); in others the history holds it too (the marshmallow-1867 function
+calling demonstration). Step counts cannot tell them apart: a step the model
+had to redo (a format error, a blocked command) is in the trajectory only,
+never in the history. So the text decides: let
+A be the last step's action, and count how many steps at the end of the
+trajectory have action A, and how many tool-call messages at the end of the
+history have action A. When the trajectory has more, its last step is
+missing from the history and counts as one more call, located at
+``$.trajectory[N]``, without an id. Its tool and arguments are those of the
+latest history call with the same action text (same text, same call: a repeated
+``submit flag{x}`` continues its streak), else the text form below. An empty
+action (an exit on a cost limit or an error ran nothing) is not a call, and a
+history whose messages record no ``action`` text is read alone. Steps the
+model redid are not counted (the history does not hold them either).
 
 Text-action runs have no structured calls, only ``trajectory[].action``, a
 shell-style command string. Each step is then one call whose tool is the
@@ -32,7 +54,7 @@ from typing import Any
 from ..reader import Source
 from ..records import BadRecord, Record, ToolCall
 from . import FormatInfo
-from ._common import CallLedger, file_session, json_path, never_raises, read_values
+from ._common import CallLedger, file_session, json_path, make_call, never_raises, read_values
 from ._sniff import head_text
 from .openai_chat import message_calls
 
@@ -53,24 +75,70 @@ def sniff(head: bytes) -> bool:
     return body.startswith(b"{") and bool(_TRAJECTORY.search(body) and _STEP.search(body))
 
 
-def _history_has_calls(history: Any) -> bool:
-    if not isinstance(history, list):
-        return False
-    return any(
+def _is_call_message(message: Any) -> bool:
+    """A message of the run (not a demonstration) with tool calls."""
+    return (
         isinstance(message, dict)
         and not message.get("is_demo")
         and isinstance(message.get("tool_calls"), list)
-        and message["tool_calls"]
-        for message in history
+        and bool(message["tool_calls"])
     )
 
 
-def _history_calls(history: list[Any], session: str, line: int | None) -> Iterator[Record]:
+def _history_has_calls(history: Any) -> bool:
+    return isinstance(history, list) and any(_is_call_message(m) for m in history)
+
+
+def _trailing(actions: list[Any], action: str) -> int:
+    """How many of the last ``actions`` in a row equal ``action``."""
+    count = 0
+    for other in reversed(actions):
+        if other != action:
+            break
+        count += 1
+    return count
+
+
+def _final_step_call(
+    trajectory: Any, history: list[Any], ledger: CallLedger, session: str, line: int | None
+) -> Record | None:
+    """The trajectory's last step when the history lacks it, else None (module docstring)."""
+    if not isinstance(trajectory, list) or not trajectory or not isinstance(trajectory[-1], dict):
+        return None
+    action = trajectory[-1].get("action")
+    if not isinstance(action, str) or not action.split():
+        return None
+    messages = [m for m in history if _is_call_message(m)]
+    if not any(isinstance(m.get("action"), str) for m in messages):
+        return None  # no action text to match the steps against: the history stands
+    steps = [step.get("action") if isinstance(step, dict) else None for step in trajectory]
+    if _trailing(steps, action) <= _trailing([m.get("action") for m in messages], action):
+        return None
+    path = json_path("trajectory", len(trajectory) - 1)
+    for message in reversed(messages):  # the latest call with this action text
+        if message.get("action") != action:
+            continue
+        tool_call = message["tool_calls"][0] if len(message["tool_calls"]) == 1 else None
+        function = tool_call.get("function") if isinstance(tool_call, dict) else None
+        if isinstance(function, dict) and "arguments" in function:
+            name, arguments = function.get("name"), function["arguments"]
+            return make_call(ledger, name, arguments, session, None, line, path)
+        break
+    word = command_word(action.split(None, 1)[0])
+    return ToolCall(word, {"action": action}, session, None, line, path)
+
+
+def _history_calls(
+    history: list[Any], trajectory: Any, session: str, line: int | None
+) -> Iterator[Record]:
     ledger = CallLedger(skip_repeats=False)
     for index, message in enumerate(history):
         if isinstance(message, dict) and message.get("is_demo"):
             continue
         yield from message_calls(message, ledger, session, line, ("history", index))
+    final = _final_step_call(trajectory, history, ledger, session, line)
+    if final is not None:
+        yield final
 
 
 def _action_calls(trajectory: list[Any], session: str, line: int | None) -> Iterator[Record]:
@@ -116,7 +184,7 @@ def parse(source: Source) -> Iterator[Record]:
             continue
         history = value.get("history")
         if _history_has_calls(history):
-            yield from _history_calls(history, session, line)
+            yield from _history_calls(history, value.get("trajectory"), session, line)
             continue
         trajectory = value.get("trajectory")
         if not isinstance(trajectory, list):
