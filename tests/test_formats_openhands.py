@@ -188,11 +188,15 @@ JSON_KEYS = st.sampled_from(
     ["action", "observation", "tool_call_metadata", "function_name", "tool_call_id",
      "model_response", "choices", "message", "tool_calls", "id", "function", "arguments",
      "args", "history", "instance_id", "fncall_messages", "fncall_response", "messages",
-     "response", "role", "name"]
+     "response", "role", "name", "source", "thought", "issue", "owner", "repo", "number"]
 )  # fmt: skip
 JSON_VALUES = json_shapes(
     JSON_KEYS,
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.sampled_from(["{}", "{"]),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=5)
+    | st.sampled_from(["{}", "{", "run", "agent", "user"]),
     dict_size=6,
     max_leaves=40,
 )
@@ -251,3 +255,116 @@ def test_sdk_v1_event_files_share_their_conversation() -> None:
     assert [v["callId"] for v in verdicts] == ["call_1", "call_2"]
     assert {v["sessionId"] for v in verdicts} == {str(folder)}
     assert [v["count"] for v in verdicts] == [1, 2]
+
+
+# Older output, before function calling: no tool_call_metadata anywhere in the history.
+EDIT = "edit_file_by_replace(\n'/workspace/app.py',\nto_replace=\"print('hi')\",\nnew_content=\"print('hello')\"\n)"  # noqa: E501
+
+
+def test_older_resolver_output_flat_actions() -> None:
+    """As the resolver's mock output.jsonl: actions written flat, sessions from the issue."""
+    fmt, records = read(FIXTURES / "openhands/synthetic--resolver-output.jsonl")
+    assert fmt == "openhands"
+    assert [(r.session, *summary([r])[0]) for r in records] == [
+        ("octo/hello#5", "run", {"command": "ls"}, None, 1, "$.history[1]", False),
+        ("octo/hello#5", "run_ipython", {"code": "print(open('README.md').read())"}, None, 1,
+         "$.history[3]", False),
+        # $.history[0] is the user's message, [2] and [4] observations, [5] finish
+        ("octo/hello#7", "run_ipython", {"code": "open_file('/workspace/app.py')"}, None, 2,
+         "$.history[1]", False),
+        ("octo/hello#7", "run_ipython", {"code": EDIT}, None, 2, "$.history[3]", False),
+        ("octo/hello#7", "run_ipython", {"code": EDIT}, None, 2, "$.history[5]", False),
+        ("octo/hello#7", "run_ipython", {"code": EDIT}, None, 2, "$.history[7]", False),
+        ("octo/hello#7", "run", {"command": "python app.py"}, None, 2, "$.history[9]", False),
+    ]  # fmt: skip
+    # the same edit three times, each with a new apology in its thought: one streak of 3
+    assert longest_streak(records) == (3, 1)
+
+
+def test_older_action_observation_pairs() -> None:
+    """As a 2024 CodeActAgent output.jsonl: serialized events in [action, observation] pairs."""
+    fmt, records = read(FIXTURES / "openhands/synthetic--older-pairs.jsonl")
+    assert fmt == "openhands"
+    calc = "/workspace/calc.py"
+    assert summary(records) == [
+        ("run", {"command": "ls", "background": False}, None, None, "$.history[1][0]", False),
+        ("run_ipython", {"code": "print(1 + 1)"}, None, None, "$.history[2][0]", False),
+        # $.history[3][0] is a run whose source is the user: not the model's call
+        ("read", {"path": calc, "start": 0, "end": -1}, None, None, "$.history[4][0]", False),
+        ("write", {"path": calc, "content": "def add(a, b):\n    return a + b\n", "start": 0,
+                   "end": -1}, None, None, "$.history[5][0]", False),
+        ("browse", {"url": "https://docs.python.org/3/"}, None, None, "$.history[6][0]", False),
+        # $.history[7][0] is the agent's message
+        ("run", {"command": "ls", "background": False}, None, None, "$.history[8][0]", False),
+        # $.history[9][0] is finish
+    ]  # fmt: skip
+    assert {r.session for r in records} == {"demo__calc-1"}
+    assert longest_streak(records) == (1, 0)
+
+
+def test_older_event_stream() -> None:
+    path = FIXTURES / "openhands/synthetic--older-event-stream.json"
+    fmt, records = read(path)
+    assert fmt == "openhands"
+    test_a = {"path": "/workspace/test_a.py", "content": "def test_a():\n    assert True\n",
+              "start": 1, "end": -1}  # fmt: skip
+    assert summary(records) == [
+        # recall (the user's), think, an environment's run, an unknown action and finish are not
+        ("run", {"command": "pytest -q", "is_input": False}, None, None, "$[2]", False),
+        ("run", {"command": "pytest -q", "is_input": False}, None, None, "$[4]", False),
+        ("edit", test_a, None, None, "$[7]", False),
+    ]
+    assert {r.session for r in records} == {str(path)}
+    assert longest_streak(records) == (2, 0)
+
+
+def test_older_shapes_edge_cases() -> None:
+    flat = {"command": "ls", "thought": "t", "action": "run", "is_confirmed": "confirmed"}
+    data = json.dumps([flat, {"action": ["run"]}, {"action": "run", "args": "ls -l"}]).encode()
+    assert get("openhands").sniff(data)  # flat events, no source: still OpenHands
+    assert summary(parse_bytes("openhands", data)) == [
+        ("run", {"command": "ls"}, None, None, "$[0]", False),
+        ("run", "ls -l", None, None, "$[2]", True),
+    ]
+    # a history with tool_call_metadata is function calling: a bare action there is not a call
+    call = {"id": "toolu_01", "function": {"name": "execute_bash", "arguments": '{"c": 1}'}}
+    metadata = {"function_name": "execute_bash", "tool_call_id": "toolu_01",
+                "model_response": {"choices": [{"message": {"tool_calls": [call]}}]}}  # fmt: skip
+    mixed = [{"action": "run", "tool_call_metadata": metadata}, dict(flat, source="agent")]
+    records = parse_bytes("openhands", json.dumps(mixed).encode())
+    assert [(r.tool, r.path) for r in records] == [("execute_bash", "$[0]")]
+    # a record without instance_id or issue is the file's session
+    record = {"history": [dict(flat, source="agent")], "issue": {"owner": "o", "repo": 5}}
+    (found,) = parse_bytes("openhands", json.dumps(record).encode())
+    assert found.session == "fuzz.json"
+
+
+def test_older_output_detection_does_not_need_instance_id() -> None:
+    head = (FIXTURES / "openhands/synthetic--resolver-output.jsonl").read_bytes()
+    assert b"instance_id" not in head and get("openhands").sniff(head)
+    pairs = (FIXTURES / "openhands/synthetic--older-pairs.jsonl").read_bytes()
+    assert get("openhands").sniff(pairs.replace(b'"instance_id"', b'"question_id"'))
+    # an OpenHands action name alone, without a field only OpenHands writes, is not enough
+    other = {"history": [{"role": "assistant", "action": "edit"}], "trajectory": []}
+    assert not get("openhands").sniff(json.dumps(other).encode())
+
+
+def test_canary_never_printed_by_replay_older_output(tmp_path: Path) -> None:
+    def run(thought: str) -> dict:
+        return {"command": f"deploy --token {CANARY}", "thought": thought, "keep_prompt": True,
+                "action": "run", "is_confirmed": "confirmed", "action_risk": None}  # fmt: skip
+
+    history = [{"content": CANARY, "wait_for_response": False, "action": "message"}]
+    history += [run(f"{CANARY} try {n}") for n in range(3)]
+    history += [{"content": CANARY, "command": CANARY, "exit_code": 1, "observation": "run"}]
+    history += [{"action": "run", "args": f"{CANARY}{{", "source": "agent"}]
+    record = {"issue": {"owner": "octo", "repo": "hello", "number": 1, "body": CANARY},
+              "instruction": CANARY, "history": history}  # fmt: skip
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert read(path)[0] == "openhands"
+    for mode in ([], ["--verdicts"], ["--json"]):
+        result = run_cli("replay", *mode, str(path))
+        assert CANARY.encode() not in result.stdout + result.stderr, mode
+    verdicts = run_cli("replay", "--verdicts", str(path)).stdout.splitlines()
+    assert [json.loads(v)["verdict"] for v in verdicts] == ["pass", "pass", "deny", "pass"]

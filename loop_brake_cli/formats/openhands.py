@@ -31,6 +31,33 @@ are OpenHands' translation (with ``thought``, ``impl_source``…), so they are
 used only when the model response is missing or lacks that id. Actions without
 ``tool_call_metadata`` (user messages, ``system``, ``recall``) are not calls.
 
+**Older output** (before function calling: OpenDevin/OpenHands 2024, the bulk
+of published SWE-bench runs) has no ``tool_call_metadata`` anywhere in the
+history: the event list is the agent's actions and their observations,
+flat or as ``[action, observation]`` pairs. An action is either serialized
+(``{"id", "source", "message", "action": "run", "args": {...}}``) or written
+flat, its fields beside ``action`` (``{"command": "ls", "thought": "...",
+"action": "run", "is_confirmed": "confirmed"}``, as the resolver's
+``output.jsonl`` holds it). There an action is a call when it is a tool use,
+``run``, ``run_ipython``, ``read``, ``write``, ``edit``, ``browse``,
+``browse_interactive``, ``delegate``, ``kill``, ``call_tool_mcp``, ``push``,
+``send_pr`` (``message``, ``finish``, ``reject``, ``think``, ``recall``,
+``system``, ``null``, ``change_agent_state``, the task and condensation
+actions are the agent talking or OpenHands' own bookkeeping), and its
+``source`` is ``agent`` or absent (a user's or the environment's action is
+not the model's call). The tool is the action's name, there is no call id,
+and the arguments are ``args`` (or the flat fields) without those OpenHands
+adds itself: ``thought`` (the model's reasoning, which changes while the call
+repeats), ``is_confirmed``/``confirmation_state`` (user confirmation),
+``security_risk``/``action_risk`` (the security analyzer's rating),
+``blocking``, ``hidden``, ``is_static``, ``keep_prompt`` (runtime flags),
+``kernel_init_code`` and ``include_extra`` (added to every ``run_ipython``),
+``impl_source`` and ``translated_ipython_code`` (which implementation ran it).
+Observations are never calls. A history with any ``tool_call_metadata`` is
+read by the metadata alone, as above. Session: ``instance_id``; the
+resolver's records have none and are ``owner/repo#number`` of their
+``issue``.
+
 The agent SDK (OpenHands V1) writes ``{"kind": "ActionEvent", "tool_name",
 "tool_call_id", "tool_call": {"name", "arguments"}, "action": {...}}`` events,
 in a ``history``, an array, or one event per file under
@@ -77,10 +104,37 @@ _EVENT = re.compile(
     rb'(user|agent|environment)"',
     re.DOTALL,
 )
+# Older (pre-function-calling) events: an OpenHands action beside a field only OpenHands writes.
+_OLDER_ACTION = re.compile(
+    rb'(?<!\\)"action"\s*:\s*"(run|run_ipython|read|write|edit|browse|browse_interactive'
+    rb'|delegate|kill|message|finish|reject|think|recall|system|null)"'
+)
+_OLDER_FIELD = re.compile(
+    rb'(?<!\\)"(is_confirmed|confirmation_state|action_risk|security_risk|keep_prompt'
+    rb'|kernel_init_code|wait_for_response|image_urls|images_urls)"\s*:'
+)
+
+# Older actions that are tool uses (the others are the agent talking, or bookkeeping).
+_TOOL_ACTIONS = frozenset(
+    {"run", "run_ipython", "read", "write", "edit", "browse", "browse_interactive", "delegate",
+     "kill", "call_tool_mcp", "push", "send_pr"}
+)  # fmt: skip
+# Fields OpenHands adds to an action itself: not what the model asked for.
+_BOOKKEEPING = frozenset(
+    {"thought", "is_confirmed", "confirmation_state", "security_risk", "action_risk", "blocking",
+     "hidden", "is_static", "keep_prompt", "kernel_init_code", "include_extra", "impl_source",
+     "translated_ipython_code"}
+)  # fmt: skip
+# A serialized event's envelope: never a flat action's arguments.
+_ENVELOPE = frozenset(
+    {"action", "args", "id", "timestamp", "source", "message", "cause", "timeout", "llm_metrics",
+     "tool_call_metadata"}
+)  # fmt: skip
 
 
 def sniff(head: bytes) -> bool:
-    """OpenHands-only keys, an instance with a history, prompt-style calls or OpenHands events.
+    """OpenHands-only keys, an instance with a history, prompt-style calls, OpenHands events,
+    or an older history: an OpenHands action name beside a field only OpenHands writes.
 
     A completion log starts with ``messages``, whose text renders the calls as
     ``<function=…>``/``<parameter=…>``; its ``fncall_messages`` come after.
@@ -94,6 +148,8 @@ def sniff(head: bytes) -> bool:
         return True  # an output.jsonl record (its history may start beyond the head)
     if _MESSAGES.match(body) and _PROMPT_CALL.search(body):
         return True  # a completion log whose fncall_* keys lie beyond the head
+    if (body.startswith(b"[") or _HISTORY.search(body)) and _OLDER_ACTION.search(body):
+        return _OLDER_FIELD.search(body) is not None  # older output: no tool_call_metadata
     if body.startswith(b"["):
         window = body[:16384].replace(b"\n", b" ")
         return _EVENT.search(window) is not None
@@ -143,10 +199,34 @@ def _sdk_action_call(
     return make_call(ledger, name, arguments, session, event.get("tool_call_id"), line, path)
 
 
-def event_call(
-    event: Any, ledger: CallLedger, session: str, line: int | None, parts: tuple[str | int, ...]
+def _older_call(
+    event: dict[str, Any], ledger: CallLedger, session: str, line: int | None, path: str
 ) -> Record | None:
-    """One history event as a call, or None when it is not one."""
+    """An older (pre-function-calling) action: a call when it is the agent's tool use."""
+    action = event.get("action")
+    if not isinstance(action, str) or action not in _TOOL_ACTIONS:
+        return None
+    if event.get("source") not in (None, "agent"):
+        return None  # a user's or the environment's action, not the model's call
+    if "args" in event:
+        arguments = event["args"]
+        if isinstance(arguments, dict):
+            arguments = {k: v for k, v in arguments.items() if k not in _BOOKKEEPING}
+    else:  # written flat: the action's fields beside "action"
+        arguments = {k: v for k, v in event.items() if k not in _ENVELOPE and k not in _BOOKKEEPING}
+    return make_call(ledger, action, arguments, session, None, line, path)
+
+
+def event_call(
+    event: Any,
+    ledger: CallLedger,
+    session: str,
+    line: int | None,
+    parts: tuple[str | int, ...],
+    older: bool = False,
+) -> Record | None:
+    """One history event as a call, or None when it is not one. ``older``: the
+    history has no ``tool_call_metadata``, so its tool-use actions are the calls."""
     path = json_path(*parts)
     if not isinstance(event, dict):
         return BadRecord("event is not an object", line, path)
@@ -156,7 +236,7 @@ def event_call(
         return None
     metadata = event.get("tool_call_metadata")
     if metadata is None:
-        return None
+        return _older_call(event, ledger, session, line, path) if older else None
     if not isinstance(metadata, dict):
         return BadRecord("tool_call_metadata is not an object", line, path)
     call_id = metadata.get("tool_call_id")
@@ -174,16 +254,28 @@ def events_calls(
     parts: tuple[str | int, ...],
 ) -> Iterator[Record]:
     """The calls of a list of events located at ``parts``."""
+    older = not _has_metadata(events)
     for index, event in enumerate(events):
         if isinstance(event, list):  # older output.jsonl: [action, observation] pairs
             for inner, half in enumerate(event):
-                record = event_call(half, ledger, session, line, (*parts, index, inner))
+                record = event_call(half, ledger, session, line, (*parts, index, inner), older)
                 if record is not None:
                     yield record
             continue
-        record = event_call(event, ledger, session, line, (*parts, index))
+        record = event_call(event, ledger, session, line, (*parts, index), older)
         if record is not None:
             yield record
+
+
+def _has_metadata(events: list[Any]) -> bool:
+    """Does any event (or half of a pair) come from function calling?"""
+    for event in events:
+        for half in event if isinstance(event, list) else (event,):
+            if isinstance(half, dict) and (
+                "tool_call_metadata" in half or half.get("kind") == "ActionEvent"
+            ):
+                return True
+    return False
 
 
 def _completion_calls(
@@ -211,10 +303,7 @@ def value_calls(
     if isinstance(value, list):
         yield from events_calls(value, ledger, file_key, line, ())
     elif isinstance(value, dict) and isinstance(value.get("history"), list):
-        instance = value.get("instance_id")
-        session = instance if isinstance(instance, str) and instance else file_key
-        if isinstance(instance, int) and not isinstance(instance, bool):
-            session = str(instance)
+        session = _record_session(value, file_key)
         ledger = ledgers.setdefault(session, CallLedger())
         yield from events_calls(value["history"], ledger, session, line, ("history",))
     elif isinstance(value, dict) and (
@@ -229,6 +318,22 @@ def value_calls(
             yield record
     else:
         yield BadRecord("not an OpenHands completion log, output.jsonl record or event list", line)
+
+
+def _record_session(record: dict[str, Any], file_key: str) -> str:
+    """An output.jsonl record's session: ``instance_id``, the resolver's issue, or the file."""
+    instance = record.get("instance_id")
+    if isinstance(instance, str) and instance:
+        return instance
+    if isinstance(instance, int) and not isinstance(instance, bool):
+        return str(instance)
+    issue = record.get("issue")
+    if isinstance(issue, dict):
+        owner, repo, number = issue.get("owner"), issue.get("repo"), issue.get("number")
+        if isinstance(owner, str) and owner and isinstance(repo, str) and repo:
+            if isinstance(number, int) and not isinstance(number, bool):
+                return f"{owner}/{repo}#{number}"
+    return file_key
 
 
 def _conversation_of(name: str) -> str:
