@@ -13,7 +13,7 @@ from conftest import cli_env
 from loop_brake_cli.hook.install import InstallError, settings_path
 
 
-def install(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def install(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     home = tmp_path / "home"
     project = tmp_path / "project"
     home.mkdir(exist_ok=True)
@@ -25,7 +25,7 @@ def install(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         capture_output=True,
         env=env,
         cwd=project,
-        timeout=60,
+        timeout=timeout,
     )
 
 

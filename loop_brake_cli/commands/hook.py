@@ -34,11 +34,19 @@ def hook_command(args: tuple[str, ...]) -> int:
     return ExitStatus(main(list(args)))
 
 
-@click.command(
-    "install",
-    epilog="Exit status: 0 ok (or already installed); 2 usage; "
-    "3 a settings file that cannot be read or parsed (left untouched).",
+INSTALL_EXIT_HELP = (
+    "\b\nExit status:\n"
+    "  0  ok, or already installed\n"
+    "  2  usage: an unknown agent or option, an empty or non-UTF-8 --command\n"
+    "  3  the settings file was left untouched: it cannot be read, is not a\n"
+    "     regular file (a FIFO, a device, a directory), is not strict JSON, has\n"
+    "     hooks shaped otherwise, duplicated hooks or event keys, or nesting too\n"
+    "     deep, is read-only, or the new file could not be written\n"
+    "  5  standard output could not be written (--dry-run)"
 )
+
+
+@click.command("install", epilog=INSTALL_EXIT_HELP)
 @click.argument("agent", type=click.Choice(agents.installable()))
 @click.option("--project", "scope", flag_value="project", help="This project's settings file.")
 @click.option(
@@ -50,23 +58,26 @@ def hook_command(args: tuple[str, ...]) -> int:
     "executable",
     default="loop-brake",
     show_default=True,
-    help="How the agent should call loop-brake (e.g. an absolute path).",
+    help="The loop-brake program the agent should run (e.g. an absolute path); "
+    "one path, quoted for the agent's shell.",
 )
 def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> int:
     """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
 
-    Everything else in the settings file is kept; a file that does not parse is
-    refused untouched; installing twice changes nothing; the old file is kept
-    as a timestamped .bak next to it.
+    The entry is inserted into the file's text; every other byte is kept
+    (numbers, escapes, key order, layout). A file that does not parse, or that
+    cannot be edited exactly, is refused untouched; installing twice changes
+    nothing; a symbolic link is kept (its target is edited); a read-only file
+    is refused; the old file is kept as a timestamped .bak next to it.
     """
-    from ..hook.install import InstallError, plan_install, settings_path, write_plan
+    from ..hook.install import USAGE, InstallError, plan_install, settings_path, write_plan
 
     try:
         path = settings_path(agent, scope)
         plan = plan_install(agent, path, executable)
     except InstallError as exc:
         click.echo(f"loop-brake hook install: {exc}", err=True)
-        return ExitStatus.UNREADABLE
+        return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
     if dry_run:
         click.echo(plan.text, nl=False)
         state = "would change" if plan.changed else "already installed, would not change"
@@ -77,8 +88,14 @@ def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> i
         return ExitStatus.OK
     try:
         backup = write_plan(plan)
+    except InstallError as exc:
+        click.echo(f"loop-brake hook install: {exc}", err=True)
+        return ExitStatus.UNREADABLE
     except OSError as exc:
-        click.echo(f"loop-brake hook install: cannot write {path}: {exc.strerror or exc}", err=True)
+        reason = exc.strerror or exc.__class__.__name__
+        click.echo(
+            f"loop-brake hook install: cannot write {path}: {reason}; left untouched", err=True
+        )
         return ExitStatus.UNREADABLE
     note = f" (backup: {backup})" if backup else ""
     click.echo(f"loop-brake hook install: added the hook to {path}{note}", err=True)

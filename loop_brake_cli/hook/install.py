@@ -1,58 +1,80 @@
-"""``hook install``: merge the loop-brake hook entry into an agent's settings file.
+"""``hook install``: add the loop-brake hook entry to an agent's settings file.
 
-The merge never loses anything: the file is parsed, only the hook list for the
-agent's pre-tool event gains one entry, everything else is written back as it
-was read (key order kept), the original is copied to a timestamped backup
-first, and the new file replaces the old one atomically. A file that does not
-parse as a JSON object, or whose ``hooks`` is not shaped as the agent expects,
-is refused untouched. Installing twice changes nothing.
+The edit is textual and minimal (``settings_edit``): the entry's JSON is
+inserted into the ``hooks.<Event>`` list (creating ``hooks`` or the event key
+if needed) and every other character of the file stays as it was: numbers,
+escapes, key order, whitespace, duplicate keys. Installing twice changes
+nothing. What cannot be edited exactly is refused untouched: text that is not
+strict JSON, a ``hooks`` shaped otherwise than the agent expects, a duplicated
+``hooks`` or event key, nesting deeper than ``settings_edit.MAX_DEPTH``.
+
+The file is read and replaced by ``settings_file``: only a regular file or a
+symbolic link to one (a FIFO or device is refused, never opened); a link is
+kept and its target replaced atomically with its mode; a read-only file is
+refused; the original is kept as ``<file>.bak-<timestamp>``.
+
+The ``command`` string of the entry is run by a shell in all three agents
+(Claude Code and Gemini CLI: ``sh``/``bash -c``; Codex: ``$SHELL -lc``), so the
+program path from ``--command`` is quoted for it (``shlex.quote``; on Windows,
+where they use ``cmd``/PowerShell/Git Bash, double quotes).
 
 Where each agent reads its hooks is the agent module's ``INSTALL`` (``agents/``:
 the settings file for ``--project`` and ``--user``, the event key, the matcher,
 with the vendor's documentation); an agent whose ``INSTALL`` is None (Cursor)
-is refused with the reason its module gives. This module is only the merge.
+is refused with the reason its module gives.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import tempfile
-import time
+import shlex
+import subprocess
 from dataclasses import dataclass
 from typing import Any
 
 from .. import agents
 from ..agents import Install
+from .settings_edit import EditError, add_hook_entry
+from .settings_file import SettingsFile, SettingsFileError, read_settings, replace_settings
 
 __all__ = [
+    "USAGE",
     "InstallError",
     "InstallPlan",
     "hook_entry",
     "install_target",
     "plan_install",
     "settings_path",
+    "shell_command",
     "write_plan",
 ]
 
 _OURS = re.compile(r"(^|[\s/\\\"'])loop-brake(\.exe)?[\"']?\s+hook(\s|$)")
 
+USAGE = "usage"
+"""``InstallError.kind`` of a bad option (exit 2); any other refusal concerns the file (3)."""
+
 
 class InstallError(Exception):
-    """A settings file this will not touch; the message says which and why."""
+    """A settings file this will not touch (or an option it cannot use); the message
+    says which and why."""
+
+    def __init__(self, message: str, kind: str = "file") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
 class InstallPlan:
-    """What an install would do: the path, the new text, and whether it changes."""
+    """What an install would do: the file as read, the new text, and whether it changes."""
 
     agent: str
     path: str
     existed: bool
     changed: bool
     text: str
+    settings: SettingsFile | None = None
 
 
 def install_target(agent: str) -> Install:
@@ -60,9 +82,11 @@ def install_target(agent: str) -> Install:
     try:
         module = agents.get(agent)
     except agents.UnknownAgentError as exc:
-        raise InstallError(str(exc)) from None
+        raise InstallError(str(exc), USAGE) from None
     if module.INSTALL is None:
-        raise InstallError(f"{agent} hooks are not installed by this command: {module.NO_INSTALL}")
+        raise InstallError(
+            f"{agent} hooks are not installed by this command: {module.NO_INSTALL}", USAGE
+        )
     return module.INSTALL
 
 
@@ -84,87 +108,68 @@ def settings_path(
     return os.path.join(home or os.path.expanduser("~"), *target.user.split("/"))
 
 
+def shell_command(executable: str, agent: str) -> str:
+    """The handler's ``command``: ``executable`` as one word for the agent's shell."""
+    if not executable:
+        raise InstallError("--command is empty", USAGE)
+    try:
+        executable.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InstallError("--command is not valid UTF-8", USAGE) from None
+    if os.name == "nt":
+        word = subprocess.list2cmdline([executable])
+    else:
+        word = shlex.quote(executable)
+    return f"{word} hook --agent {agent}"
+
+
 def hook_entry(agent: str, executable: str = "loop-brake") -> dict[str, Any]:
     """The matcher group this adds to the agent's pre-tool event list."""
     target = install_target(agent)
-    handler: dict[str, Any] = {"type": "command", "command": f"{executable} hook --agent {agent}"}
+    handler: dict[str, Any] = {"type": "command", "command": shell_command(executable, agent)}
     handler.update(target.handler_fields)
     if target.matcher is None:
         return {"hooks": [handler]}
     return {"matcher": target.matcher, "hooks": [handler]}
 
 
-def _already_installed(groups: list[Any]) -> bool:
-    for group in groups:
-        if not isinstance(group, dict):
-            continue
-        for handler in group.get("hooks") or []:
-            if isinstance(handler, dict) and _OURS.search(str(handler.get("command", ""))):
-                return True
-    return False
+def _is_ours(command: str) -> bool:
+    return _OURS.search(command) is not None
 
 
 def plan_install(agent: str, path: str, executable: str = "loop-brake") -> InstallPlan:
-    """Read ``path`` (if any) and compute the merged document; raises InstallError."""
+    """Read ``path`` (if any) and compute the edited text; raises InstallError."""
     event = install_target(agent).event
+    entry = hook_entry(agent, executable)
     try:
-        with open(path, encoding="utf-8") as handle:
-            original = handle.read()
-        existed = True
-    except FileNotFoundError:
-        original, existed = "", False
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if original.strip():
-        try:
-            document = json.loads(original)
-        except json.JSONDecodeError as exc:
-            raise InstallError(
-                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): "
-                "left untouched; fix or move it and run install again"
-            ) from None
-    else:
-        document = {}
-    if not isinstance(document, dict):
-        raise InstallError(f"{path} is not a JSON object: left untouched")
-    hooks = document.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise InstallError(f'{path}: "hooks" is not an object: left untouched')
-    groups = hooks.setdefault(event, [])
-    if not isinstance(groups, list):
-        raise InstallError(f'{path}: "hooks.{event}" is not a list: left untouched')
-    if _already_installed(groups):
-        return InstallPlan(agent, path, existed, False, original)
-    groups.append(hook_entry(agent, executable))
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    return InstallPlan(agent, path, existed, True, text)
+        settings = read_settings(path)
+    except SettingsFileError as exc:
+        raise InstallError(str(exc)) from None
+    try:
+        original = settings.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstallError(
+            f"{path} is not UTF-8 text (byte {exc.start + 1}): left untouched"
+        ) from None
+    try:
+        text = add_hook_entry(original, event, entry, _is_ours)
+    except EditError as exc:
+        hint = "fix or move it and run install again, or add the entry yourself"
+        raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
+    if text is None:
+        return InstallPlan(agent, path, settings.existed, False, original, settings)
+    return InstallPlan(agent, path, settings.existed, True, text, settings)
 
 
 def write_plan(plan: InstallPlan) -> str | None:
-    """Back up the old file (if any), then replace it atomically; returns the backup path."""
+    """Back up the old file (if any), then replace it atomically; returns the backup path.
+
+    Raises InstallError for a file it refuses (read-only, changed meanwhile) and
+    OSError when the new file cannot be written; the old one is then untouched."""
     if not plan.changed:
         return None
-    directory = os.path.dirname(plan.path) or "."
-    os.makedirs(directory, exist_ok=True)
-    backup = None
-    if plan.existed:
-        backup = f"{plan.path}.bak-{time.strftime('%Y%m%dT%H%M%S')}"
-        n = 1
-        while os.path.exists(backup):
-            n += 1
-            backup = f"{plan.path}.bak-{time.strftime('%Y%m%dT%H%M%S')}-{n}"
-        shutil.copy2(plan.path, backup)
-    fd, tmp = tempfile.mkstemp(prefix=".loop-brake-", dir=directory)
+    settings = plan.settings or read_settings(plan.path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(plan.text)
-        if plan.existed:
-            shutil.copymode(plan.path, tmp)
-        os.replace(tmp, plan.path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return backup
+        return replace_settings(settings, plan.text.encode("utf-8"))
+    except SettingsFileError as exc:
+        raise InstallError(str(exc)) from None
