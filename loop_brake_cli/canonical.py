@@ -192,13 +192,28 @@ def js_string(value: str) -> str:
 
 
 def _utf16_key(key: str) -> bytes:
+    """A key as JavaScript compares it: its UTF-16 code units (a lone surrogate is one)."""
     return key.encode("utf-16-be", "surrogatepass")
 
 
+# Code-point order and UTF-16 order part only where two keys first differ at an astral
+# character (two units, the first in U+D800..U+DBFF) against U+E000..U+FFFF or a lone
+# surrogate: a key set with no astral character is already in order. (This class
+# compiles in a tenth of the time of one that starts in the BMP: every hook run pays it.)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def _sorted_keys(obj: dict[str, Any]) -> list[str]:
+    """The keys in JavaScript's default sort order (UTF-16 code units).
+
+    ``sorted`` orders by code point, which is the same order unless some key holds
+    an astral character (anywhere in it, not only first: ``"a😀"`` comes before
+    ``"a！"``, and ``"10😀"`` before ``"10\\udfff"``). One join and ``isascii``
+    rule out the common case cheaply; only then is the slower UTF-16 sort paid for.
+    """
     keys = sorted(obj)
-    # Code-point order equals UTF-16 order unless an astral key meets one >= U+E000.
-    if keys and keys[-1] >= "\ue000" and not all(k.isascii() for k in keys):
+    joined = "".join(keys)
+    if not joined.isascii() and _ASTRAL.search(joined):
         keys.sort(key=_utf16_key)
     return keys
 

@@ -2,11 +2,13 @@
 
 ``tests/js/brake_reference.mjs`` is written from the documented rules only
 (aliases, session key = sessionId ?? agentId ?? "default", the call-id duplicate
-rule, the streak, maxRepeats). A seeded generator writes several hundred
-adversarial event lines (numbers, unicode, lone surrogates, key order, sessions,
-agent ids, call ids, missing args, duplicates, bad lines); both implementations
-judge the same file at maxRepeats 1, 3 and 5 and every verdict, line, hashPrefix,
-count and duplicate mark must be equal.
+rule, the streak, maxRepeats). A seeded generator writes a thousand adversarial
+event lines (numbers, unicode, lone surrogates, key order, sessions, agent ids,
+call ids, missing args, duplicates, bad lines; and calls whose keys sort
+differently by code point and by UTF-16 unit: lone surrogates next to astral
+keys, astral next to U+E000..U+FFFF, repeated so that streaks form); both
+implementations judge the same file at maxRepeats 1, 2, 3 and 5 and every
+verdict, line, hashPrefix, count and duplicate mark must be equal.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from conftest import JS_DIR, run_cli
+
+from loop_brake_cli.canonical import call_hash, parse_json
 
 # Each inner list: spellings of ONE call's arguments (None = args left out).
 CALLS: list[list[str | None]] = [
@@ -44,6 +48,62 @@ CALLS: list[list[str | None]] = [
     ['{"e":"é"}', '{"e":"\\u00e9"}'],
     ['{"e":"e\\u0301"}'],
 ]
+# Key sets where code-point and UTF-16 order part: a shared prefix, then one character
+# from the classes below (and sometimes one more), several spellings of each.
+KEY_PREFIXES = ["", "10", "a", "😀", "\ud83d", "\ue000"]
+KEY_CHARS = ["\ud800", "\ud83d", "\udbff", "\udc00", "\ude00", "\udfff", "😀", "\U0010ffff"]
+KEY_CHARS += ["\U00010000", "\ue000", "！", "\uffff", "\ufffd", "\ud7ff", "a", "2"]
+
+
+def _js_key(key: str, rnd: random.Random) -> str:
+    """A key as JSON text: lone surrogates escaped, astral characters escaped or not."""
+    out = []
+    for ch in key:
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF or (code > 0xFFFF and rnd.random() < 0.5):
+            units = ch.encode("utf-16-be", "surrogatepass")
+            for i in range(0, len(units), 2):
+                esc = "\\u" + units[i : i + 2].hex()
+                out.append(esc.upper().replace("\\U", "\\u") if rnd.random() < 0.3 else esc)
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _key_order_calls(seed: int, count: int) -> list[list[str | None]]:
+    """``count`` calls whose keys share a prefix and differ in one character where
+    code-point and UTF-16 order part; each spelt 3 ways (key order, escapes)."""
+    rnd = random.Random(seed)
+    calls: list[list[str | None]] = []
+    while len(calls) < count:
+        prefix = rnd.choice(KEY_PREFIXES)
+        keys = {}
+        for _ in range(rnd.randint(2, 5)):
+            key = prefix + rnd.choice(KEY_CHARS) + rnd.choice(["", "", "x", rnd.choice(KEY_CHARS)])
+            # a high surrogate next to a low one is one astral character once parsed
+            key = key.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
+            keys[key] = rnd.choice(["1", "true", '"v"', "[0]", "null", str(len(keys))])
+        spellings: list[str | None] = []
+        for _ in range(3):
+            items = list(keys.items())
+            rnd.shuffle(items)
+            spellings.append("{" + ",".join(_js_key(k, rnd) + ":" + v for k, v in items) + "}")
+        calls.append(spellings)
+    return calls
+
+
+KEY_ORDER_CALLS: list[list[str | None]] = [
+    # issue 9: a lone low surrogate sorts after an astral key by UTF-16 unit
+    [
+        '{"10\\udfff":100,"10\\ud83d\\ude00":false}',
+        '{"10\\ud83d\\ude00":false,"10\\udfff":100}',
+        '{"10😀":false,"10\\uDFFF":100}',
+    ],
+    # and an astral character before U+FF01, past a shared prefix
+    ['{"a😀":1,"a！":2}', '{"a\\uff01":2,"a\\ud83d\\ude00":1}'],
+    *_key_order_calls(seed=9, count=12),
+]
+CALLS += KEY_ORDER_CALLS
 TOOLS = ['"search"', '"read_file"', '"ｓｅａｒｃｈ"', '"tool\\ud800"', '""', '"\\u0073earch"']
 SESSIONS = ['"s1"', '"s2"', '""', '"séance-😀"', '"\\udc80"', "null"]
 AGENTS = ['"a1"', '"a2"', '"\\ud83d\\ude00"', "null"]
@@ -146,11 +206,11 @@ def _columns(stdout: bytes) -> list[dict]:
 @pytest.fixture(scope="module")
 def events_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("events") / "adversarial.jsonl"
-    path.write_bytes(make_events(seed=20260, count=700))
+    path.write_bytes(make_events(seed=20260, count=1000))
     return path
 
 
-@pytest.mark.parametrize("max_repeats", [1, 3, 5])
+@pytest.mark.parametrize("max_repeats", [1, 2, 3, 5])
 def test_filter_equals_node_reference(node: str, events_file: Path, max_repeats: int) -> None:
     ours = run_cli("filter", "-m", str(max_repeats), str(events_file))
     assert ours.returncode == 0, ours.stderr
@@ -174,6 +234,14 @@ def test_filter_equals_node_reference(node: str, events_file: Path, max_repeats:
         assert max(row["count"] or 0 for row in ours_rows) > max_repeats
     else:
         assert "pass" not in verdicts
+    # Calls whose key order is UTF-16's, not code points', formed streaks and were denied.
+    key_order = {
+        call_hash(json.loads(tool), parse_json(spellings[0]))[:12]  # type: ignore[arg-type]
+        for spellings in KEY_ORDER_CALLS
+        for tool in [*TOOLS, '"overridden"']
+    }
+    denied = [row for row in ours_rows if row["verdict"] == "deny"]
+    assert sum(row["hashPrefix"] in key_order for row in denied) >= 20
 
 
 def test_generator_is_deterministic() -> None:

@@ -112,3 +112,30 @@ def test_hash_prefix_of_digest_and_hex() -> None:
     digest = call_hash("search", {"q": "weather"})
     assert hash_prefix(digest) == "35dca543bb3b"
     assert hash_prefix(bytes.fromhex(digest)) == "35dca543bb3b"
+
+
+# Characters on every side of the places where code-point and UTF-16 order part.
+_KEY_CHARS = ["a", "2", "\u00e9", "\ud7ff", "\ud800", "\ud83d", "\udbff", "\udc00", "\ude00"]
+_KEY_CHARS += ["\udfff", "\ue000", "\uff01", "\uffff", "\U00010000", "\U0001f600", "\U0010ffff"]
+
+
+def test_keys_sort_by_utf16_units_wherever_they_first_differ() -> None:
+    """Every pair of keys ``P + c1 + c2`` (P a shared prefix, c1 any of those characters,
+    c2 one of each kind or absent) sorts as JavaScript sorts: by UTF-16 unit, a lone
+    surrogate as one unit. The shortcut in _sorted_keys (no re-sort unless a key holds
+    an astral character) never skips a re-sort it needed. (The Node vectors pin the
+    same rule on fewer keys.)"""
+    tails = ("", "a", "\ud800", "\udc00", "\ue000", "\uffff", "\U0001f600")  # one of a kind
+    units = {
+        (p + c1 + c2).encode("utf-16-be", "surrogatepass")
+        for p in ("", "10")
+        for c1 in _KEY_CHARS
+        for c2 in tails
+    }
+    # decoding joins a high surrogate followed by a low one into the astral character,
+    # as parse_json does: no parsed key holds such a pair
+    utf16 = [k.decode("utf-16-be", "surrogatepass") for k in sorted(units)]
+    for i, first in enumerate(utf16):
+        for second in utf16[i + 1 :]:
+            expected = "{" + js_string(first) + ":1," + js_string(second) + ":2}"
+            assert canonical_json({second: 2, first: 1}) == expected, (first, second)

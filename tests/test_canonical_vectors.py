@@ -98,3 +98,16 @@ def test_hash_command_prints_the_same_as_node() -> None:
         assert full.stdout.decode().strip() == vector["hash"], vector["note"]
     default = run_cli("hash", "search")
     assert default.stdout.strip() == run_cli("hash", "search", "{}").stdout.strip()
+
+
+def test_hash_command_sorts_a_lone_surrogate_key_after_an_astral_one() -> None:
+    """Issue 9: the JSON text holds \\u escapes; Node prints 34de1ec6a21b (the vector)."""
+    from conftest import run_cli
+
+    raw = r'{"10\udfff":100,"10\ud83d\ude00":false}'
+    result = run_cli("hash", "t", raw)
+    assert result.returncode == 0 and result.stderr == b""
+    assert result.stdout == b"34de1ec6a21b\n"
+    by_raw = {(v["tool"], v["raw"]): v for v in VALID}
+    assert by_raw[("t", raw)]["hash"].startswith("34de1ec6a21b")
+    assert by_raw[("t", raw)]["canonical"] == '{"10\U0001f600":false,"10\\udfff":100}'

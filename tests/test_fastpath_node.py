@@ -6,7 +6,9 @@ some invalid), plus a batch aimed at the fast path's edges (floats of every
 magnitude, integers around 2**53 and 2**64, keys that sort differently by code
 point and by UTF-16 unit). Each becomes an event line in its own session and
 goes through ``fastpath.filter_events``; every hashPrefix must be Node's, and a
-document Node rejects must get an error verdict. Skipped without node.
+document Node rejects must get an error verdict. A last batch takes the fast
+path's key-order condition apart: every pair of keys that first differ where
+code-point and UTF-16 order can part. Skipped without node.
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ EDGE_NUMBERS = [
     "12e-1",
 ]
 EDGE_KEYS = ["\U0001f600", "\uff01", "\ue000", "\ud7ff", "a", "10", "2", "\u00e9", ""]
+EDGE_KEYS += ["a\U0001f600", "a\uff01", "a\uffff", "10\U00010000", "10\ue000", "10\ud7ff"]
+# Where code-point and UTF-16 order can part (lone surrogates never reach orjson, but
+# are here to show they go the exact way).
+KEY_CHARS = ["a", "2", "\u00e9", "\u3042", "\ud7ff", "\ue000", "\uff01", "\uffff", "\U00010000"]
+KEY_CHARS += ["\U0001f600", "\U0010ffff", "\ud800", "\ud83d", "\udc00", "\udfff"]
 
 
 def _edge_documents(count: int, seed: int = 6) -> list[tuple[str, str]]:
@@ -76,7 +83,7 @@ def _edge_documents(count: int, seed: int = 6) -> list[tuple[str, str]]:
 
 
 def _collect() -> list[tuple[str, str]]:
-    return random_documents(2000) + _edge_documents(1500)
+    return random_documents(10_000) + _edge_documents(3000)
 
 
 def _fast_verdicts(batch: list[tuple[str, str]]) -> list[dict]:
@@ -117,3 +124,52 @@ def test_fast_path_hashes_like_node(node: str) -> None:
             pass
     assert not mismatches, json.dumps(mismatches[:5], indent=1)[:4000]
     assert fast > len(batch) / 4  # the fast path itself was exercised, not only its fallbacks
+
+
+def _key_pairs() -> list[tuple[str, str]]:
+    """Two-key objects whose keys share a prefix and first differ at a character from
+    KEY_CHARS against another (every ordered pair, followed by random characters), or
+    at the character after one (every pair): every way the two orders can part."""
+    rnd = random.Random(16)
+    tails = ("", *KEY_CHARS)
+    pairs = []
+    for prefix in ("", "a"):
+        for x in KEY_CHARS:
+            for y in KEY_CHARS:
+                if x != y:
+                    for _ in range(3):
+                        pairs.append(
+                            (prefix + x + rnd.choice(tails), prefix + y + rnd.choice(tails))
+                        )
+            for i, u in enumerate(tails):
+                for v in tails[i + 1 :]:
+                    pairs.append((prefix + x + u, prefix + x + v))
+    return [("t", "{" + json.dumps(a) + ":1," + json.dumps(b) + ":2}") for a, b in pairs]
+
+
+def _has_lone_surrogate(raw: str) -> bool:
+    """Whether a parsed key holds a lone surrogate (a high one before a low one is a pair)."""
+    return any(0xD800 <= ord(ch) <= 0xDFFF for key in parse_json(raw) for ch in key)
+
+
+def test_fast_canonical_declines_every_key_order_it_would_get_wrong(node: str) -> None:
+    """The fallback condition, for key order: orjson sorts by code point, Node by UTF-16
+    unit. For every pair of keys that first differ at any of the characters where the
+    two orders can part, fast_canonical gives Node's canonical form or declines; only
+    keys with a lone surrogate are refused by orjson (and go the exact way)."""
+    docs = _key_pairs()
+    theirs = node_canonical(node, json.dumps([{"tool": t, "raw": r} for t, r in docs]).encode())
+    fast = declined = 0
+    for (_, raw), expected in zip(docs, theirs, strict=True):
+        try:
+            args = fastpath._loads(raw)
+        except fastpath._DecodeError:
+            assert _has_lone_surrogate(raw), raw
+            continue
+        out = fastpath.fast_canonical(args)
+        if out is None:
+            declined += 1
+        else:
+            fast += 1
+            assert out.decode("utf-8") == expected["canonical"], raw
+    assert fast > 1000 and declined > 500
