@@ -20,8 +20,11 @@ otherwise:
   and below 1e-5 (``1e+16``, ``1e-6``); any output containing ``.0`` or a digit
   followed by ``e+``/``e-`` goes the exact way (strings that merely contain those
   characters do too, which costs time, never correctness). Key order: orjson
-  sorts by code point, JavaScript by UTF-16 unit; they differ only when an astral
-  character meets one in U+E000..U+FFFF, so output with both goes the exact way.
+  sorts by code point, JavaScript by UTF-16 unit. Two keys compare alike both ways
+  unless, where they first differ, an astral character (first unit U+D800..U+DBFF)
+  meets U+E000..U+FFFF or a lone surrogate; lone surrogates never reach orjson, so
+  output holding both an astral and a U+E000..U+FFFF character anywhere goes the
+  exact way (``tests/test_fastpath_node.py`` checks every such pair against Node).
   Nesting past orjson's serialiser limit (254) raises and goes the exact way.
 * Event fields: the common shape (``tool``, ``args``, ``sessionId`` strings,
   ``callId`` string) is read directly; other shapes through
@@ -36,11 +39,13 @@ otherwise:
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import re
 from binascii import hexlify as _hexlify
+from collections.abc import Iterator
+from contextlib import contextmanager
+from hashlib import sha256 as _sha256
 from typing import Any
 
 from .brake import LoopBrake
@@ -104,26 +109,31 @@ def _exact(line: bytes, number: int) -> Record:
 
 
 class _Templates:
-    """Pre-encoded pieces of the verdict line (keys in the documented order)."""
+    """Pre-encoded pieces of the verdict line (keys in the documented order), so that a
+    verdict is one ``%`` format of cached byte strings rather than a dict to encode."""
 
     def __init__(self, max_repeats: int, file: str | None) -> None:
-        label = b"" if file is None else b'"file":' + _json_str(file) + b","
-        self.pass_head = b'{"verdict":"pass",' + label + b'"line":'
-        self.deny_head = b'{"verdict":"deny",' + label + b'"line":'
-        self.tail = b',"maxRepeats":%d,"hashPrefix":"' % max_repeats
-        self.deny_mid = _json_str(" times in a row with identical arguments (call ", quoted=False)
-        self.deny_end = (
-            _json_str(
-                f"\u2026, limit {max_repeats}); the call was denied before it ran.\n"
-                "Change the arguments, call a different tool, or stop.",
-                quoted=False,
-            )
-            + b'"}\n'
+        # the file name is part of a %-format: a '%' in it must stay literal
+        label = b"" if file is None else b'"file":' + _json_str(file).replace(b"%", b"%%") + b","
+        middle = b'%d,"toolName":%b,"sessionId":%b,"callId":%b,"count":%d'
+        tail = b',"maxRepeats":%d,"hashPrefix":"%%b"' % max_repeats
+        # line, tool JSON, session JSON, callId JSON, count, hash prefix
+        self.pass_line = b'{"verdict":"pass",' + label + b'"line":' + middle + tail + b"}\n"
+        # ... then the deny text quoting the tool, count, deny_mid, hash prefix
+        self.deny_line = b'{"verdict":"deny",' + label + b'"line":' + middle + tail
+        self.deny_line += b',"code":"LOOP_BRAKE","plugin":"dsh-loop-brake","message":"'
+        self.deny_line += b"%b%d%b%b" + _json_str(
+            f"\u2026, limit {max_repeats}); the call was denied before it ran.\n"
+            "Change the arguments, call a different tool, or stop.",
+            quoted=False,
         )
+        self.deny_line += b'"}\n'
+        self.deny_mid = _json_str(" times in a row with identical arguments (call ", quoted=False)
         self.strings: dict[str, bytes] = {}
         self.deny_tools: dict[str, bytes] = {}
 
     def string(self, value: str) -> bytes:
+        """``value`` as a JSON string, cached (session keys and tool names repeat)."""
         cached = self.strings.get(value)
         if cached is None:
             if len(self.strings) >= _CACHE_LIMIT:
@@ -132,22 +142,14 @@ class _Templates:
         return cached
 
     def deny_tool(self, tool: str) -> bytes:
+        """The start of the deny message, which quotes the tool name, cached."""
         cached = self.deny_tools.get(tool)
         if cached is None:
             if len(self.deny_tools) >= _CACHE_LIMIT:
                 self.deny_tools.clear()
             text = f"loop brake: tool {json.dumps(tool, ensure_ascii=False)} called "
-            cached = b',"code":"LOOP_BRAKE","plugin":"dsh-loop-brake","message":"'
-            cached += _json_str(text, quoted=False)
-            self.deny_tools[tool] = cached
+            cached = self.deny_tools[tool] = _json_str(text, quoted=False)
         return cached
-
-
-def _tool_parts(t: _Templates, tool: str) -> tuple[bytes, bytes, bytes]:
-    """What a verdict needs of a tool name: the hashed ``tool + "\\n"``, its JSON, and
-    the start of the deny message that quotes it."""
-    hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
-    return hashed, t.string(tool), t.deny_tool(tool)
 
 
 def _json_str(value: str, quoted: bool = True) -> bytes:
@@ -170,55 +172,149 @@ def filter_events(
     shard: tuple[int, int] | None = None,
 ) -> None:
     """Judge the event lines of one source and write the verdicts, as filter does."""
-    t = _Templates(brake.max_repeats, file)
-    parts = out.pending()  # verdict lines collect here until the reader's on_wait flush
-    append = parts.append
-    count_call = brake.count_call
-    max_repeats = brake.max_repeats
-    want_pass = "pass" in wanted
-    want_deny = "deny" in wanted
-    loads, dumps, options, sha256, hexlify = _loads, _dumps, _OPTIONS, hashlib.sha256, _hexlify
-    middle = b',"toolName":%b,"sessionId":%b,'
-    pass_id = t.pass_head + b"%d" + middle + b'"callId":%b,"count":%d' + t.tail + b'%b"}\n'
-    deny_id = t.deny_head + b"%d" + middle + b'"callId":%b,"count":%d' + t.tail + b'%b"%b%d%b%b'
-    deny_id += t.deny_end
-    deny_mid = t.deny_mid
-    strings = t.strings
-    tools: dict[str, tuple[bytes, bytes, bytes]] = {}  # tool -> hashed prefix, JSON, deny text
-    # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
-    digests: dict[bytes, tuple[bytes, bytes]] = {}
-    get_digest = digests.get
-    shard_cache: dict[str, bool] = {}
-    shard_index, shard_count = shard if shard is not None else (0, 1)
-    errors_here = shard_index == 0
-    passed = denied = 0
+    with _relaxed_gc():
+        _judge_lines(source, _Judge(brake, tally, out, wanted, file, shard))
 
-    def slow(record: Record) -> None:
+
+@contextmanager
+def _relaxed_gc() -> Iterator[None]:
+    """Raise the cyclic GC thresholds for the run, and restore them after.
+
+    Session slots are long-lived objects: with the default thresholds the cyclic
+    GC rescans them over and over (29% of the time with 1,000,000 sessions).
+    Young cycles are still collected."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 50, 1000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+class _Judge:
+    """What the loop over lines needs besides the line: templates, caches, and the
+    rare cases (exact path, duplicates, cache misses) as methods, so that the loop
+    itself stays the common case with no call it can avoid."""
+
+    def __init__(
+        self,
+        brake: LoopBrake,
+        tally: Tally,
+        out: LineWriter,
+        wanted: set[str] | frozenset[str],
+        file: str | None,
+        shard: tuple[int, int] | None,
+    ) -> None:
+        self.brake, self.tally, self.out, self.wanted, self.file = brake, tally, out, wanted, file
+        self.shard = shard
+        self.templates = _Templates(brake.max_repeats, file)
+        # tool -> (hashed ``tool + "\n"``, its JSON, the deny text quoting it)
+        self.tools: dict[str, tuple[bytes, bytes, bytes]] = {}
+        # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
+        self.digests: dict[bytes, tuple[bytes, bytes]] = {}
+        # session -> whether it belongs to this shard; None when not sharding
+        self.in_shard: dict[str, bool] | None = None if shard is None else {}
+
+    def exactly(self, record: Record) -> None:
+        """Judge one record the exact way (``write_verdicts``), honouring the shard:
+        errors belong to shard 0, calls to their session's shard."""
+        shard = self.shard
         if shard is not None:
             if record.__class__ is BadRecord:
-                if not errors_here:
+                if shard[0] != 0:
                     return
-            elif shard_of(record.session, shard_count) != shard_index:  # type: ignore[union-attr]
+            elif shard_of(record.session, shard[1]) != shard[0]:  # type: ignore[union-attr]
                 return
-        write_verdicts((record,), brake, tally, out, wanted, file)
+        write_verdicts((record,), self.brake, self.tally, self.out, self.wanted, self.file)
 
-    thresholds = gc.get_threshold()
-    # Session slots are long-lived objects: with the default thresholds the cyclic
-    # GC rescans them over and over (29% of the time with 1,000,000 sessions). Young
-    # cycles are still collected; the thresholds are restored afterwards.
-    gc.set_threshold(50_000, 50, 1000)
+    def tool_miss(self, tool: str) -> tuple[bytes, bytes, bytes]:
+        """Fill the tool cache: the hashed ``tool + "\n"``, its JSON, and the start of
+        the deny message that quotes it."""
+        tools = self.tools
+        if len(tools) >= _CACHE_LIMIT:
+            tools.clear()
+        hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
+        t = self.templates
+        known = tools[tool] = (hashed, t.string(tool), t.deny_tool(tool))
+        return known
+
+    def digest_miss(self, hashed: bytes) -> tuple[bytes, bytes]:
+        """Fill the digest cache: sha256 of the hashed bytes and its prefix as hex."""
+        digests = self.digests
+        if len(digests) >= _CACHE_LIMIT:
+            digests.clear()
+        digest = _sha256(hashed).digest()
+        known = digests[hashed] = (digest, _hexlify(digest[:6]))
+        return known
+
+    def shard_miss(self, session: str) -> bool:
+        """Fill the shard cache: whether this session's calls are judged here."""
+        cache = self.in_shard
+        assert cache is not None and self.shard is not None
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        index, count = self.shard
+        keep = cache[session] = shard_of(session, count) == index
+        return keep
+
+    def duplicate(self, slot: Any, session: str, call_id: Any, tool: str, number: int) -> bool:
+        """Write the verdict of a call already counted (same call id): rare, so the exact
+        writer, with the slot's tool and hash. Returns whether it is a deny."""
+        self.tally.duplicates += 1
+        verdict = self.brake.slot_verdict(slot, session, call_id, True)
+        if ("deny" if verdict.denied else "pass") in self.wanted:
+            record = ToolCall(tool, None, session, call_id, number)
+            self.out.write(verdict_record(record, verdict, self.file))
+        return verdict.denied
+
+
+def _unusual_call(obj: dict, number: int) -> tuple[str, Any, str, Any] | None:
+    """Tool, args, session key and call id of an event in any other shape (aliases,
+    agent ids, nulls), read by the exact decoder; None when the exact path must judge
+    it: not a clean call, or an integer call id beyond 2**53 (a double to parse_json)."""
+    record = decode_event(obj, number)
+    if record.__class__ is not ToolCall:
+        return None
+    call_id = record.call_id  # type: ignore[union-attr]
+    if call_id.__class__ is int and not -_MAX_SAFE <= call_id <= _MAX_SAFE:
+        return None
+    return record.tool, record.args, record.session, call_id  # type: ignore[union-attr]
+
+
+def _judge_lines(source: Source, judge: _Judge) -> None:
+    """The hot loop: parse, hash, count and write each line, handing every line it
+    cannot be sure of to the exact path; the tally is updated even if writing fails.
+
+    Per line it calls only builtins, orjson and ``count_call`` unless a cache misses
+    or the line is unusual: every rare case is a function of its own, the common one
+    stays inline on purpose. One more Python call per line costs about 2% (this loop
+    split into a generator of sure calls and a consumer ran 2.4% more instructions)."""
+    t = judge.templates
+    append = judge.out.pending().append  # flushed by the reader's on_wait
+    exactly = judge.exactly
+    count_call = judge.brake.count_call
+    max_repeats = judge.brake.max_repeats
+    want_pass = "pass" in judge.wanted
+    want_deny = "deny" in judge.wanted
+    loads, dumps, options = _loads, _dumps, _OPTIONS
+    pass_line, deny_line, deny_mid = t.pass_line, t.deny_line, t.deny_mid
+    strings, string = t.strings, t.string
+    tools, tool_miss = judge.tools, judge.tool_miss
+    get_digest, digest_miss = judge.digests.get, judge.digest_miss
+    in_shard, shard_miss = judge.in_shard, judge.shard_miss
+    passed = denied = 0
     try:
         for number, line in source.lines():
             if line is TOO_LONG:
-                slow(line_too_long(number, source.max_line_bytes))
+                exactly(line_too_long(number, source.max_line_bytes))
                 continue
             try:
                 obj = loads(line)
             except _DecodeError:
-                slow(_exact(line, number))
+                exactly(_exact(line, number))
                 continue
             if obj.__class__ is not dict:
-                slow(_exact(line, number))
+                exactly(_exact(line, number))
                 continue
             get = obj.get
             tool = get("tool")
@@ -233,101 +329,73 @@ def filter_events(
                 and "agentId" not in obj
                 and "agent_id" not in obj
             ):
-                record = decode_event(obj, number)
-                if record.__class__ is not ToolCall:
-                    slow(_exact(line, number))
+                call = _unusual_call(obj, number)
+                if call is None:
+                    exactly(_exact(line, number))
                     continue
-                call_id = record.call_id  # type: ignore[union-attr]
-                if call_id.__class__ is int and not -_MAX_SAFE <= call_id <= _MAX_SAFE:
-                    slow(_exact(line, number))
-                    continue
-                tool = record.tool  # type: ignore[union-attr]
-                args = record.args  # type: ignore[union-attr]
-                session = record.session  # type: ignore[union-attr]
+                tool, args, session, call_id = call
             try:
                 canonical = dumps(args, option=options)
             except _EncodeError:
-                slow(_exact(line, number))
+                exactly(_exact(line, number))
                 continue
             find = canonical.find  # .find is about twice as fast as `in` on short bytes
             if (
                 find(b".0") >= 0 or find(b"e+") >= 0 or find(b"e-") >= 0 or not canonical.isascii()
             ) and fast_canonical(args) is None:
-                slow(_exact(line, number))
+                exactly(_exact(line, number))
                 continue
-            if shard is not None:
-                keep = shard_cache.get(session)
-                if keep is None:
-                    if len(shard_cache) >= _CACHE_LIMIT:
-                        shard_cache.clear()
-                    keep = shard_cache[session] = shard_of(session, shard_count) == shard_index
-                if not keep:
+            if in_shard is not None:
+                keep = in_shard.get(session)
+                if not (shard_miss(session) if keep is None else keep):
                     continue
             known = tools.get(tool)
             if known is None:
-                if len(tools) >= _CACHE_LIMIT:
-                    tools.clear()
-                known = tools[tool] = _tool_parts(t, tool)
+                known = tool_miss(tool)
             hashed = known[0] + canonical
-            known_digest = get_digest(hashed)
-            if known_digest is None:
-                if len(digests) >= _CACHE_LIMIT:
-                    digests.clear()
-                digest = sha256(hashed).digest()
-                known_digest = digests[hashed] = (digest, hexlify(digest[:6]))
-            digest, hash_prefix = known_digest
+            digest, hash_prefix = get_digest(hashed) or digest_miss(hashed)
             slot, duplicate = count_call(session, tool, digest, call_id)
-            count = slot.count
             if duplicate:
-                # rare: the exact writer, with the slot's tool and hash
-                tally.duplicates += 1
-                verdict = brake.slot_verdict(slot, session, call_id, True)
-                if verdict.denied:
+                if judge.duplicate(slot, session, call_id, tool, number):
                     denied += 1
                 else:
                     passed += 1
-                if want_deny if verdict.denied else want_pass:
-                    record = ToolCall(tool, None, session, call_id, number)
-                    out.write(verdict_record(record, verdict, file))
                 continue
-            session_json = strings.get(session)
-            if session_json is None:
-                session_json = t.string(session)
+            count = slot.count
+            session_json = strings.get(session) or string(session)
             call_json = b"" if call_id is None else dumps(call_id)
             if count >= max_repeats:
                 denied += 1
-                if want_deny:
-                    line_out = deny_id % (
-                        number,
-                        known[1],
-                        session_json,
-                        call_json,
-                        count,
-                        hash_prefix,
-                        known[2],
-                        count,
-                        deny_mid,
-                        hash_prefix,
-                    )
-                    if call_id is None:  # no id: drop the empty field (a JSON-encoded
-                        # string cannot contain '"callId":,', so only the field matches)
-                        line_out = line_out.replace(b'"callId":,', b"", 1)
-                    append(line_out)
+                if not want_deny:
+                    continue
+                line_out = deny_line % (
+                    number,
+                    known[1],
+                    session_json,
+                    call_json,
+                    count,
+                    hash_prefix,
+                    known[2],
+                    count,
+                    deny_mid,
+                    hash_prefix,
+                )
             else:
                 passed += 1
-                if want_pass:
-                    line_out = pass_id % (
-                        number,
-                        known[1],
-                        session_json,
-                        call_json,
-                        count,
-                        hash_prefix,  # the slot holds this digest: not a duplicate
-                    )
-                    if call_id is None:
-                        line_out = line_out.replace(b'"callId":,', b"", 1)
-                    append(line_out)
+                if not want_pass:
+                    continue
+                line_out = pass_line % (
+                    number,
+                    known[1],
+                    session_json,
+                    call_json,
+                    count,
+                    hash_prefix,  # the slot holds this digest: not a duplicate
+                )
+            if call_id is None:  # no id: drop the empty field (a JSON-encoded string
+                # cannot contain '"callId":,', so only the field matches)
+                line_out = line_out.replace(b'"callId":,', b"", 1)
+            append(line_out)
     finally:
-        gc.set_threshold(*thresholds)
-        tally.passed += passed
-        tally.denied += denied
+        judge.tally.passed += passed
+        judge.tally.denied += denied
