@@ -19,7 +19,9 @@ from .canonical import call_digest, hash_prefix, js_string
 from .streak import Slot, is_denied, step
 
 __all__ = [
+    "CODE",
     "DEFAULT_MAX_REPEATS",
+    "DENY_TEMPLATE",
     "ENV_VAR",
     "InvalidMaxRepeatsError",
     "LoopBrake",
@@ -109,17 +111,22 @@ def subagent_session_key(session_id: str, agent_id: str | None) -> str:
     return session_id if agent_id is None else f"{session_id}/{agent_id}"
 
 
+DENY_TEMPLATE = (
+    "loop brake: tool {tool} called {count} times in a row with identical arguments "
+    "(call {prefix}\u2026, limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""The plugin's denial text, the one statement of it (the fast path splits it)."""
+
+
 def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
     """The plugin's denial text; never the arguments.
 
     The tool name is written as JSON.stringify writes it (a lone surrogate as
     ``\\udxxx``), so the text equals the plugin's for every tool name.
     """
-    return (
-        f"loop brake: tool {js_string(tool_name)} called {count} times "
-        f"in a row with identical arguments (call {prefix}\u2026, limit {max_repeats}); "
-        "the call was denied before it ran.\n"
-        "Change the arguments, call a different tool, or stop."
+    return DENY_TEMPLATE.format(
+        tool=js_string(tool_name), count=count, prefix=prefix, limit=max_repeats
     )
 
 

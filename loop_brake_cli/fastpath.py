@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from .brake import LoopBrake
+from .brake import CODE, DENY_TEMPLATE, PLUGIN, LoopBrake
 from .canonical import JSONInputError, parse_json
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
@@ -108,6 +108,11 @@ def _exact(line: bytes, number: int) -> Record:
     return decode_event(obj, number)
 
 
+# brake.DENY_TEMPLATE in the three pieces around the count and the hash prefix.
+_DENY_HEAD, _DENY_REST = DENY_TEMPLATE.split("{count}")
+_DENY_MID, _DENY_TAIL = _DENY_REST.split("{prefix}")
+
+
 class _Templates:
     """Pre-encoded pieces of the verdict line (keys in the documented order), so that a
     verdict is one ``%`` format of cached byte strings rather than a dict to encode."""
@@ -121,14 +126,12 @@ class _Templates:
         self.pass_line = b'{"verdict":"pass",' + label + b'"line":' + middle + tail + b"}\n"
         # ... then the deny text quoting the tool, count, deny_mid, hash prefix
         self.deny_line = b'{"verdict":"deny",' + label + b'"line":' + middle + tail
-        self.deny_line += b',"code":"LOOP_BRAKE","plugin":"dsh-loop-brake","message":"'
-        self.deny_line += b"%b%d%b%b" + _json_str(
-            f"\u2026, limit {max_repeats}); the call was denied before it ran.\n"
-            "Change the arguments, call a different tool, or stop.",
-            quoted=False,
+        self.deny_line += b',"code":' + _json_str(CODE) + b',"plugin":' + _json_str(PLUGIN)
+        self.deny_line += b',"message":"%b%d%b%b' + _json_str(
+            _DENY_TAIL.format(limit=max_repeats), quoted=False
         )
         self.deny_line += b'"}\n'
-        self.deny_mid = _json_str(" times in a row with identical arguments (call ", quoted=False)
+        self.deny_mid = _json_str(_DENY_MID, quoted=False)
         self.strings: dict[str, bytes] = {}
         self.deny_tools: dict[str, bytes] = {}
 
@@ -147,7 +150,7 @@ class _Templates:
         if cached is None:
             if len(self.deny_tools) >= _CACHE_LIMIT:
                 self.deny_tools.clear()
-            text = f"loop brake: tool {json.dumps(tool, ensure_ascii=False)} called "
+            text = _DENY_HEAD.format(tool=json.dumps(tool, ensure_ascii=False))
             cached = self.deny_tools[tool] = _json_str(text, quoted=False)
         return cached
 
