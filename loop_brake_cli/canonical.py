@@ -53,7 +53,14 @@ class JSONInputError(ValueError):
     def __init__(self, message: str, column: int | None = None) -> None:
         self.reason = message
         self.column = column
-        super().__init__(message if column is None else f"{message} at column {column}")
+        if column is not None:
+            # Python's own messages may end in "at" ("Unterminated string starting at").
+            message = (
+                f"{message} column {column}"
+                if message.endswith(" at")
+                else (f"{message} at column {column}")
+            )
+        super().__init__(message)
 
 
 def _reject_constant(name: str) -> Any:

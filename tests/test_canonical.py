@@ -139,3 +139,10 @@ def test_keys_sort_by_utf16_units_wherever_they_first_differ() -> None:
         for second in utf16[i + 1 :]:
             expected = "{" + js_string(first) + ":1," + js_string(second) + ":2}"
             assert canonical_json({second: 2, first: 1}) == expected, (first, second)
+
+
+def test_error_message_says_at_column_once() -> None:
+    """Python's message "Unterminated string starting at" is not followed by another "at"."""
+    with pytest.raises(JSONInputError) as info:
+        parse_json('{"a":"x')
+    assert str(info.value) == "not valid JSON: unterminated string starting at column 6"

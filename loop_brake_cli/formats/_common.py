@@ -81,7 +81,9 @@ def _document_error(data: bytes) -> BadRecord:
         json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
         line = exc.lineno
-        message = f"not valid JSON: {exc.msg[:1].lower() + exc.msg[1:]} at column {exc.colno}"
+        message = str(
+            JSONInputError(f"not valid JSON: {exc.msg[:1].lower() + exc.msg[1:]}", exc.colno)
+        )
     except (UnicodeDecodeError, ValueError, RecursionError):
         pass
     return BadRecord(message, line)
