@@ -6,6 +6,8 @@ format's ``INFO.patterns``, or those patterns plus ``.gz``. Hidden directories
 (``.git``, ``.venv``) are skipped, and so is anything that is not a regular
 file (a FIFO, a socket, a device). A file named explicitly is always replayed,
 whatever its name: the format is decided by its content, not its suffix.
+A file found in a directory is marked ``in_directory``: replay skips it, with
+one line, when it turns out not to be a transcript.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Found:
 
     path: str
     error: str | None = None
+    in_directory: bool = False
 
 
 def known_patterns() -> tuple[str, ...]:
@@ -85,7 +88,7 @@ def discover(paths: Iterable[str], patterns: Sequence[str] | None = None) -> Ite
             found = False
             for file in _walk(path, wanted):
                 found = True
-                yield Found(file)
+                yield Found(file, in_directory=True)
             if not found:
                 shown = ", ".join(wanted)
                 yield Found(path, f"no transcript files found (looked for {shown})")

@@ -1,7 +1,16 @@
-"""Exit statuses a script can rely on; documented in the README and in --help."""
+"""Exit statuses a script can rely on: one table, for every command.
+
+``EXIT_TABLE`` is the only definition. Each command's ``--help`` epilog is
+generated from it (``epilog("filter")``), and ``tests/test_exit_table.py``
+checks that the README's "Exit status" table is exactly ``readme_table()``.
+A meaning is made of parts; a part that only some commands can give names
+them, so a command's help lists only what that command can return.
+"""
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -9,14 +18,141 @@ class ExitStatus(IntEnum):
     OK = 0
     BRAKE = 1  # a call was (or would be) denied where the caller asked to fail, or a check failed
     USAGE = 2  # bad options or configuration (including an invalid maxRepeats)
-    UNREADABLE = 3  # input that could not be read (with --strict: any unreadable line)
+    UNREADABLE = 3  # input that could not be read (a missing file, a file not in its format)
     NOT_FOUND = 4  # the thing to check is not there (e.g. no loop-brake row)
     OUTPUT = 5  # standard output could not be written: closed, disk full, file size limit
     INTERRUPTED = 130  # Ctrl-C
 
 
-EXIT_CODES_HELP = (
-    "Exit status: 0 ok; 1 a call was denied (--fail-on-deny) or a check failed; "
-    "2 usage or configuration error; 3 unreadable input; 4 not found; "
-    "5 output could not be written; 130 interrupted."
+COMMANDS = ("filter", "replay", "check-config", "hash", "state")
+"""The commands that follow this table (``hook`` and ``mcp-proxy`` document their own)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One clause of a status's meaning; ``commands`` empty means every command."""
+
+    text: str
+    commands: tuple[str, ...] = ()
+
+    def applies_to(self, command: str | None) -> bool:
+        return command is None or not self.commands or command in self.commands
+
+    def markdown(self) -> str:
+        if not self.commands:
+            return self.text
+        return ", ".join(f"`{name}`" for name in self.commands) + ": " + self.text
+
+
+EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
+    (
+        ExitStatus.OK,
+        (
+            Part("ok"),
+            Part("denials alone do not fail a run unless asked", ("filter", "replay")),
+        ),
+    ),
+    (
+        ExitStatus.BRAKE,
+        (
+            Part("a call was denied and `--fail-on-deny` was given", ("filter", "replay")),
+            Part("`--expect-deny` found no denial", ("replay",)),
+            Part("a check failed (`--expect`, `--strict`)", ("check-config",)),
+        ),
+    ),
+    (
+        ExitStatus.USAGE,
+        (
+            Part("usage error: an unknown option, a bad value, options that exclude each other"),
+            Part(
+                "configuration error: an invalid `maxRepeats`, a patch file that does not parse",
+                ("filter", "replay", "check-config"),
+            ),
+        ),
+    ),
+    (
+        ExitStatus.UNREADABLE,
+        (
+            Part(
+                "unreadable input: a file that cannot be opened or read, a missing one included",
+                ("filter", "replay", "check-config", "state"),
+            ),
+            Part(
+                "a `--config` PATCH_FILE that cannot be opened; standard input closed (`<&-`)",
+                ("filter", "replay"),
+            ),
+            Part(
+                "with `--strict`, any unreadable line, and an input not in the format it is "
+                "read as (it looks like another format, or no tool call was read from it)",
+                ("filter",),
+            ),
+            Part(
+                "any unreadable record; a file named on the command line that is not a "
+                "transcript (in a directory such a file is skipped, unless `--strict`); with "
+                "`--format`, a file that looks like another format or gave no tool call",
+                ("replay",),
+            ),
+        ),
+    ),
+    (
+        ExitStatus.NOT_FOUND,
+        (
+            Part("no loop-brake row in the composition", ("check-config",)),
+            Part("no transcript file in the directories given", ("replay",)),
+            Part("no such session", ("state",)),
+        ),
+    ),
+    (
+        ExitStatus.OUTPUT,
+        (
+            Part(
+                "output could not be written: standard output closed before the run (`>&-`), "
+                "disk full, or a file size limit (`ulimit -f`); one line on stderr says which. "
+                "A reader that goes away early (`| head`) is not a failure: that run exits 0"
+            ),
+        ),
+    ),
+    (ExitStatus.INTERRUPTED, (Part("interrupted (Ctrl-C)"),)),
 )
+
+
+def meanings(command: str | None = None) -> list[tuple[int, list[Part]]]:
+    """The statuses ``command`` can return (all of them for None), with their parts."""
+    rows = []
+    for status, parts in EXIT_TABLE:
+        mine = [part for part in parts if part.applies_to(command)]
+        if mine:
+            rows.append((int(status), mine))
+    return rows
+
+
+def readme_rows() -> list[tuple[str, str]]:
+    """The README's "Exit status" table, as (status, meaning) cells in Markdown."""
+    return [
+        (str(status), "; ".join(part.markdown() for part in parts).replace("|", "\\|"))
+        for status, parts in meanings()
+    ]
+
+
+def readme_table() -> str:
+    lines = ["| status | meaning |", "|---|---|"]
+    lines += [f"| {status} | {meaning} |" for status, meaning in readme_rows()]
+    return "\n".join(lines) + "\n"
+
+
+def epilog(command: str | None = None, width: int = 76) -> str:
+    """The ``--help`` epilog of ``command``: its statuses, one per row, never rewrapped
+    (click indents an epilog by 2: ``width`` 76 keeps it within 80 columns)."""
+    lines = ["\b", "Exit status:"]
+    for status, parts in meanings(command):
+        # the group's help lists every part, each naming the commands it is about
+        said = (part.markdown() if command is None else part.text for part in parts)
+        text = "; ".join(said).replace("`", "")
+        lines += textwrap.wrap(
+            text, width, initial_indent=f"  {status:<4} ", subsequent_indent=" " * 7
+        )
+    return "\n".join(lines)
+
+
+EXIT_CODES_HELP = epilog()
+"""The whole table, for the command group's ``--help``."""

@@ -1,4 +1,11 @@
-"""Rich summaries for people; besides the commands, the only module that imports rich."""
+"""Rich summaries for people; besides the commands, the only module that imports rich.
+
+An identifier (a file name, a session id, a tool name, a location) is never
+split across lines. Piped or redirected, a summary is plain text drawn wide
+enough that nothing wraps. On a terminal too narrow for a table, each row is
+stacked as ``label: value`` lines instead, wrapped only between words, and a
+word wider than the terminal is shortened in its middle (``stuck-a…t.jsonl``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,8 @@ from rich.console import Console
 
 from .brake import LoopBrake
 from .pipeline import Tally
+from .render_fit import middle as _middle
+from .render_fit import wrap as _wrap
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -19,16 +28,24 @@ if TYPE_CHECKING:
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    """Wrapped to the width of a terminal; anywhere else (a log, a pipe) never wrapped."""
+    console = Console(stderr=True, highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
-def print_filter_summary(tally: Tally, brake: LoopBrake, files: int) -> None:
+def print_filter_summary(
+    tally: Tally, brake: LoopBrake, files: int, sessions: int, not_read: int = 0
+) -> None:
+    """``sessions``: summed over the runs (each file its own run unless sessions
+    continue), so it equals replay's count for the same files."""
     console = stderr_console()
     denied = f"[bold red]{tally.denied} denied[/]" if tally.denied else "0 denied"
+    wrong = f"; {not_read} input(s) not in the format read" if not_read else ""
     console.print(
         f"[bold]loop-brake[/]: {tally.calls} calls in {files} input(s): "
-        f"{tally.passed} passed, {denied}, {tally.errors} unreadable line(s); "
-        f"{tally.duplicates} duplicate(s); {len(brake)} session(s) at the end"
+        f"{tally.passed} passed, {denied}, {tally.errors} unreadable line(s){wrong}; "
+        f"{tally.duplicates} duplicate(s); {sessions} session(s)"
     )
     console.print(
         f"maxRepeats = {brake.max_repeats} ({brake.max_repeats_source})"
@@ -58,6 +75,8 @@ def print_replay_summary(
     plain ASCII drawn wide enough that no cell wraps, without trailing spaces, so
     a line can be grepped whole.
     """
+    if not report.opened_files:  # nothing was opened: the reasons are on stderr already
+        return
     if console is None:
         console = replay_console()
         if not console.is_terminal:
@@ -102,14 +121,28 @@ def _common_dir(names: Sequence[str]) -> str:
         return ""
 
 
+class _Grid:
+    """A table as data (a title, columns, rows of rich markup), drawn by ``_ReplayView.show``."""
+
+    def __init__(self, title: str, columns: Sequence[tuple[str, str]]) -> None:
+        self.title = title
+        self.columns = list(columns)
+        self.rows: list[tuple[str, ...]] = []
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append(cells)
+
+
 class _ReplayView:
     """Draws one report; knows how to name files and locations briefly."""
 
     def __init__(self, report: Report, console: Console) -> None:
         self.report = report
         self.console = console
-        self.base = _common_dir([info.file for info in report.files])
-        self.only = report.files[0].file if len(report.files) == 1 else None
+        self.files = report.opened_files
+        self.unopened = len(report.files) - len(self.files)
+        self.base = _common_dir([info.file for info in self.files])
+        self.only = self.files[0].file if len(self.files) == 1 else None
 
     def name(self, file: str) -> str:
         import os
@@ -127,7 +160,10 @@ class _ReplayView:
     def session(self, stats: SessionStats) -> str:
         return "(the file)" if stats.session == stats.file else stats.session
 
-    def table(self, title: str, *columns: tuple[str, str]) -> Table:
+    def table(self, title: str, *columns: tuple[str, str]) -> _Grid:
+        return _Grid(title, columns)
+
+    def rich_table(self, grid: _Grid) -> Table:
         from rich import box
         from rich.table import Table
 
@@ -135,25 +171,56 @@ class _ReplayView:
         if not self.console.is_terminal:  # plain text stays ASCII
             style = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n")
         table = Table(
-            title=title or None,
+            title=grid.title or None,
             title_justify="left",
             title_style="bold",
             box=style,
             pad_edge=False,
             show_edge=False,
         )
-        for name, justify in columns:
+        for name, justify in grid.columns:
             table.add_column(
                 name,
                 justify=justify,  # type: ignore[arg-type]
                 overflow="fold",
                 no_wrap=justify == "right" or name == "hash",
             )
+        for row in grid.rows:
+            table.add_row(*row)
         return table
 
-    def show(self, table: Table) -> None:
-        self.console.print()
-        self.console.print(table)
+    def show(self, grid: _Grid, gap: bool = True) -> None:
+        """The table, or on a terminal too narrow for it, its rows stacked."""
+        from rich.measure import Measurement
+
+        console = self.console
+        table = self.rich_table(grid)
+        unbounded = console.options.update_width(_PLAIN_WIDTH)
+        natural = Measurement.get(console, unbounded, table).maximum
+        if console.is_terminal and natural > console.width:
+            self.stacked(grid, gap)
+            return
+        if gap:
+            console.print()
+        console.print(table)
+
+    def stacked(self, grid: _Grid, gap: bool) -> None:
+        """Each row as its first cell, then ``column: value`` lines, wrapped between words."""
+        from rich.text import Text
+
+        console, width = self.console, self.console.width
+        if gap:
+            console.print()
+        if grid.title:
+            console.print(Text(grid.title, style="bold"))
+        names = [name for name, _ in grid.columns]
+        for row in grid.rows:
+            cells = [Text.from_markup(cell).plain for cell in row]
+            lines = _wrap(cells[0], width, 2, 4)
+            for name, value in zip(names[1:], cells[1:], strict=True):
+                lines += _wrap(f"{name}: {value}", width, 4, 6)
+            for line in lines:
+                console.print(Text(line), no_wrap=True, overflow="ignore", crop=False)
 
     def draw(self, sweep_rows: Sequence[SweepRow] | None) -> None:
         self.header()
@@ -166,13 +233,16 @@ class _ReplayView:
 
     def header(self) -> None:
         report, e, out = self.report, _safe, self.console.print
-        formats = Counter(info.format for info in report.files if info.format)
+        formats = Counter(info.format for info in self.files if info.format)
         shown = ", ".join(f"{name} {n}" for name, n in sorted(formats.items())) or "none"
-        failed = report.failed_files
+        failed = sum(1 for info in self.files if info.error is not None)
+        named = self.only or self.base
+        if named and self.console.is_terminal:
+            named = _middle(named, self.console.width - 2)
         out(
-            f"[bold]loop-brake replay[/]: {_plural(len(report.files), 'file')} ({e(shown)})"
+            f"[bold]loop-brake replay[/]: {_plural(len(self.files), 'file')} ({e(shown)})"
             + (f", [bold red]{failed} unreadable[/]" if failed else "")
-            + (f": {e(self.only)}" if self.only else f" in {e(self.base)}" if self.base else "")
+            + (f": {e(named)}" if self.only else f" in {e(named)}" if named else "")
             + f"; {_plural(report.calls, 'tool call')}; {_plural(len(report.sessions), 'session')}"
         )
         out(f"maxRepeats = {report.max_repeats} ({e(report.max_repeats_source)})")
@@ -181,8 +251,9 @@ class _ReplayView:
             extras.append(f"{_plural(report.duplicates, 'duplicate')} (same call id, counted once)")
         if report.unparsed_args:
             extras.append(f"{_plural(report.unparsed_args, 'call')} with unparseable arguments")
-        if report.unreadable:
-            extras.append(f"{_plural(report.unreadable, 'unreadable record')} (see stderr)")
+        records = sum(info.unreadable for info in self.files)  # a failed file is not a record
+        if records:
+            extras.append(f"{_plural(records, 'unreadable record')} (see stderr)")
         if extras:
             out("; ".join(extras))
         if report.denied:
@@ -266,14 +337,17 @@ class _ReplayView:
         buckets = histogram(report)
         peak = max(n for _, n in buckets) or 1
         longest = max(report.streak_lengths)
+        # "  10+ " + bar + " " + count + " <- denied" on one line, even on a narrow terminal
+        digits = len(str(peak))
+        bar_width = max(1, min(_BAR_WIDTH, self.console.width - 16 - digits))
         for label, n in buckets:
-            bar = "#" * (max(1, round(n * _BAR_WIDTH / peak)) if n else 0)
+            bar = "#" * (max(1, round(n * bar_width / peak)) if n else 0)
             low = int(label.rstrip("+"))
             denied = low >= report.max_repeats or (
                 label.endswith("+") and longest >= report.max_repeats
             )
             mark = " [red]<- denied[/]" if denied and n else ""
-            out(f"{label:>4} {bar:<{_BAR_WIDTH}} {n}{mark}")
+            out(f"{label:>4} {bar:<{bar_width}} {n}{mark}")
 
     def not_caught(self) -> None:
         e, out = _safe, self.console.print
@@ -308,7 +382,7 @@ class _ReplayView:
                 if same
                 else "-",
             )
-        self.console.print(table)
+        self.show(table, gap=False)
 
     def sweep(self, rows: Sequence[SweepRow]) -> None:
         e = _safe

@@ -423,10 +423,17 @@ def test_without_files_reads_cordis_patch_yml_here(layers) -> None:
     )
 
 
-def test_unreadable_file_exits_2(layers) -> None:
-    assert refused("nope.yml") == (
-        "loop-brake check-config: error: nope.yml: cannot read: No such file or directory\n"
+def test_a_missing_file_is_unreadable_input_exit_3(layers) -> None:
+    """As for filter and replay: a file that cannot be opened is exit 3, not a usage error."""
+    status, out, err = invoke("check-config", "nope.yml")
+    assert (status, out) == (3, "")
+    assert (
+        err == "loop-brake check-config: error: cannot open nope.yml: No such file or directory\n"
     )
+    status, out, err = invoke("check-config", "--json", "nope.yml")
+    assert (status, err) == (3, "")
+    doc = json.loads(out)
+    assert doc["status"] == 3 and doc["error"] == "cannot open nope.yml: No such file or directory"
 
 
 def test_insert_into_a_group_and_a_group_config_replacement(layers) -> None:

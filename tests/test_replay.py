@@ -173,6 +173,7 @@ def test_json_document_fields(loop_file: Path) -> None:
         "sweep",
         "errors",
         "errorsNotListed",
+        "skipped",
     }
 
 
@@ -275,14 +276,26 @@ def test_mixed_directory_with_an_unrecognised_and_a_corrupt_file(tmp_path: Path)
     assert result.status == 3
     doc = json.loads(result.stdout)
     files = {Path(f["file"]).name: f for f in doc["files"]}
-    assert set(files) >= {"a.jsonl", "unknown.json", "broken.jsonl.gz"}
+    assert set(files) >= {"a.jsonl", "broken.jsonl.gz"}
     assert "notes.txt" not in files and "x.jsonl" not in files
+    # a file in a directory that is not a transcript is skipped, named once
+    assert "unknown.json" not in files
+    assert doc["skipped"] == [
+        {
+            "file": str(root / "unknown.json"),
+            "reason": "not a transcript in any format loop-brake reads",
+        }
+    ]
     assert files["a.jsonl"]["denied"] == 3
-    assert "not a recognised transcript (tried: " in files["unknown.json"]["error"]
     assert files["broken.jsonl.gz"]["error"].startswith("unreadable")
     stderr = result.stderr
-    assert f"{root / 'unknown.json'}: not a recognised transcript" in stderr
+    assert stderr.count("unknown.json") == 1
+    assert f"{root / 'unknown.json'}: skipped: not a transcript" in stderr
     assert f"{root / 'broken.jsonl.gz'}: unreadable" in stderr
+    strict = replay(str(root), "--json", "--strict")
+    files = {Path(f["file"]).name: f for f in json.loads(strict.stdout)["files"]}
+    assert "not a recognised transcript (tried: " in files["unknown.json"]["error"]
+    assert f"{root / 'unknown.json'}: not a recognised transcript" in strict.stderr
     if CODEX_POLLS.exists():
         assert files["codex.jsonl.gz"]["format"] == "codex"
     assert "Traceback" not in stderr
@@ -304,10 +317,14 @@ def test_a_directory_with_nothing_to_replay_exits_4(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_reported_with_the_others(loop_file: Path) -> None:
+    """A file that cannot be opened is named on stderr, and nowhere in the summary."""
     result = replay("nope.jsonl", "loop.jsonl")
     assert result.status == 3
-    assert "nope.jsonl: cannot read: No such file or directory" in result.stderr
-    assert "2 files (events 1), 1 unreadable" in result.stdout
+    assert result.stderr == "loop-brake replay: cannot open nope.jsonl: No such file or directory\n"
+    assert result.stdout.startswith(
+        "loop-brake replay: 1 file (events 1): loop.jsonl; 8 tool calls"
+    )
+    assert "nope" not in result.stdout and "unreadable" not in result.stdout
 
 
 def test_stdin(loop_file: Path) -> None:
@@ -361,12 +378,14 @@ def test_subprocess_parallel_equals_serial(tmp_path: Path) -> None:
         lines = LOOP_LINES[: 3 + i] + [event("x", {"i": i}, "s9")] * i
         (tmp_path / f"{i}.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "bad.json").write_text("[1, 2\n")
-    serial = run_cli("replay", str(tmp_path), "--json", "--sweep", "1..6")
-    parallel = run_cli("replay", str(tmp_path), "--json", "--sweep", "1..6", "-j", "2")
-    assert serial.returncode == parallel.returncode == 3
-    assert serial.stdout == parallel.stdout and json.loads(parallel.stdout)
-    assert serial.stderr == parallel.stderr
-    assert CANARY.encode() not in parallel.stdout + parallel.stderr
+    for strict, status in (((), 0), (("--strict",), 3)):  # bad.json: skipped, or unreadable
+        args = ("replay", str(tmp_path), "--json", "--sweep", "1..6", *strict)
+        serial = run_cli(*args)
+        parallel = run_cli(*args, "-j", "2")
+        assert serial.returncode == parallel.returncode == status
+        assert serial.stdout == parallel.stdout and json.loads(parallel.stdout)
+        assert serial.stderr == parallel.stderr and b"bad.json" in serial.stderr
+        assert CANARY.encode() not in parallel.stdout + parallel.stderr
 
 
 def test_real_openhands_stuck_loop(shared_samples: Path) -> None:
@@ -402,11 +421,11 @@ def test_real_samples_directory_replays_in_one_command(shared_samples: Path) -> 
 def test_progress_bar_leaves_the_output_alone(
     loop_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
 ) -> None:
-    from loop_brake_cli.commands import replay as command
+    from loop_brake_cli.commands import _replay_pool as command
 
     (tmp_path / "b.jsonl").write_text("\n".join(LOOP_LINES[:3]) + "\n")
     plain = replay(str(tmp_path), "--json", "-j", jobs)
-    monkeypatch.setattr(command, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(command, "stderr_is_terminal", lambda: True)
     monkeypatch.setattr(command, "PROGRESS_MIN_BYTES", 0)
     with_bar = replay(str(tmp_path), "--json", "-j", jobs)
     assert with_bar.stdout == plain.stdout and with_bar.status == plain.status == 0

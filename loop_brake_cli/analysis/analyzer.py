@@ -23,6 +23,7 @@ from .report import (
     Report,
     SameToolRun,
     SessionStats,
+    Skipped,
     Streak,
     Where,
 )
@@ -63,6 +64,14 @@ class Analyzer:
         self.report.unreadable += 1
         if len(self.report.errors) < ERRORS_KEPT:
             self.report.errors.append(ReadError(info.file, None, None, message))
+
+    def skip_file(self, reason: str, quiet: bool = False) -> None:
+        """The current file is not a transcript: it leaves the totals, listed as skipped."""
+        info = self._file
+        assert info is not None and self.report.files[-1] is info, "start_file first"
+        self.report.files.pop()
+        self.report.skipped.append(Skipped(info.file, reason, quiet))
+        self._file = None
 
     def add(self, record: Record, verdict: Verdict | None) -> None:
         """Count one judged record (a BadRecord when ``verdict`` is None)."""

@@ -8,7 +8,7 @@ named by its class only, since its text may quote the input.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,8 @@ class Job:
     max_repeats_source: str
     cap: int
     max_line_bytes: int
+    in_directory: bool = False
+    strict: bool = False
 
 
 def replay_file(
@@ -36,12 +38,19 @@ def replay_file(
     format_name: str | None,
     max_line_bytes: int,
     on_progress: Callable[[int], None] | None = None,
+    in_directory: bool = False,
+    strict: bool = False,
 ) -> FileInfo:
     """Replay one file into ``analyzer``; every failure is recorded there, located.
 
-    ``on_progress`` is called now and then with the bytes read from the file so far.
+    A file found in a directory (``in_directory``) that is not a transcript is
+    skipped (``Analyzer.skip_file``) unless ``strict``; one that agents keep beside
+    their transcripts (Gemini CLI's logs.json) is skipped even then. With
+    ``format_name`` forced, a file that looks like another format is a file-level
+    error and is not read; so is one that gives no call. ``on_progress`` is called
+    now and then with the bytes read from the file so far.
     """
-    from ..formats import UnknownFormatError, detect, get
+    from ..formats._detect import choose
     from ..pipeline import judge
     from ..reader import UnreadableInputError, open_source
 
@@ -53,15 +62,23 @@ def replay_file(
         source = open_source(path, max_line_bytes)
     except OSError as exc:
         info = analyzer.start_file(path)
-        analyzer.file_error(f"cannot read: {exc.strerror or exc}")
+        info.opened = False
+        analyzer.file_error(f"cannot open: {exc.strerror or exc.__class__.__name__}")
         return info
     info = analyzer.start_file(source.name, size)
     raw = source.underlying or source.stream
     try:
-        if format_name is None:
-            adapter = detect(source.head(), source.name)
-        else:
-            adapter = get(format_name)
+        choice = choose(source.head(), source.name, format_name, in_directory, strict)
+        if choice.skip is not None:
+            analyzer.skip_file(choice.skip, choice.quiet)
+            return info
+        if choice.adapter is None:
+            analyzer.file_error(choice.error or "not a transcript")
+            return info
+        adapter, check = choice.adapter, choice.check
+        if check is not None and (mismatch := check.mismatch()) is not None:
+            analyzer.file_error(mismatch)  # not read: its records would all be noise
+            return info
         info.format = adapter.INFO.name
         add = analyzer.add
         n = 0
@@ -70,10 +87,8 @@ def replay_file(
             n += 1
             if on_progress is not None and not n & 1023:
                 on_progress(_position(raw, source))
-    except UnknownFormatError as exc:
-        message = str(exc)
-        prefix = f"{source.name}: "
-        analyzer.file_error(message[len(prefix) :] if message.startswith(prefix) else message)
+        if check is not None and info.calls == 0 and (nothing := check.nothing_read()):
+            analyzer.file_error(nothing)
     except UnreadableInputError as exc:
         after = f" (after call {info.calls})" if info.calls else ""
         analyzer.file_error(f"unreadable{after}: {exc}")
@@ -81,8 +96,8 @@ def replay_file(
         analyzer.file_error(internal_error(info.format, info.calls, exc))
     finally:
         source.close()
-    if on_progress is not None:
-        on_progress(size)
+        if on_progress is not None:
+            on_progress(size)
     return info
 
 
@@ -105,7 +120,15 @@ def replay_job(job: Job) -> Report:
     """Replay one file as its own run (the worker-process entry point of ``replay -j``)."""
     brake = LoopBrake(job.max_repeats, source=job.max_repeats_source)
     analyzer = Analyzer(job.max_repeats, job.max_repeats_source, job.cap)
-    replay_file(job.path, brake, analyzer, job.format_name, job.max_line_bytes)
+    replay_file(
+        job.path,
+        brake,
+        analyzer,
+        job.format_name,
+        job.max_line_bytes,
+        in_directory=job.in_directory,
+        strict=job.strict,
+    )
     return analyzer.finish()
 
 
@@ -120,8 +143,12 @@ def replay_files(
     continue_sessions: bool = False,
     on_file: Callable[[FileInfo, Report | None], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    in_directory: Collection[str] = (),
+    strict: bool = False,
 ) -> Report:
-    """Replay files in this process, in order; each its own run unless sessions continue."""
+    """Replay files in this process, in order; each its own run unless sessions continue.
+
+    ``in_directory``: the paths found by searching a directory (see ``replay_file``)."""
     brake = LoopBrake(max_repeats, source=max_repeats_source)
     analyzer = Analyzer(max_repeats, max_repeats_source, cap)
     reports: list[Report] = []
@@ -130,7 +157,16 @@ def replay_files(
             reports.append(analyzer.finish())
             brake.reset()
             analyzer = Analyzer(max_repeats, max_repeats_source, cap)
-        info = replay_file(path, brake, analyzer, format_name, max_line_bytes, on_progress)
+        info = replay_file(
+            path,
+            brake,
+            analyzer,
+            format_name,
+            max_line_bytes,
+            on_progress,
+            in_directory=path in in_directory,
+            strict=strict,
+        )
         if on_file is not None:
             on_file(info, analyzer.report)
     reports.append(analyzer.finish())

@@ -187,6 +187,8 @@ class FileInfo:
     unreadable: int = 0
     error: str | None = None
     size: int = 0
+    opened: bool = True
+    """False: the file could not be opened; a summary names it on stderr only."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -198,6 +200,20 @@ class FileInfo:
             "unreadable": self.unreadable,
             "error": self.error,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file found in a directory that is not a transcript, so not replayed.
+
+    ``quiet``: a file agents keep beside their transcripts (Gemini CLI's logs.json)."""
+
+    file: str
+    reason: str
+    quiet: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "reason": self.reason}
 
 
 @dataclass
@@ -218,6 +234,7 @@ class Report:
     first_at: dict[int, Where] = field(default_factory=dict)
     """The first call in input order whose count was c (for c <= cap)."""
     errors: list[ReadError] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     calls: int = 0
     denied: int = 0
     duplicates: int = 0
@@ -227,6 +244,11 @@ class Report:
     @property
     def failed_files(self) -> int:
         return sum(1 for info in self.files if info.error is not None)
+
+    @property
+    def opened_files(self) -> list[FileInfo]:
+        """The files that could be opened (the others are named on stderr only)."""
+        return [info for info in self.files if info.opened]
 
     @property
     def sessions_with_denial(self) -> int:
@@ -252,6 +274,7 @@ def merge(reports: Iterable[Report]) -> Report:
         for count, where in report.first_at.items():
             merged.first_at.setdefault(count, where)
         merged.errors += report.errors[: max(ERRORS_KEPT - len(merged.errors), 0)]
+        merged.skipped += report.skipped
         merged.calls += report.calls
         merged.denied += report.denied
         merged.duplicates += report.duplicates

@@ -48,5 +48,6 @@ def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None)
         "streakLengths": {str(k): report.streak_lengths[k] for k in sorted(report.streak_lengths)},
         "sweep": None if sweep_rows is None else [row.to_json() for row in sweep_rows],
         "errors": [error.to_json() for error in report.errors],
+        "skipped": [skipped.to_json() for skipped in report.skipped],
         "errorsNotListed": report.unreadable - len(report.errors),
     }

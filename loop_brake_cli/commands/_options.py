@@ -2,17 +2,26 @@
 
 ``filter``, ``replay`` and ``mcp-proxy`` take the same flags with the same
 types and defaults; only the help text says what each command does with them.
-An unusable maxRepeats is reported before any input is read: exit 2.
+An unusable maxRepeats is reported before any input is read: exit 2; a
+``--config`` file that cannot be opened is unreadable input: exit 3.
+
+Also here: ``Count`` (a whole number with a minimum, and an error that says
+so), ``JsonCommand`` (with ``--json``, click's usage errors are one JSON
+object on stdout) and ``Errors`` (a command's own errors, as stderr lines or
+that JSON object).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
+from ..exitcodes import ExitStatus
 from ..reader import DEFAULT_MAX_LINE_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,14 +46,114 @@ def config_option(help: str, metavar: str | None = None) -> Callable[[F], F]:
     )
 
 
+class Count(click.ParamType):
+    """A whole number of at least ``minimum``; a bad value says what form is expected."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and re.fullmatch(r"\s*\+?[0-9]+\s*", value):
+            number = int(value)
+        else:
+            self.fail(f"expected a whole number of at least {self.minimum}, got {value!r}")
+        if number < self.minimum:
+            self.fail(f"expected a whole number of at least {self.minimum}, got {number}")
+        return number
+
+
 def max_line_bytes_option(help: str) -> Callable[[F], F]:
     return click.option(
         "--max-line-bytes",
-        type=click.IntRange(min=1),
+        type=Count(1),
         default=DEFAULT_MAX_LINE_BYTES,
         show_default=True,
         help=help,
     )
+
+
+def json_wanted(args: Sequence[str]) -> bool:
+    """Did the command line ask for ``--json`` (before a ``--``)?"""
+    args = list(args)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+class JsonUsageError(click.UsageError):
+    """A usage error for a caller that asked for JSON: one object on stdout, same status."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(json.dumps({"error": self.format_message(), "status": self.exit_code}))
+
+
+class JsonCommand(click.Command):
+    """A command with ``--json``: click's own usage errors (a bad option, a bad value)
+    are printed as ``{"error": ..., "status": 2}`` on stdout when ``--json`` was asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        wanted = json_wanted(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if not wanted:
+                raise
+            raise JsonUsageError(exc.format_message(), ctx) from None
+
+
+class Errors:
+    """A command's own errors: ``prog: message`` on stderr, or with ``--json`` one JSON
+    object ``{"error": message, "status": N}`` on stdout (and nothing on stderr)."""
+
+    def __init__(self, prog: str, as_json: bool = False) -> None:
+        self.prog = prog
+        self.as_json = as_json
+
+    def __call__(self, message: str, status: ExitStatus = ExitStatus.USAGE) -> ExitStatus:
+        if self.as_json:
+            click.echo(json.dumps({"error": message, "status": int(status)}, ensure_ascii=False))
+        else:
+            for line in message.splitlines():
+                click.echo(f"{self.prog}: {line}", err=True)
+        return status
+
+
+def unopenable(paths: Sequence[str]) -> str | None:
+    """``cannot open PATH: reason`` for the first file that cannot be opened, else None."""
+    for path in paths:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            return f"cannot open {path}: {exc.strerror or exc.__class__.__name__}"
+    return None
+
+
+def resolve(
+    errors: Errors, explicit: int | None, config_paths: Sequence[str] = ()
+) -> tuple[int, str] | ExitStatus:
+    """maxRepeats and where it came from, or the exit status after ``errors`` said why not:
+    3 for a ``--config`` file that cannot be opened, 2 for an unusable value."""
+    if config_paths and explicit is None:
+        missing = unopenable(config_paths)
+        if missing is not None:
+            return errors(missing, ExitStatus.UNREADABLE)
+    try:
+        if config_paths:
+            from ..config import ConfigError, max_repeats_for_cli  # reads YAML: only when asked
+
+            try:
+                return max_repeats_for_cli(explicit, list(config_paths))
+            except ConfigError as exc:
+                return errors(str(exc))
+        return resolve_max_repeats(explicit)
+    except InvalidMaxRepeatsError as exc:
+        return errors(str(exc))
 
 
 def resolve_or_report(

@@ -25,7 +25,8 @@ from ..config import (
     Touch,
     check_config,
 )
-from ..exitcodes import EXIT_CODES_HELP, ExitStatus
+from ..exitcodes import ExitStatus, epilog
+from ._options import Count, JsonCommand, unopenable
 
 PROG = "loop-brake check-config"
 DEFAULT_CANDIDATES = (DEFAULT_PATCH_FILE, "cordis.patch.yaml")
@@ -37,11 +38,17 @@ NO_PATCH_FILE = (
 
 @click.command(
     "check-config",
-    epilog=EXIT_CODES_HELP,
+    cls=JsonCommand,
+    epilog=epilog("check-config"),
     short_help="Report the maxRepeats a harness composition will use; fail on mistakes.",
 )
 @click.argument("patch_files", nargs=-1, type=click.Path(dir_okay=False), metavar="[PATCH_FILE]...")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report as one JSON object (errors too; nothing on stderr).",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 if there is any warning.")
 @click.option(
     "--no-env",
@@ -50,7 +57,7 @@ NO_PATCH_FILE = (
 )
 @click.option(
     "--expect",
-    type=click.IntRange(min=1),
+    type=Count(1),
     default=None,
     metavar="N",
     help="Exit 1 unless the effective maxRepeats is N.",
@@ -69,6 +76,7 @@ def check_config_command(
     $DSH_LOOP_BRAKE_MAX_REPEATS when the row sets no maxRepeats.
     Warnings (exit 0, or 1 with --strict): a later override dropped maxRepeats;
     maxRepeats 1 or above 50; entries of unknown kind; a disabled row.
+    A PATCH_FILE that cannot be opened: exit 3.
     No loop-brake row in the composition: exit 4.
     """
     paths = list(patch_files)
@@ -82,6 +90,9 @@ def check_config_command(
                 expect,
             )
         paths = [found]
+    missing = unopenable(paths)
+    if missing is not None:
+        return _fail(as_json, ExitStatus.UNREADABLE, [(None, missing)], expect, paths)
     try:
         report = check_config(paths, use_env=not no_env)
     except PluginNotFoundError as exc:
@@ -188,6 +199,7 @@ def _fail(
             "layers": [],
             "warnings": [],
             "errors": [{"message": msg, **_loc_json(loc)} for loc, msg in problems],
+            "error": "; ".join(f"{loc}: {msg}" if loc else msg for loc, msg in problems),
         }
         click.echo(json.dumps(payload, ensure_ascii=False))
         return status

@@ -1,4 +1,11 @@
-"""``loop-brake filter``: tool-call events in, one verdict line per event out."""
+"""``loop-brake filter``: tool-call events in, one verdict line per event out.
+
+Every input is also sniffed (``formats/_detect.py``) from the head the reader
+buffers anyway, before the run: one that looks like another format, or from
+which the format read gives no tool call, is said once on stderr and counted
+(``--strict`` exits 3). The fast path is not touched: for event lines the
+check is one parse of the first line unless that line is not an event.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +14,31 @@ import sys
 import click
 
 from ..brake import LoopBrake
-from ..exitcodes import EXIT_CODES_HELP, ExitStatus
+from ..exitcodes import ExitStatus, epilog
 from ..formats import UnknownFormatError, get, names
+from ..formats._detect import FormatCheck, peek
 from ..output import LineWriter
 from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
 from ..reader import UnreadableInputError, open_source
-from ._options import config_option, max_line_bytes_option, max_repeats_option, resolve_or_report
+from ._options import (
+    Count,
+    Errors,
+    config_option,
+    max_line_bytes_option,
+    max_repeats_option,
+    resolve,
+)
+
+PROG = "loop-brake filter"
+
+
+def _say(message: str) -> None:
+    click.echo(f"{PROG}: {message}", err=True)
 
 
 @click.command(
     "filter",
-    epilog=EXIT_CODES_HELP,
+    epilog=epilog("filter"),
     short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
 )
 @click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
@@ -33,7 +54,8 @@ from ._options import config_option, max_line_bytes_option, max_repeats_option, 
     type=click.Choice(names()),
     default="events",
     show_default=True,
-    help="Input format.",
+    help="Input format. An input that looks like another format, or gives no tool "
+    "call, is named on stderr (and is unreadable for --strict).",
 )
 @click.option(
     "--only",
@@ -42,7 +64,11 @@ from ._options import config_option, max_line_bytes_option, max_repeats_option, 
     help="Print only these verdicts (repeatable).",
 )
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call was denied.")
-@click.option("--strict", is_flag=True, help="Exit 3 if any line was unreadable.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 3 if any line was unreadable, or an input was not in the format read.",
+)
 @click.option("--summary", is_flag=True, help="Print a short summary on stderr at the end.")
 @click.option(
     "--continue-sessions",
@@ -52,7 +78,7 @@ from ._options import config_option, max_line_bytes_option, max_repeats_option, 
 @max_line_bytes_option("Longer lines get an error verdict (and are never held in memory whole).")
 @click.option(
     "--max-sessions",
-    type=click.IntRange(min=1),
+    type=Count(1),
     default=None,
     help="Keep at most N session slots, least recently used evicted first (an evicted "
     "session starts a new streak). Default: unbounded.",
@@ -92,9 +118,9 @@ def filter_command(
     filter` answers each call at once. Bad lines get an error verdict and the run
     goes on. Arguments never appear in the output.
     """
-    resolved = resolve_or_report("loop-brake filter", max_repeats, config_paths)
-    if resolved is None:
-        return ExitStatus.USAGE
+    resolved = resolve(Errors(PROG), max_repeats, config_paths)
+    if isinstance(resolved, ExitStatus):
+        return resolved
     value, source = resolved
     brake = LoopBrake(value, source=source, max_sessions=max_sessions)
     shard = None
@@ -104,7 +130,7 @@ def filter_command(
         try:
             shard = parse_shard(shard_text)
         except ValueError as exc:
-            click.echo(f"loop-brake filter: --shard: {exc}", err=True)
+            _say(f"--shard: {exc}")
             return ExitStatus.USAGE
     adapter = get(format_name)
     wanted = set(only) if only else set(VERDICT_KINDS)
@@ -113,30 +139,47 @@ def filter_command(
     paths = files or ("-",)
     label = len(paths) > 1
     unreadable_file = False
+    not_read = 0  # inputs not in the format read: said once each
+    sessions = 0  # summed over the runs, as replay counts them
     for index, path in enumerate(paths):
         if index and not continue_sessions:
+            sessions += len(brake)
             brake.reset()
         try:
             source = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
-            click.echo(f"loop-brake filter: {path}: cannot read: {exc.strerror}", err=True)
+            out.flush()
+            _say(f"cannot open {path}: {exc.strerror or exc.__class__.__name__}")
             unreadable_file = True
             continue
         file_label = source.name if label else None
         try:
+            check = FormatCheck(adapter, peek(source))
+            if (mismatch := check.mismatch()) is not None:
+                out.flush()
+                _say(f"{source.name}: {mismatch}")
+                not_read += 1
+            before = tally.calls
             _run_source(adapter, source, brake, tally, out, wanted, file_label, shard)
+            if tally.calls == before and (nothing := check.nothing_read()) is not None:
+                out.flush()
+                _say(f"{source.name}: {nothing}")
+                not_read += 1
         except (UnreadableInputError, UnknownFormatError) as exc:
             out.flush()
-            click.echo(f"loop-brake filter: {source.name}: {exc}", err=True)
+            _say(f"{source.name}: {exc}")
             unreadable_file = True
         finally:
             source.close()
     out.flush()
+    sessions += len(brake) + brake.evictions
     if summary:
         from ..render import print_filter_summary
 
-        print_filter_summary(tally, brake, len(paths))
-    if unreadable_file or (strict and tally.errors):
+        print_filter_summary(tally, brake, len(paths), sessions, not_read)
+    if fail_on_deny and not tally.calls:
+        _say("warning: --fail-on-deny: no tool call was read, so nothing was checked")
+    if unreadable_file or (strict and (tally.errors or not_read)):
         return ExitStatus.UNREADABLE
     if fail_on_deny and tally.denied:
         return ExitStatus.BRAKE

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from ..canonical import JSONInputError, call_hash, hash_prefix, parse_json
-from ..exitcodes import ExitStatus
+from ..exitcodes import ExitStatus, epilog
 
 
-@click.command("hash")
+@click.command("hash", epilog=epilog("hash"))
 @click.argument("tool")
 @click.argument("args_json", required=False, default="{}")
 @click.option("--full", is_flag=True, help="Print the whole sha256 (for local debugging only).")

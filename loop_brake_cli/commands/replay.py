@@ -2,48 +2,44 @@
 
 The command only parses options, resolves maxRepeats (exit 2 before reading any
 input if it is unusable) and chooses an output; finding files is discover.py,
-counting is analysis/, drawing is render.py.
+deciding how a file is read is formats/_detect.py, counting is analysis/,
+drawing is render.py. With ``--json`` every early failure is one JSON object
+on stdout, ``{"error": ..., "status": N}``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-from collections.abc import Callable
-from concurrent.futures import Future
 
 import click
 
-from ..analysis import (
-    FileInfo,
-    Job,
-    Report,
-    merge,
-    parse_sweep,
-    replay_files,
-    replay_job,
-    report_to_json,
-    sweep,
-)
+from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, sweep
 from ..brake import LoopBrake
 from ..discover import discover
-from ..exitcodes import EXIT_CODES_HELP, ExitStatus
+from ..exitcodes import ExitStatus, epilog
 from ..formats import names
-from ._options import config_option, max_line_bytes_option, max_repeats_option, resolve_or_report
+from ._options import (
+    Count,
+    Errors,
+    JsonCommand,
+    config_option,
+    max_line_bytes_option,
+    max_repeats_option,
+    resolve,
+)
 
-PROGRESS_MIN_BYTES = 8 << 20
-"""Below this many bytes in all, a replay is quick enough to need no progress bar."""
+PROG = "loop-brake replay"
 
 
 def _fail(message: str) -> None:
-    click.echo(f"loop-brake replay: {message}", err=True)
+    click.echo(f"{PROG}: {message}", err=True)
 
 
 @click.command(
     "replay",
-    epilog=EXIT_CODES_HELP,
+    cls=JsonCommand,
+    epilog=epilog("replay"),
     short_help="Replay saved transcripts: where the brake would have stopped the agent.",
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
@@ -59,14 +55,20 @@ def _fail(message: str) -> None:
     "format_name",
     type=click.Choice(names()),
     default=None,
-    help="Read every file as this format (default: detected per file).",
+    help="Read every file as this format (default: detected per file). A file that "
+    "looks like another format, or gives no tool call, is then unreadable.",
 )
 @click.option(
     "--continue-sessions",
     is_flag=True,
     help="Let streaks continue across files (default: each file is its own run).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print the summary as one JSON document (an error as {"error": ...}).',
+)
 @click.option(
     "--verdicts",
     is_flag=True,
@@ -82,9 +84,15 @@ def _fail(message: str) -> None:
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call would be denied.")
 @click.option("--expect-deny", is_flag=True, help="Exit 1 unless at least one call would be.")
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="A file in a directory that is not a transcript is unreadable (exit 3) "
+    "instead of skipped.",
+)
+@click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=1),
+    type=Count(1),
     default=1,
     show_default=True,
     help="Replay files in N worker processes (each file its own run; output in input order).",
@@ -103,6 +111,7 @@ def replay_command(
     expect_deny: bool,
     jobs: int,
     max_line_bytes: int,
+    strict: bool = False,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -114,7 +123,8 @@ def replay_command(
     more identical calls the agent made after it, a histogram of streak lengths,
     and what the exact match cannot catch (A/B alternation, same tool with
     changing arguments). Unreadable files get a located error on stderr, the
-    other files are still reported, and the exit status is 3.
+    other files are still reported, and the exit status is 3. A file found in
+    a directory that is not a transcript is skipped, named once on stderr.
 
     \b
       loop-brake replay ~/.codex/sessions --sweep 2..10
@@ -124,53 +134,78 @@ def replay_command(
     Tool arguments never appear in any output: only tool names, session ids,
     call ids, 12-hex hash prefixes and locations.
     """
+    errors = Errors(PROG, as_json)
     if as_json and verdicts:
-        _fail("--json and --verdicts are different outputs: choose one")
-        return ExitStatus.USAGE
+        return errors("--json and --verdicts are different outputs: choose one")
+    if fail_on_deny and expect_deny:
+        return errors(
+            "--fail-on-deny and --expect-deny ask for opposite outcomes: choose one "
+            "(run replay twice for two sets of transcripts)"
+        )
     if verdicts and sweep_text is not None:
-        _fail("--sweep is part of the summary (and --json), not of --verdicts")
-        return ExitStatus.USAGE
+        return errors("--sweep is part of the summary (and --json), not of --verdicts")
     if jobs > 1 and continue_sessions:
-        _fail("-j cannot be combined with --continue-sessions (streaks would cross workers)")
-        return ExitStatus.USAGE
+        return errors(
+            "-j cannot be combined with --continue-sessions (streaks would cross workers)"
+        )
     limits = None
     if sweep_text is not None:
         try:
             limits = parse_sweep(sweep_text)
         except ValueError as exc:
-            _fail(f"--sweep: {exc}")
-            return ExitStatus.USAGE
-    resolved = resolve_or_report("loop-brake replay", max_repeats, config_paths)
-    if resolved is None:
-        return ExitStatus.USAGE
+            return errors(f"--sweep: {exc}")
+    resolved = resolve(errors, max_repeats, config_paths)
+    if isinstance(resolved, ExitStatus):
+        return resolved
     value, source = resolved
 
     files: list[str] = []
+    in_directory: set[str] = set()
     missing: list[str] = []
     for found in discover(paths):
         if found.error is None:
             files.append(found.path)
+            if found.in_directory:
+                in_directory.add(found.path)
         else:
-            missing.append(found.path)
-            _fail(f"{found.path}: {found.error}")
+            missing.append(f"{found.path}: {found.error}")
     if not files:
-        _fail("nothing to replay")
-        return ExitStatus.NOT_FOUND
+        return errors("nothing to replay: " + "; ".join(missing), ExitStatus.NOT_FOUND)
+    for message in missing:
+        _fail(message)
 
     if verdicts:
-        bad, denied = _print_verdicts(
-            files, value, source, format_name, continue_sessions, max_line_bytes
+        outcome = _print_verdicts(
+            files,
+            value,
+            source,
+            format_name,
+            continue_sessions,
+            max_line_bytes,
+            in_directory,
+            strict,
         )
+        if outcome is None:
+            return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
+        bad, calls, denied = outcome
         unreadable = bad or bool(missing)
     else:
         cap = max(limits.stop - 1 if limits else 0, value)
         report = _replay(
-            files, value, source, cap, format_name, continue_sessions, max_line_bytes, jobs
+            files,
+            value,
+            source,
+            cap,
+            format_name,
+            continue_sessions,
+            max_line_bytes,
+            jobs,
+            in_directory,
+            strict,
         )
-        for error in report.errors:
-            _fail(str(error))
-        if report.unreadable > len(report.errors):
-            _fail(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)")
+        _report_problems(report)
+        if not report.files:
+            return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
         rows = sweep(report, limits) if limits else None
         if as_json:
             doc = report_to_json(report, rows)
@@ -181,14 +216,41 @@ def replay_command(
             from ..render import print_replay_summary
 
             print_replay_summary(report, rows)
-        denied = report.denied > 0
+        calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
+    return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def _report_problems(report: Report) -> None:
+    """Each unreadable file or record, and each skipped file, once on stderr."""
+    unopened = {info.file for info in report.files if not info.opened}
+    for error in report.errors:
+        if error.file in unopened and error.line is None and error.path is None:
+            reason = error.message.removeprefix("cannot open: ")
+            _fail(f"cannot open {error.file}: {reason}")
+        else:
+            _fail(str(error))
+    if report.unreadable > len(report.errors):
+        _fail(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)")
+    for skipped in report.skipped:
+        if not skipped.quiet:
+            _fail(f"{skipped.file}: skipped: {skipped.reason}")
+
+
+def _status(
+    unreadable: bool, calls: int, denied: bool, fail_on_deny: bool, expect_deny: bool
+) -> ExitStatus:
+    """Unreadable input first (3), then the deny checks (1); said on stderr either way."""
+    if fail_on_deny and not calls:
+        _fail("warning: --fail-on-deny: no tool call was read, so nothing was checked")
+    if expect_deny and not denied:
+        if calls:
+            _fail("--expect-deny: no call would be denied")
+        else:
+            _fail("--expect-deny: no tool call was read, so none could be denied")
     if unreadable:
         return ExitStatus.UNREADABLE
-    if fail_on_deny and denied:
-        return ExitStatus.BRAKE
-    if expect_deny and not denied:
-        _fail("--expect-deny: no call would be denied")
+    if (fail_on_deny and denied) or (expect_deny and not denied):
         return ExitStatus.BRAKE
     return ExitStatus.OK
 
@@ -202,13 +264,28 @@ def _replay(
     continue_sessions: bool,
     max_line_bytes: int,
     jobs: int,
+    in_directory: set[str],
+    strict: bool,
 ) -> Report:
-    progress = _progress(files)
+    from ._replay_pool import progress_bar, replay_parallel
+
+    progress = progress_bar(files)
     try:
         if jobs > 1 and len(files) > 1 and "-" not in files:
-            return _replay_parallel(
-                files, value, source, cap, format_name, max_line_bytes, jobs, progress
-            )
+            work = [
+                Job(
+                    path,
+                    format_name,
+                    value,
+                    source,
+                    cap,
+                    max_line_bytes,
+                    path in in_directory,
+                    strict,
+                )
+                for path in files
+            ]
+            return replay_parallel(work, jobs, progress)
         on_progress, on_file = progress.callbacks() if progress else (None, None)
         return replay_files(
             files,
@@ -220,91 +297,12 @@ def _replay(
             continue_sessions=continue_sessions,
             on_file=on_file,
             on_progress=on_progress,
+            in_directory=in_directory,
+            strict=strict,
         )
     finally:
         if progress:
             progress.stop()
-
-
-def _replay_parallel(
-    files: list[str],
-    value: int,
-    source: str,
-    cap: int,
-    format_name: str | None,
-    max_line_bytes: int,
-    jobs: int,
-    progress: _Progress | None,
-) -> Report:
-    """Each file in a worker process; reports merged in input order as they arrive."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    work = [Job(path, format_name, value, source, cap, max_line_bytes) for path in files]
-    merged: Report | None = None
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_worker_init)
-    previous = _exit_on_signals()
-    try:
-        # Largest files first, so one big file started last cannot leave a worker idle;
-        # results are still merged in input order.
-        futures: dict[int, Future[Report]] = {}
-        for index in sorted(range(len(work)), key=lambda i: -_size(work[i].path)):
-            future = pool.submit(replay_job, work[index])
-            if progress:
-                future.add_done_callback(progress.future_done)
-            futures[index] = future
-        for index in range(len(work)):
-            report = futures.pop(index).result()
-            merged = report if merged is None else merge([merged, report])
-    except BaseException:
-        # Ctrl-C (or a failure): do not wait for the workers to finish their files.
-        # The executor has no public way to stop a running task, hence _processes.
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    pool.shutdown()
-    assert merged is not None
-    return merged
-
-
-def _exit_on_signals() -> dict[int, object]:
-    """SIGTERM and SIGHUP end the run like Ctrl-C does, through the clean-up that
-    stops the workers (the default action would leave them running, holding the
-    caller's stdout and stderr open). Exit status 128 + the signal number."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    return {
-        signum: signal.signal(signum, stop)
-        for signum in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
-        if signum is not None
-    }
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them: no traceback per worker.
-
-    On Linux a worker also dies with its parent, even one killed with SIGKILL."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
 
 
 def _print_verdicts(
@@ -314,10 +312,14 @@ def _print_verdicts(
     format_name: str | None,
     continue_sessions: bool,
     max_line_bytes: int,
-) -> tuple[bool, bool]:
-    """Verdict lines exactly as ``filter --format X`` prints them; (unreadable, denied)."""
+    in_directory: set[str],
+    strict: bool,
+) -> tuple[bool, int, bool] | None:
+    """Verdict lines exactly as ``filter --format X`` prints them.
+
+    (unreadable, calls, denied), or None when every file was skipped."""
     from ..analysis import internal_error
-    from ..formats import UnknownFormatError, detect, get
+    from ..formats._detect import choose
     from ..output import LineWriter
     from ..pipeline import Tally, write_verdicts
     from ..reader import UnreadableInputError, open_source
@@ -327,6 +329,7 @@ def _print_verdicts(
     tally = Tally()
     label = len(files) > 1
     unreadable = False
+    read = 0
     for index, path in enumerate(files):
         if index and not continue_sessions:
             brake.reset()
@@ -334,20 +337,34 @@ def _print_verdicts(
             src = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            _fail(f"{path}: cannot read: {exc.strerror or exc}")
+            _fail(f"cannot open {path}: {exc.strerror or exc.__class__.__name__}")
             unreadable = True
             continue
         file_label = src.name if label else None
         name = format_name
         before = tally.calls
         try:
-            adapter = get(format_name) if format_name else detect(src.head(), src.name)
-            name = adapter.INFO.name
-            write_verdicts(adapter.parse(src), brake, tally, out, file=file_label)
-        except UnknownFormatError as exc:
-            out.flush()
-            _fail(str(exc))
-            unreadable = True
+            choice = choose(src.head(), src.name, format_name, path in in_directory, strict)
+            if choice.skip is not None:
+                if not choice.quiet:
+                    _fail(f"{src.name}: skipped: {choice.skip}")
+                continue
+            read += 1
+            if choice.adapter is None:
+                out.flush()
+                _fail(f"{src.name}: {choice.error}")
+                unreadable = True
+                continue
+            name = choice.adapter.INFO.name
+            check = choice.check
+            if check is not None and (mismatch := check.mismatch()) is not None:
+                _fail(f"{src.name}: {mismatch}")
+                unreadable = True
+            write_verdicts(choice.adapter.parse(src), brake, tally, out, file=file_label)
+            if check is not None and tally.calls == before and (nothing := check.nothing_read()):
+                out.flush()
+                _fail(f"{src.name}: {nothing}")
+                unreadable = True
         except UnreadableInputError as exc:
             out.flush()
             _fail(f"{src.name}: {exc}")
@@ -359,61 +376,6 @@ def _print_verdicts(
         finally:
             src.close()
     out.flush()
-    return unreadable or tally.errors > 0, tally.denied > 0
-
-
-class _Progress:
-    """A transient bar on stderr, by bytes read, for long inputs on a terminal."""
-
-    def __init__(self, total: int) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self.bar = Progress(
-            TextColumn("replaying"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.task = self.bar.add_task("replay", total=total)
-        self.done = 0
-        self.bar.start()
-
-    def callbacks(self) -> tuple[Callable[[int], None], Callable[[FileInfo, Report | None], None]]:
-        def on_progress(position: int) -> None:
-            self.bar.update(self.task, completed=self.done + position)
-
-        def on_file(info: FileInfo, report: Report | None) -> None:
-            self.file_done(info)
-
-        return on_progress, on_file
-
-    def future_done(self, future: Future[Report]) -> None:
-        if not future.cancelled() and future.exception() is None:
-            self.file_done(future.result().files[0])
-
-    def file_done(self, info: FileInfo) -> None:
-        self.done += info.size
-        self.bar.update(self.task, completed=self.done)
-
-    def stop(self) -> None:
-        self.bar.stop()
-
-
-def _stderr_is_terminal() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
-
-
-def _progress(files: list[str]) -> _Progress | None:
-    if not _stderr_is_terminal():
+    if not read and not unreadable:
         return None
-    total = sum(_size(path) for path in files if path != "-")
-    return _Progress(total) if total >= PROGRESS_MIN_BYTES else None
+    return unreadable or tally.errors > 0, tally.calls, tally.denied > 0

@@ -1,0 +1,199 @@
+"""Is an input in the format it is read as? Said once per input, never silently wrong.
+
+A format given with ``--format`` (or ``filter``'s default, ``events``) is
+trusted for reading, but every input is also sniffed: when its head looks like
+another format, or the format read finds no tool call in content that is not
+blank, the caller says so once (``looks like a claude-code transcript, not
+codex; use --format claude-code``) and counts the input as unreadable.
+
+A live stream (a pipe, a terminal) is decided from its first lines: ``peek``
+waits for one complete non-blank line, never for the whole 64 KiB head, so the
+first verdict is not held back. The messages name formats and files only,
+never content.
+
+``not_a_transcript`` knows the files agents keep beside their transcripts
+(Gemini CLI's ``logs.json``, its prompts only), which a directory replay
+skips without a word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from ..reader import CHUNK_SIZE, JSON_WHITESPACE, Source
+from ._sniff import head_text
+
+__all__ = ["Choice", "FormatCheck", "choose", "is_live", "not_a_transcript", "peek"]
+
+
+def is_live(source: Source) -> bool:
+    """A pipe, a terminal or a socket: reading ahead could wait for the agent."""
+    raw = source.underlying or source.stream
+    try:
+        mode = os.fstat(raw.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):  # no descriptor (an in-memory stream)
+        return False
+    return not stat.S_ISREG(mode)
+
+
+def _has_complete_line(data: bytes) -> bool:
+    cut = data.rfind(b"\n")
+    return cut >= 0 and bool(data[:cut].strip(JSON_WHITESPACE))
+
+
+def peek(source: Source) -> bytes:
+    """The head to sniff, left in the source for the reader.
+
+    A file gives its first 64 KiB. A live stream gives what has arrived up to its
+    first complete, non-blank line (and only complete lines): the reader has to
+    wait for that line anyway before its first verdict.
+    """
+    if not is_live(source):
+        return source.head()
+    while not _has_complete_line(source.head_bytes) and len(source.head_bytes) < CHUNK_SIZE:
+        held = len(source.head_bytes)
+        source.head(held + 1)  # one read of what is there (up to held + 1 bytes)
+        if len(source.head_bytes) == held:  # end of input: what came is all there is
+            return source.head_bytes
+    head = source.head_bytes
+    return head[: head.rfind(b"\n") + 1] if _has_complete_line(head) else head
+
+
+def _named(name: str) -> str:
+    if name == "events":
+        return "tool-call events"
+    return f"{'an' if name[:1] in 'aeio' else 'a'} {name} transcript"
+
+
+def _read_as(name: str) -> str:
+    return "tool-call events" if name == "events" else name
+
+
+@dataclass
+class FormatCheck:
+    """One input read as a given format: what to say about it, at most once."""
+
+    adapter: ModuleType
+    head: bytes
+    said: bool = False
+    _detected: ModuleType | None = field(default=None, init=False)
+    _detection_done: bool = field(default=False, init=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.adapter.INFO.name)
+
+    def detected(self) -> ModuleType | None:
+        """The format the head looks like (None: none), computed once and only if asked."""
+        if not self._detection_done:
+            from . import UnknownFormatError, detect
+
+            self._detection_done = True
+            try:
+                self._detected = detect(self.head, "")
+            except UnknownFormatError:
+                self._detected = None
+            except Exception:  # a sniff's bug must not cost the run: no opinion then
+                self._detected = None
+        return self._detected
+
+    def _sniffs(self) -> bool:
+        try:
+            return bool(self.adapter.sniff(self.head))
+        except Exception:
+            return False
+
+    def mismatch(self) -> str | None:
+        """Before reading: the head looks like another format (and not like this one)."""
+        if self.said or not head_text(self.head) or self._sniffs():
+            return None
+        other = self.detected()
+        if other is None or other is self.adapter:
+            return None
+        self.said = True
+        found = other.INFO.name
+        return f"looks like {_named(found)}, not {_read_as(self.name)}; use --format {found}"
+
+    def nothing_read(self) -> str | None:
+        """After reading: no tool call came out of content that is not blank.
+
+        Silent when the head is this format's own (a transcript without tool calls)."""
+        if self.said or not head_text(self.head):
+            return None
+        other = self.detected()
+        if other is self.adapter:
+            return None
+        self.said = True
+        read_as = _read_as(self.name)
+        if other is None:
+            return f"no tool call read as {read_as}, and it is not a format loop-brake knows"
+        found = other.INFO.name
+        return (
+            f"no tool call read as {read_as}; it looks like {_named(found)}: use --format {found}"
+        )
+
+
+_GEMINI_LOG_KEYS = (re.compile(rb'"sessionId"\s*:'), re.compile(rb'"messageId"\s*:'))
+_GEMINI_TRANSCRIPT = re.compile(rb'"toolCalls"\s*:')
+
+
+def not_a_transcript(head: bytes, path: str) -> str | None:
+    """What a file is when it is one agents keep beside transcripts, else None."""
+    base = os.path.basename(path).lower()
+    if base.endswith(".gz"):
+        base = base[:-3]
+    if base != "logs.json":
+        return None
+    body = head_text(head)
+    if body.startswith(b"["):
+        empty = body.rstrip(JSON_WHITESPACE) == b"[]"
+        shaped = all(key.search(body) for key in _GEMINI_LOG_KEYS)
+        if empty or (shaped and not _GEMINI_TRANSCRIPT.search(body)):
+            return "Gemini CLI's prompt log (logs.json holds the user's prompts, no tool call)"
+    return None
+
+
+@dataclass
+class Choice:
+    """How to read one file: an adapter (and, when forced, its check), or why not."""
+
+    adapter: ModuleType | None = None
+    check: FormatCheck | None = None
+    skip: str | None = None
+    """Not a transcript, found in a directory: not read, named once on stderr."""
+    quiet: bool = False
+    """Skipped without a word (a file agents keep beside their transcripts)."""
+    error: str | None = None
+    """Not a transcript, named on the command line (or ``--strict``): unreadable."""
+
+
+def choose(
+    head: bytes,
+    path: str,
+    format_name: str | None,
+    in_directory: bool = False,
+    strict: bool = False,
+) -> Choice:
+    """Decide how a file is read, from its head (see ``replay_file``)."""
+    from . import UnknownFormatError, detect, get
+
+    known = not_a_transcript(head, path)
+    if known is not None and in_directory:
+        return Choice(skip=known, quiet=True)
+    if format_name is not None:
+        adapter = get(format_name)
+        return Choice(adapter, FormatCheck(adapter, head))
+    try:
+        return Choice(detect(head, path))
+    except UnknownFormatError as exc:
+        if in_directory and not strict:
+            return Choice(skip="not a transcript in any format loop-brake reads")
+        message = str(exc)
+        prefix = f"{path}: "
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+        return Choice(error=f"{known}, not a transcript" if known else message)
