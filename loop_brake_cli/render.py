@@ -224,6 +224,8 @@ class _ReplayView:
 
     def draw(self, sweep_rows: Sequence[SweepRow] | None) -> None:
         self.header()
+        if not self.report.calls:  # no call: nothing below would say anything
+            return
         self.sessions()
         self.denials()
         self.histogram()

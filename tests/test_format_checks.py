@@ -80,7 +80,8 @@ def test_replay_with_the_wrong_format_is_unreadable_and_said_once() -> None:
         f"loop-brake replay: {CLAUDE}: looks like a claude-code transcript, not openhands; "
         "use --format claude-code\n"
     )  # once, and not one error per line of a file read as what it is not
-    assert b"1 unreadable" in done.stdout
+    assert b"1 unreadable" in done.stdout and b"0 tool calls" in done.stdout
+    assert b"does not catch" not in done.stdout  # nothing to say about calls never read
 
 
 def test_replay_fail_on_deny_warns_and_expect_deny_fails_when_nothing_was_read(
