@@ -61,7 +61,7 @@ def replay_file(
     try:
         source = open_source(path, max_line_bytes)
     except OSError as exc:
-        info = analyzer.start_file(path)
+        info = analyzer.start_file("<stdin>" if path == "-" else path)
         info.opened = False
         analyzer.file_error(f"cannot open: {exc.strerror or exc.__class__.__name__}")
         return info

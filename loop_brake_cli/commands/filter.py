@@ -149,7 +149,8 @@ def filter_command(
             source = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            _say(f"cannot open {path}: {exc.strerror or exc.__class__.__name__}")
+            shown = "<stdin>" if path == "-" else path
+            _say(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
             unreadable_file = True
             continue
         file_label = source.name if label else None

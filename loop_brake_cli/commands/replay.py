@@ -337,7 +337,8 @@ def _print_verdicts(
             src = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            _fail(f"cannot open {path}: {exc.strerror or exc.__class__.__name__}")
+            shown = "<stdin>" if path == "-" else path
+            _fail(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
             unreadable = True
             continue
         file_label = src.name if label else None
