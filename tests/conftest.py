@@ -62,6 +62,12 @@ def spawn_cli(
     )
 
 
+SHARED_SKIP = (
+    "needs the workplace's real samples, shared/samples-real: absent here; "
+    "set LOOP_BRAKE_SHARED=/path/to/shared to run it (see docs/DEVELOPING.md)"
+)
+
+
 def shared_dir() -> Path:
     """The workplace's shared folder: $LOOP_BRAKE_SHARED, else ../shared beside the repo."""
     override = os.environ.get("LOOP_BRAKE_SHARED")
@@ -73,7 +79,7 @@ def shared_samples() -> Path:
     """shared/samples-real (real transcripts we may not copy), or a skip that says why."""
     samples = shared_dir() / "samples-real"
     if not samples.is_dir():
-        pytest.skip(f"{samples} is absent: the no-licence real samples are read only from there")
+        pytest.skip(SHARED_SKIP)
     return samples
 
 

@@ -21,7 +21,7 @@ from adapter_helpers import (
     parse_bytes,
     read,
 )
-from conftest import ROOT, run_cli, shared_dir
+from conftest import ROOT, SHARED_SKIP, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -205,7 +205,7 @@ def test_detect(path: Path) -> None:
     assert fmt == "claude-code"
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/samples-real is not here")
+@pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_SKIP)
 def test_detect_the_shared_originals() -> None:
     for path in SHARED.glob("*.jsonl"):
         fmt, _ = read(path)
