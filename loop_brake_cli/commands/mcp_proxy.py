@@ -12,16 +12,19 @@ from ..exitcodes import ExitStatus
 from ..mcp_proxy import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LogOpenError,
+    OutputError,
     ProxyOptions,
     SpawnError,
+    fill_closed,
     run_proxy,
 )
 from ._options import max_repeats_option, resolve_or_report
 
 PROXY_EXIT_HELP = (
     "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
-    "error, before the server starts; 126 the server could not be run; 127 the server "
-    "command was not found."
+    "error, before the server starts; 5 standard output could not be written (closed or "
+    "read-only: the server is not started; a full disk later: the server is stopped); "
+    "126 the server could not be run; 127 the server command was not found."
 )
 
 
@@ -76,6 +79,9 @@ def mcp_proxy_command(
     (mcp#2) with fresh streaks. Signals (INT, TERM, HUP) are forwarded; the
     proxy exits with the server's status.
     """
+    # Before anything is opened: a closed stdin or stderr must not be taken by
+    # the log or a pipe to the server (see mcp_proxy/streams.py).
+    fill_closed((0, 2))
     resolved = resolve_or_report("loop-brake mcp-proxy", max_repeats)
     if resolved is None:
         return ExitStatus.USAGE
@@ -95,3 +101,10 @@ def mcp_proxy_command(
     except LogOpenError as exc:
         click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
         return ExitStatus.USAGE
+    except OutputError as exc:
+        click.echo(
+            f"loop-brake mcp-proxy: cannot write to standard output ({exc}); "
+            "the server was not started",
+            err=True,
+        )
+        return ExitStatus.OUTPUT

@@ -24,6 +24,8 @@ Modules, by responsibility:
 * ``spans``: byte offsets of JSON values, so forwarded bytes stay the client's;
 * ``pipes``: lines in and out over raw file descriptors;
 * ``verdict_log``: the ``--log`` file (created 0600, never through a symlink);
+* ``streams``: the proxy's own stdin/stdout/stderr checked (and closed ones
+  filled with ``/dev/null``) before anything is opened;
 * ``process``: the server process, the copy threads, signals and shutdown.
 """
 
@@ -33,11 +35,13 @@ from .pipes import iter_lines
 from .process import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     FORWARDED_SIGNALS,
+    OUTPUT_FAILED,
     ProxyOptions,
     SpawnError,
     run_proxy,
 )
 from .routing import ClientRouter, Routed, denial_answer
+from .streams import OutputError, fill_closed
 from .verdict_log import LogOpenError
 
 __all__ = [
@@ -45,10 +49,13 @@ __all__ = [
     "FORWARDED_SIGNALS",
     "ClientRouter",
     "LogOpenError",
+    "OUTPUT_FAILED",
+    "OutputError",
     "ProxyOptions",
     "Routed",
     "SpawnError",
     "denial_answer",
+    "fill_closed",
     "iter_lines",
     "run_proxy",
 ]

@@ -5,7 +5,10 @@ Lifecycle (the shutdown order of the MCP specification's stdio section):
 * client EOF, or a closed client stdout: close the server's stdin, wait
   ``shutdown_timeout`` seconds, send SIGTERM, wait ``shutdown_timeout`` again,
   then SIGKILL; output the server writes meanwhile is still forwarded;
-* the server exits: the proxy exits with its status (128 + N if signal N killed it);
+* the server exits: the proxy exits with its status (128 + N if signal N killed it),
+  unless a line could not be written to the client for another reason than a
+  reader gone away (a full disk, a file size limit): then one stderr line, the
+  same shutdown, and ``OUTPUT_FAILED`` (5);
 * SIGINT, SIGTERM and SIGHUP sent to the proxy are forwarded to the server,
   and the proxy keeps forwarding until the server has exited.
 
@@ -24,13 +27,17 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..exitcodes import ExitStatus
 from .pipes import iter_lines, write_all
 from .routing import ClientRouter, Routed
+from .streams import OutputError, output_problem, quiet_write_error
 from .verdict_log import VerdictLog
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
     "FORWARDED_SIGNALS",
+    "OUTPUT_FAILED",
+    "OutputError",
     "ProxyOptions",
     "SpawnError",
     "run_proxy",
@@ -46,6 +53,8 @@ about the time the client would begin its own."""
 FORWARDED_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )  # no SIGHUP on Windows
+
+OUTPUT_FAILED = int(ExitStatus.OUTPUT)  # the client's lines could not be written
 
 DRAIN_TIMEOUT = 2.0  # after the server exits, how long a grandchild may keep its stdout open
 
@@ -73,6 +82,50 @@ def _exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+class _ServerInput:
+    """The server's stdin, written by the client-to-server thread and closed by the
+    shutdown thread: never closed under a write in progress (its descriptor number
+    could otherwise be reused by the next open and written to), and a close asked
+    for during a write happens as soon as that write ends (a write stuck on a
+    server that stopped reading ends with the server, by SIGTERM or SIGKILL)."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+        self._fd = file.fileno()  # taken now: the file may be closed before the thread starts
+        self._lock = threading.Lock()
+        self._busy = False
+        self.closing = False
+
+    def write(self, data: bytes) -> bool:
+        """All of ``data``; False if it is closed or the server does not take it."""
+        with self._lock:
+            if self.closing:
+                return False
+            self._busy = True
+        try:
+            write_all(self._fd, data)
+            return True
+        except OSError:
+            return False
+        finally:
+            with self._lock:
+                self._busy = False
+                if self.closing:
+                    self._close()
+
+    def close(self) -> None:
+        with self._lock:
+            self.closing = True
+            if not self._busy:
+                self._close()
+
+    def _close(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
+
 class _ServerProcess:
     """One proxied server: the two copy threads, the signal forwarders and shutdown."""
 
@@ -85,10 +138,11 @@ class _ServerProcess:
         self.router = ClientRouter(options.max_repeats, self.log.write, self.note, options.shadow)
         self.out_lock = threading.Lock()
         self.client_gone = False  # the client's stdout pipe is closed
-        self.server_stdin_closed = False  # set just before shutdown closes it
+        self.output_error: str | None = None  # why a line to the client failed, if not EPIPE
         self.exited = threading.Event()
         self.shutdown_started = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.server_input: _ServerInput | None = None
 
     def spawn(self) -> subprocess.Popen[bytes]:
         command = self.options.command
@@ -103,17 +157,23 @@ class _ServerProcess:
         except OSError as exc:
             raise SpawnError(f"{command[0]}: cannot run: {exc.strerror or exc}", 126) from None
         self.proc = proc
+        self.server_input = _ServerInput(proc.stdin)
         return proc
 
     def to_client(self, data: bytes) -> None:
         """One whole line to the client, never interleaved with another."""
+        failure = None
         with self.out_lock:
             if self.client_gone:
                 return
             try:
                 write_all(self.stdout_fd, data)
-            except OSError:  # EPIPE and friends: the client went away
+            except OSError as exc:
                 self.client_gone = True
+                if not quiet_write_error(exc):  # not the client going away: say so once
+                    failure = self.output_error = str(exc.strerror or type(exc).__name__)
+        if failure is not None:
+            self.note(f"cannot write to standard output ({failure}); stopping the server")
         if self.client_gone:
             self.begin_shutdown()
 
@@ -134,22 +194,18 @@ class _ServerProcess:
             return Routed(line)
 
     def client_to_server(self) -> None:
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None
-        server_fd = proc.stdin.fileno()
+        server_input = self.server_input
+        assert server_input is not None
         server_open = True
         try:
             for line in iter_lines(self.stdin_fd):
                 routed = self.route(line)
                 if routed.answer is not None:
                     self.to_client(routed.answer)
-                if routed.forward is not None and server_open and not self.server_stdin_closed:
-                    try:
-                        write_all(server_fd, routed.forward)
-                    except OSError:
-                        # The server closed its stdin (or died): keep reading so
-                        # denials are still answered; its exit ends the proxy.
-                        server_open = False
+                if routed.forward is not None and server_open:
+                    # False: the server closed its stdin (or died), or shutdown
+                    # closed it; keep reading so denials are still answered.
+                    server_open = server_input.write(routed.forward)
         except OSError:
             pass  # our stdin is unreadable: treat as EOF
         self.begin_shutdown()
@@ -180,12 +236,8 @@ class _ServerProcess:
 
     def _escalate(self) -> None:
         proc = self.proc
-        assert proc is not None and proc.stdin is not None
-        self.server_stdin_closed = True
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+        assert proc is not None and self.server_input is not None
+        self.server_input.close()
         timeout = self.options.shutdown_timeout
         for action in (proc.terminate, proc.kill):
             if self.exited.wait(timeout):
@@ -225,6 +277,8 @@ class _ServerProcess:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+        if self.output_error is not None:
+            return OUTPUT_FAILED
         return _exit_status(returncode)
 
 
@@ -234,9 +288,13 @@ def run_proxy(
     """Run the server behind the brake until it exits; return the proxy's exit status.
 
     Must be called from the main thread (it installs the signal forwarders).
-    Raises ``LogOpenError`` if the log cannot be opened (before the server starts)
-    and ``SpawnError`` if the server cannot be started.
+    Raises ``OutputError`` if ``stdout_fd`` is closed or read-only and
+    ``LogOpenError`` if the log cannot be opened (both before the server
+    starts), and ``SpawnError`` if the server cannot be started.
     """
+    problem = output_problem(stdout_fd)
+    if problem is not None:
+        raise OutputError(problem)
     server = _ServerProcess(options, stdin_fd, stdout_fd, stderr_fd)
     try:
         return server.run()
