@@ -11,21 +11,10 @@ otherwise:
   double range, nesting past 1024) is re-read by ``canonical.parse_json``, so
   errors, and the values Python accepts where orjson does not, are the exact ones.
 * The canonical form is ``orjson.dumps(args, OPT_SORT_KEYS | OPT_STRICT_INTEGER)``
-  only when it provably equals ``canonical_json(args)``. Strings: orjson escapes
-  exactly as JSON.stringify (``\\" \\\\ \\b \\f \\n \\r \\t``, other controls as
-  lowercase ``\\u00xx``, the rest literally; lone surrogates cannot reach it).
-  Integers: exact within 2**53, anything beyond raises (STRICT_INTEGER) and goes
-  the exact way. Floats: orjson writes shortest round-trip digits like
-  ``Number::toString`` but ``1.0`` for integral values and exponents from 1e16
-  and below 1e-5 (``1e+16``, ``1e-6``); any output containing ``.0`` or a digit
-  followed by ``e+``/``e-`` goes the exact way (strings that merely contain those
-  characters do too, which costs time, never correctness). Key order: orjson
-  sorts by code point, JavaScript by UTF-16 unit. Two keys compare alike both ways
-  unless, where they first differ, an astral character (first unit U+D800..U+DBFF)
-  meets U+E000..U+FFFF or a lone surrogate; lone surrogates never reach orjson, so
-  output holding both an astral and a U+E000..U+FFFF character anywhere goes the
-  exact way (``tests/test_fastpath_node.py`` checks every such pair against Node).
-  Nesting past orjson's serialiser limit (254) raises and goes the exact way.
+  only when it provably equals ``canonical_json(args)``: ``fast_canonical.py``
+  says when (strings, integers, floats, key order, nesting). Those checks look
+  only at the output bytes, and the digest cache only ever holds bytes that
+  passed them, so a line whose hashed bytes the cache holds skips them.
 * Event fields: the common shape (``tool``, ``args``, ``sessionId`` strings,
   ``callId`` string) is read directly; other shapes through
   ``wire.event_line.decode``; a record that is not a clean call, or has an
@@ -41,15 +30,16 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 from binascii import hexlify as _hexlify
 from collections.abc import Iterator
 from contextlib import contextmanager
 from hashlib import sha256 as _sha256
 from typing import Any
 
+from . import fast_canonical as _fc
 from .brake import CODE, DENY_TEMPLATE, PLUGIN, LoopBrake
 from .canonical import JSONInputError, parse_json
+from .fast_canonical import AVAILABLE, fast_canonical, is_exact
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
@@ -57,26 +47,21 @@ from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
 from .wire.event_line import decode as decode_event
 
-try:  # optional: the exact path is complete without it
-    import orjson
-except ImportError:  # pragma: no cover - exercised where orjson is absent
-    orjson = None  # type: ignore[assignment]
-
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
 
-AVAILABLE = orjson is not None
 _MAX_SAFE = 2**53
-_EXPONENT = re.compile(rb"[0-9]e[-+]")
-_ASTRAL = re.compile(b"[\xf0-\xf4]")  # UTF-8 lead bytes of U+10000..
-_HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
 _CACHE_LIMIT = 1 << 12
+# A cache is switched off for _OFF_LINES lines when, over a window of _WINDOW misses,
+# fewer than a quarter of its look-ups hit (then tried again: input changes).
+_WINDOW = 1 << 12
+_OFF_LINES = 1 << 18
 
 if AVAILABLE:
-    _dumps = orjson.dumps
-    _loads = orjson.loads
-    _DecodeError = orjson.JSONDecodeError
-    _EncodeError = orjson.JSONEncodeError
-    _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+    _dumps = _fc.dumps
+    _loads = _fc.loads
+    _DecodeError = _fc.DecodeError
+    _EncodeError = _fc.EncodeError
+    _OPTIONS = _fc.OPTIONS
 
 
 def enabled() -> bool:
@@ -84,19 +69,27 @@ def enabled() -> bool:
     return AVAILABLE and not os.environ.get("LOOP_BRAKE_EXACT")
 
 
-def fast_canonical(args: Any) -> bytes | None:
-    """UTF-8 canonical JSON of a value orjson parsed, or None when not provably exact."""
-    try:
-        out = _dumps(args, option=_OPTIONS)
-    except _EncodeError:
-        return None
-    if b".0" in out:
-        return None
-    if (b"e+" in out or b"e-" in out) and _EXPONENT.search(out):
-        return None
-    if not out.isascii() and _ASTRAL.search(out) and _HIGH_BMP.search(out):
-        return None
-    return out
+class _Switch:
+    """A cache's hit rate, counted on its misses only (a hit costs nothing more)."""
+
+    def __init__(self, cache: dict) -> None:
+        self.cache = cache
+        self.start = 0  # the line number where the current window began
+        self.misses = 0
+
+    def miss(self, number: int) -> int:
+        """Count a miss at line ``number``; the line number from which the cache is
+        used again: ``number`` itself while it pays, a later one when it is off."""
+        self.misses += 1
+        if self.misses < _WINDOW:
+            return number
+        lines, self.misses = number - self.start, 0
+        if lines * 3 < _WINDOW * 4:  # more than 3 in 4 look-ups missed
+            self.cache.clear()
+            self.start = number + _OFF_LINES
+            return self.start
+        self.start = number
+        return number
 
 
 def _exact(line: bytes, number: int) -> Record:
@@ -215,6 +208,7 @@ class _Judge:
         self.tools: dict[str, tuple[bytes, bytes, bytes]] = {}
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
+        self.digest_switch = _Switch(self.digests)
         # session -> whether it belongs to this shard; None when not sharding
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
 
@@ -241,14 +235,16 @@ class _Judge:
         known = tools[tool] = (hashed, t.string(tool), t.deny_tool(tool))
         return known
 
-    def digest_miss(self, hashed: bytes) -> tuple[bytes, bytes]:
-        """Fill the digest cache: sha256 of the hashed bytes and its prefix as hex."""
+    def digest_miss(self, hashed: bytes, number: int) -> tuple[bytes, bytes, int]:
+        """sha256 of bytes that passed the checks, its prefix as hex, and the line from
+        which the digest cache is used again (it remembers the digest while it pays)."""
+        digest = _sha256(hashed).digest()
+        known = (digest, _hexlify(digest[:6]))
         digests = self.digests
         if len(digests) >= _CACHE_LIMIT:
             digests.clear()
-        digest = _sha256(hashed).digest()
-        known = digests[hashed] = (digest, _hexlify(digest[:6]))
-        return known
+        digests[hashed] = known
+        return digest, known[1], self.digest_switch.miss(number)
 
     def shard_miss(self, session: str) -> bool:
         """Fill the shard cache: whether this session's calls are judged here."""
@@ -304,6 +300,8 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     strings, string = t.strings, t.string
     tools, tool_miss = judge.tools, judge.tool_miss
     get_digest, digest_miss = judge.digests.get, judge.digest_miss
+    digests_from = 0  # the line from which the digest cache is used (see _Switch)
+    sha256, hexlify = _sha256, _hexlify
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
     passed = denied = 0
     try:
@@ -342,21 +340,33 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
             except _EncodeError:
                 exactly(_exact(line, number))
                 continue
-            find = canonical.find  # .find is about twice as fast as `in` on short bytes
-            if (
-                find(b".0") >= 0 or find(b"e+") >= 0 or find(b"e-") >= 0 or not canonical.isascii()
-            ) and fast_canonical(args) is None:
-                exactly(_exact(line, number))
-                continue
-            if in_shard is not None:
-                keep = in_shard.get(session)
-                if not (shard_miss(session) if keep is None else keep):
-                    continue
             known = tools.get(tool)
             if known is None:
                 known = tool_miss(tool)
             hashed = known[0] + canonical
-            digest, hash_prefix = get_digest(hashed) or digest_miss(hashed)
+            # bytes in the digest cache passed the checks below: equal bytes, equal result
+            got = get_digest(hashed) if digests_from <= number else None
+            if got is not None:
+                digest, hash_prefix = got
+            else:
+                find = canonical.find  # .find is about twice as fast as `in` on short bytes
+                if (
+                    find(b".0") >= 0
+                    or find(b"e+") >= 0
+                    or find(b"e-") >= 0
+                    or not canonical.isascii()
+                ) and not is_exact(canonical):
+                    exactly(_exact(line, number))
+                    continue
+                if digests_from <= number:
+                    digest, hash_prefix, digests_from = digest_miss(hashed, number)
+                else:
+                    digest = sha256(hashed).digest()
+                    hash_prefix = hexlify(digest[:6])
+            if in_shard is not None:
+                keep = in_shard.get(session)
+                if not (shard_miss(session) if keep is None else keep):
+                    continue
             slot, duplicate = count_call(session, tool, digest, call_id)
             if duplicate:
                 if judge.duplicate(slot, session, call_id, tool, number):

@@ -1,0 +1,80 @@
+"""Paired, alternating runs of a few commands on one input: for a loaded machine.
+
+    python bench/paired.py --rounds 5 --input events \\
+        node=node bench/reference.mjs {input} \\
+        old=env PYTHONPATH=/tmp/old python -m loop_brake_cli filter {input} \\
+        new=python -m loop_brake_cli filter {input}
+
+Each ``NAME=COMMAND`` runs once per round, in the order given, under the same
+launcher as ``bench/run.py`` (wall time, user and system CPU of the child
+measured separately). Prints each run and the medians; ``--check`` compares the
+outputs of all commands byte for byte. ``{input}`` is one of the generated
+inputs (events, sessions, claude, claude20) or a path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gen  # noqa: E402
+import run  # noqa: E402
+
+INPUTS = {
+    "events": lambda: run.data_file("events", 1_000_000, gen.events),
+    "events100k": lambda: run.data_file("events", 100_000, gen.events),
+    "sessions": lambda: run.data_file("sessions", 1_000_000, gen.distinct_sessions),
+    "claude": lambda: run.data_file("claude", 200, lambda mb: gen.claude_transcript(mb << 20)),
+    "claude20": lambda: run.data_file("claude", 20, lambda mb: gen.claude_transcript(mb << 20)),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--input", default="events")
+    parser.add_argument("--check", action="store_true", help="outputs must be identical")
+    parser.add_argument("commands", nargs="+", metavar="NAME=COMMAND")
+    args = parser.parse_args()
+    path = INPUTS[args.input]() if args.input in INPUTS else Path(args.input)
+    size = path.stat().st_size
+    cmds = []
+    for spec in args.commands:
+        name, _, text = spec.partition("=")
+        cmds.append((name, shlex.split(text.replace("{input}", shlex.quote(str(path))))))
+    results: dict[str, list[dict]] = {name: [] for name, _ in cmds}
+    for r in range(args.rounds):
+        for name, cmd in cmds:
+            res = run.run(cmd, run.DATA / f"paired-{name}.out")
+            results[name].append(res)
+            print(
+                f"round {r + 1} {name:<8} wall {res['wall']:6.2f}  user {res['user']:6.2f}"
+                f"  sys {res['sys']:5.2f}  rss {res['rss_mb']:6.1f} MB",
+                flush=True,
+            )
+    print(f"input {path.name}: {size / 1e6:.1f} MB; medians of {args.rounds}:")
+    for name, _ in cmds:
+        rs = results[name]
+        wall = statistics.median(x["wall"] for x in rs)
+        user = statistics.median(x["user"] for x in rs)
+        system = statistics.median(x["sys"] for x in rs)
+        cpu = statistics.median(x["user"] + x["sys"] for x in rs)
+        print(
+            f"  {name:<8} wall {wall:6.2f}  user {user:6.2f}  sys {system:5.2f}"
+            f"  cpu {cpu:6.2f}  {size / 1e6 / wall:7.1f} MB/s (wall)"
+        )
+    if args.check:
+        outs = {name: (run.DATA / f"paired-{name}.out").read_bytes() for name, _ in cmds}
+        first = next(iter(outs.values()))
+        for name, data in outs.items():
+            print(f"  output {name}: {'identical' if data == first else 'DIFFERENT'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The orjson canonical form: ``canonical_json``'s bytes when provably equal, else None.
+
+orjson is optional: without it ``AVAILABLE`` is False and everything takes the
+exact path (``canonical.parse_json`` and ``canonical_json``). What makes the
+orjson form exact, and where it declines:
+
+* Strings: orjson escapes exactly as JSON.stringify (``\\" \\\\ \\b \\f \\n \\r \\t``,
+  other controls as lowercase ``\\u00xx``, the rest literally); a lone surrogate
+  makes it raise, so the exact path takes such a value.
+* Integers: exact within 2**53; anything beyond raises (``OPT_STRICT_INTEGER``).
+* Floats: orjson writes shortest round-trip digits like ``Number::toString`` but
+  ``1.0`` for integral values and exponents from 1e16 and below 1e-5 (``1e+16``,
+  ``1e-6``); any output containing ``.0`` or a digit followed by ``e+``/``e-``
+  is declined (strings that merely contain those characters are too, which costs
+  time, never correctness).
+* Key order: orjson sorts by code point, JavaScript by UTF-16 unit. Two keys
+  compare alike both ways unless, where they first differ, an astral character
+  meets U+E000..U+FFFF or a lone surrogate; lone surrogates never reach orjson, so
+  output holding both an astral and a U+E000..U+FFFF character anywhere is declined.
+* Nesting past orjson's serialiser limit (254) raises and is declined.
+
+The checks look only at the output bytes: equal bytes are equally exact, which is
+what lets the fast path skip them for bytes its digest cache already holds.
+``fast_digest`` serves values that ``parse_json`` or ``orjson.loads`` produced
+(plain dicts, lists, strings, numbers); orjson would also serialise types that
+``canonical_json`` rejects (dataclasses, UUIDs, subclasses), so never feed it those.
+"""
+
+from __future__ import annotations
+
+import re
+from hashlib import sha256 as _sha256
+from typing import Any
+
+from .canonical import call_digest, utf8
+
+try:  # optional: the exact path is complete without it
+    import orjson
+except ImportError:  # pragma: no cover - exercised where orjson is absent
+    orjson = None  # type: ignore[assignment]
+
+__all__ = ["AVAILABLE", "fast_canonical", "fast_digest", "is_exact"]
+
+AVAILABLE = orjson is not None
+_EXPONENT = re.compile(rb"[0-9]e[-+]")
+_ASTRAL = re.compile(b"[\xf0-\xf4]")  # UTF-8 lead bytes of U+10000..
+_HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
+
+if AVAILABLE:
+    loads = orjson.loads
+    dumps = orjson.dumps
+    DecodeError = orjson.JSONDecodeError
+    EncodeError = orjson.JSONEncodeError
+    OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+
+def is_exact(out: bytes) -> bool:
+    """Whether orjson's sorted output ``out`` is certainly the canonical form."""
+    if b".0" in out:
+        return False
+    if (b"e+" in out or b"e-" in out) and _EXPONENT.search(out):
+        return False
+    return out.isascii() or not (_ASTRAL.search(out) and _HIGH_BMP.search(out))
+
+
+def fast_canonical(args: Any) -> bytes | None:
+    """UTF-8 canonical JSON of a parsed value, or None when not provably exact."""
+    try:
+        out = dumps(args, option=OPTIONS)
+    except EncodeError:
+        return None
+    return out if is_exact(out) else None
+
+
+def fast_digest(tool: str, args: Any) -> bytes:
+    """``canonical.call_digest(tool, args)`` for a value from ``parse_json`` or
+    ``orjson.loads``, by orjson where that is provably the same bytes."""
+    out = fast_canonical(args)
+    if out is None:
+        return call_digest(tool, args)
+    return _sha256(utf8(tool + "\n") + out).digest()
