@@ -8,6 +8,8 @@ brake without the CLI::
     brake.enforce("search", {"q": "weather"}, session_id="s1")  # raises on the 3rd
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .brake import (
     DEFAULT_MAX_REPEATS,
     ENV_VAR,
@@ -24,6 +26,21 @@ from .brake import (
 )
 from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
 
+if TYPE_CHECKING:
+    from .attachment import attach, dispose
+
+
+def __getattr__(name: str) -> Any:
+    """``attach`` and ``dispose``, imported on first use: ``import loop_brake_cli``
+    stays as cheap as before they existed."""
+    if name in ("attach", "dispose"):
+        from . import attachment
+
+        globals().update(attach=attachment.attach, dispose=attachment.dispose)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_MAX_REPEATS",
     "ENV_VAR",
@@ -32,10 +49,12 @@ __all__ = [
     "LoopBrake",
     "LoopBrakeError",
     "Verdict",
+    "attach",
     "call_hash",
     "canonical_json",
     "decorate_tool",
     "deny_message",
+    "dispose",
     "hash_prefix",
     "normalize_max_repeats",
     "parse_json",

@@ -14,6 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "loop_brake_cli"
 
 CORE = {
+    "attachment",
     "canonical",
     "streak",
     "brake",
