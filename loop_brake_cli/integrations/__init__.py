@@ -1,0 +1,17 @@
+"""The brake inside Python agent frameworks: one module per framework.
+
+Each module imports its framework only when it is imported itself, and each is
+an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
+``loop_brake_cli`` or this package imports no framework.
+
+* ``loop_brake_cli.integrations.mcp``: every tool of an MCP Python SDK server
+  (``MCPServer`` or the low-level ``Server``), as server middleware.
+* ``loop_brake_cli.integrations.langchain``: LangChain v1 agent middleware
+  (``create_agent(..., middleware=[...])``), around each tool call.
+* ``loop_brake_cli.integrations.openai_agents``: the OpenAI Agents SDK's tool
+  input guardrails.
+* ``loop_brake_cli.integrations.pydantic_ai``: a pydantic-ai wrapper toolset.
+
+Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
+the core's ``Verdict.message``: never the arguments. See docs/integrations.md.
+"""

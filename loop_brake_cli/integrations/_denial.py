@@ -1,0 +1,22 @@
+"""What every integration hands over with a denial, besides the core's text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..brake import CODE, PLUGIN, Verdict
+
+META_KEY = "loop-brake/denial"
+"""The key of the structured denial where a framework carries metadata (MCP ``_meta``)."""
+
+
+def denial_fields(verdict: Verdict) -> dict[str, Any]:
+    """The denial as data, named as in the verdict lines: never the arguments."""
+    return {
+        "code": CODE,
+        "plugin": PLUGIN,
+        "toolName": verdict.tool_name,
+        "count": verdict.count,
+        "maxRepeats": verdict.max_repeats,
+        "hashPrefix": verdict.hash_prefix,
+    }

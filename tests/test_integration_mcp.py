@@ -1,0 +1,160 @@
+"""The brake in a real MCP Python SDK server, driven by the SDK's own in-process client.
+
+MCP has no model of its own: the client here plays the looping agent, calling
+the same tool with the same arguments again and again, then a different call.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="needs the mcp extra: pip install 'loop-brake-cli[mcp]'")
+
+from mcp import Client  # noqa: E402
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+
+from loop_brake_cli import LoopBrake, call_hash, hash_prefix  # noqa: E402
+from loop_brake_cli.integrations.mcp import LoopBrakeMiddleware, attach, dispose  # noqa: E402
+
+CANARY = "sk-canary-5e1d07"
+
+
+def make_server(ran: list[str]) -> MCPServer:
+    server = MCPServer("braked")
+
+    @server.tool()
+    def search(q: str) -> str:
+        """Search."""
+        ran.append(q)
+        return f"results for {q}"
+
+    return server
+
+
+def prefix(tool: str, args: dict[str, Any]) -> str:
+    return hash_prefix(call_hash(tool, args))
+
+
+async def loop(client: Client, args: dict[str, Any], times: int) -> list[Any]:
+    return [await client.call_tool("search", args) for _ in range(times)]
+
+
+def test_third_identical_call_is_denied_with_is_error_and_the_core_message() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    brake = attach(server, max_repeats=3)
+
+    async def main() -> tuple[list[Any], Any]:
+        async with Client(server, mode="legacy") as client:
+            results = await loop(client, {"q": "weather"}, 4)
+            different = await client.call_tool("search", {"q": "news"})
+        return results, different
+
+    results, different = anyio.run(main)
+    assert ran == ["weather", "weather", "news"]  # maxRepeats - 1 runs, then the different call
+    assert [r.is_error for r in results] == [False, False, True, True]
+    denial = results[2]
+    verdict = LoopBrake(3)
+    for _ in range(3):
+        expected = verdict.check("search", {"q": "weather"}, session_id="x")
+    assert denial.content[0].text == expected.message
+    assert prefix("search", {"q": "weather"}) in denial.content[0].text
+    meta = denial.meta["loop-brake/denial"]
+    assert meta["code"] == "LOOP_BRAKE" and meta["count"] == 3 and meta["maxRepeats"] == 3
+    assert meta["hashPrefix"] == prefix("search", {"q": "weather"})
+    assert different.is_error is False and different.content[0].text == "results for news"
+    assert isinstance(brake, LoopBrake)
+
+
+def test_tools_added_after_attach_are_braked_too() -> None:
+    ran: list[str] = []
+    server = MCPServer("late")
+    attach(server, max_repeats=2)
+
+    @server.tool()
+    def late(q: str) -> str:
+        ran.append(q)
+        return q
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="legacy") as client:
+            return [await client.call_tool("late", {"q": "x"}) for _ in range(2)]
+
+    results = anyio.run(main)
+    assert ran == ["x"] and results[1].is_error
+
+
+def test_two_sessions_in_parallel_do_not_share_a_streak() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=3)
+    denied: dict[str, list[bool]] = {}
+
+    async def agent(name: str) -> None:
+        async with Client(server, mode="legacy") as client:
+            results = []
+            for _ in range(3):
+                results.append(await client.call_tool("search", {"q": "weather"}))
+                await anyio.sleep(0)  # interleave the two sessions
+            denied[name] = [r.is_error for r in results]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(agent, "a")
+            group.start_soon(agent, "b")
+
+    anyio.run(main)
+    assert denied == {"a": [False, False, True], "b": [False, False, True]}
+    assert len(ran) == 4
+
+
+def test_stateless_requests_share_the_server_session_unless_keyed() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    server.middleware.append(LoopBrakeMiddleware(max_repeats=2, session_key=lambda ctx: "mine"))
+
+    async def main() -> list[bool]:
+        async with Client(server) as client:  # the modern single-exchange protocol
+            return [(await client.call_tool("search", {"q": "w"})).is_error for _ in range(2)]
+
+    assert anyio.run(main) == [False, True]
+
+
+def test_dispose_removes_the_brake_and_forgets_streaks() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    before = list(server.middleware)
+    brake = attach(server, max_repeats=2)
+
+    async def main() -> list[bool]:
+        async with Client(server, mode="legacy") as client:
+            first = await client.call_tool("search", {"q": "w"})
+            dispose(server)
+            rest = await loop(client, {"q": "w"}, 3)
+        return [first.is_error] + [r.is_error for r in rest]
+
+    assert anyio.run(main) == [False, False, False, False]
+    assert server.middleware == before and len(brake) == 0
+
+
+def test_canary_in_arguments_reaches_no_log_or_message(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=2)
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="legacy") as client:
+            return await loop(client, {"q": CANARY}, 3)
+
+    results = anyio.run(main)
+    assert [r.is_error for r in results] == [False, True, True]
+    denials = [r.model_dump_json() for r in results[1:]]
+    out, err = capfd.readouterr()
+    assert all(CANARY not in text for text in [*denials, caplog.text, out, err])
