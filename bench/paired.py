@@ -1,20 +1,25 @@
 """Paired, alternating runs of a few commands on one input: for a loaded machine.
 
     python bench/paired.py --rounds 5 --input events \\
-        node=node bench/reference.mjs {input} \\
-        old=env PYTHONPATH=/tmp/old python -m loop_brake_cli filter {input} \\
-        new=python -m loop_brake_cli filter {input}
+        "node=node $PWD/bench/reference.mjs {input}" \\
+        "old=env PYTHONPATH=/tmp/old python -m loop_brake_cli filter {input}" \\
+        "new=env PYTHONPATH=$PWD python -m loop_brake_cli filter {input}"
 
 Each ``NAME=COMMAND`` runs once per round, in the order given, under the same
 launcher as ``bench/run.py`` (wall time, user and system CPU of the child
 measured separately). Prints each run and the medians; ``--check`` compares the
 outputs of all commands byte for byte. ``{input}`` is one of the generated
 inputs (events, sessions, claude, claude20) or a path.
+
+The commands run in the data directory, not here: ``python -m`` puts the current
+directory first on ``sys.path``, so from a checkout every ``PYTHONPATH=old`` run
+would silently import the checkout. Give scripts by absolute path.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import sys
@@ -49,6 +54,7 @@ def main() -> None:
         name, _, text = spec.partition("=")
         cmds.append((name, shlex.split(text.replace("{input}", shlex.quote(str(path))))))
     results: dict[str, list[dict]] = {name: [] for name, _ in cmds}
+    os.chdir(run.DATA)  # see above: never import a package from the caller's directory
     for r in range(args.rounds):
         for name, cmd in cmds:
             res = run.run(cmd, run.DATA / f"paired-{name}.out")

@@ -209,6 +209,10 @@ class _Judge:
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
         self.digest_switch = _Switch(self.digests)
+        # the text of an event line before its last member, ',"callId":"..."}' ->
+        # (tool, session, digest, hash prefix, tool cache entry); see remember_line
+        self.lines: dict[bytes, tuple[str, str, bytes, bytes, tuple[bytes, bytes, bytes]]] = {}
+        self.line_switch = _Switch(self.lines)
         # session -> whether it belongs to this shard; None when not sharding
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
 
@@ -245,6 +249,27 @@ class _Judge:
             digests.clear()
         digests[hashed] = known
         return digest, known[1], self.digest_switch.miss(number)
+
+    def remember_line(self, key: bytes, line: bytes, entry: tuple) -> None:
+        """Remember what a line of the common shape gave, under its text up to its last
+        member ``,"callId":"..."}`` (``key``), so that a later line with the same text
+        and another call id is not parsed, dumped, checked or hashed again.
+
+        Sound because ``line`` is valid JSON that parsed to a clean call, and ends
+        ``,"callId":`` + one JSON string + ``}``: a raw ``,"`` cannot occur inside a
+        string, so that ``callId`` is the top-level object's last member, and any line
+        of the form ``key + ',"callId":' + string + '}'`` parses to the same object
+        with only that member changed (the loop checks the string with orjson)."""
+        try:
+            call_id = _loads(line[len(key) + 10 : -1])
+        except _DecodeError:
+            return  # not one string: another member follows the call id
+        if call_id.__class__ is not str:  # pragma: no cover - it starts with '"'
+            return
+        lines = self.lines
+        if len(lines) >= _CACHE_LIMIT:
+            lines.clear()
+        lines[key] = entry
 
     def shard_miss(self, session: str) -> bool:
         """Fill the shard cache: whether this session's calls are judged here."""
@@ -303,66 +328,87 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     digests_from = 0  # the line from which the digest cache is used (see _Switch)
     sha256, hexlify = _sha256, _hexlify
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
+    get_line, remember_line, line_switch = judge.lines.get, judge.remember_line, judge.line_switch
+    lines_from = 0  # the line from which the line cache is used
     passed = denied = 0
     try:
         for number, line in source.lines():
             if line is TOO_LONG:
                 exactly(line_too_long(number, source.max_line_bytes))
                 continue
-            try:
-                obj = loads(line)
-            except _DecodeError:
-                exactly(_exact(line, number))
-                continue
-            if obj.__class__ is not dict:
-                exactly(_exact(line, number))
-                continue
-            get = obj.get
-            tool = get("tool")
-            args = get("args")
-            session = get("sessionId")
-            call_id = get("callId")
-            if not (
-                tool.__class__ is str
-                and args is not None
-                and session.__class__ is str
-                and call_id.__class__ is str
-                and "agentId" not in obj
-                and "agent_id" not in obj
-            ):
-                call = _unusual_call(obj, number)
-                if call is None:
-                    exactly(_exact(line, number))
-                    continue
-                tool, args, session, call_id = call
-            try:
-                canonical = dumps(args, option=options)
-            except _EncodeError:
-                exactly(_exact(line, number))
-                continue
-            known = tools.get(tool)
-            if known is None:
-                known = tool_miss(tool)
-            hashed = known[0] + canonical
-            # bytes in the digest cache passed the checks below: equal bytes, equal result
-            got = get_digest(hashed) if digests_from <= number else None
-            if got is not None:
-                digest, hash_prefix = got
+            entry = key = None
+            if lines_from <= number:  # the line cache (see _Judge.lines)
+                cut = line.rfind(b',"callId":"')
+                if cut > 0 and line[-1] == 125:  # ends in '}'
+                    key = line[:cut]
+                    entry = get_line(key)
+                    if entry is not None:
+                        try:
+                            call_id = loads(line[cut + 10 : -1])
+                        except _DecodeError:
+                            entry = key = None
+                if entry is None:
+                    lines_from = line_switch.miss(number)
+            if entry is not None:
+                tool, session, digest, hash_prefix, known = entry
             else:
-                find = canonical.find  # .find is about twice as fast as `in` on short bytes
-                if (
-                    find(b".0") >= 0
-                    or find(b"e+") >= 0
-                    or find(b"e-") >= 0
-                    or not canonical.isascii()
-                ) and not is_exact(canonical):
+                try:
+                    obj = loads(line)
+                except _DecodeError:
                     exactly(_exact(line, number))
                     continue
-                if digests_from <= number:
-                    digest, hash_prefix, digests_from = digest_miss(hashed, number)
+                if obj.__class__ is not dict:
+                    exactly(_exact(line, number))
+                    continue
+                get = obj.get
+                tool = get("tool")
+                args = get("args")
+                session = get("sessionId")
+                call_id = get("callId")
+                if not (
+                    tool.__class__ is str
+                    and args is not None
+                    and session.__class__ is str
+                    and call_id.__class__ is str
+                    and "agentId" not in obj
+                    and "agent_id" not in obj
+                ):
+                    call = _unusual_call(obj, number)
+                    if call is None:
+                        exactly(_exact(line, number))
+                        continue
+                    tool, args, session, call_id = call
+                    key = None  # only the common shape is remembered
+                try:
+                    canonical = dumps(args, option=options)
+                except _EncodeError:
+                    exactly(_exact(line, number))
+                    continue
+                known = tools.get(tool)
+                if known is None:
+                    known = tool_miss(tool)
+                hashed = known[0] + canonical
+                # bytes in the digest cache passed the checks below: equal bytes, equal result
+                got = get_digest(hashed) if digests_from <= number else None
+                if got is not None:
+                    digest, hash_prefix = got
                 else:
-                    digest = sha256(hashed).digest()
-                    hash_prefix = hexlify(digest[:6])
+                    find = canonical.find  # .find is about twice as fast as `in` on short bytes
+                    if (
+                        find(b".0") >= 0
+                        or find(b"e+") >= 0
+                        or find(b"e-") >= 0
+                        or not canonical.isascii()
+                    ) and not is_exact(canonical):
+                        exactly(_exact(line, number))
+                        continue
+                    if digests_from <= number:
+                        digest, hash_prefix, digests_from = digest_miss(hashed, number)
+                    else:
+                        digest = sha256(hashed).digest()
+                        hash_prefix = hexlify(digest[:6])
+                if key is not None:
+                    remember_line(key, line, (tool, session, digest, hash_prefix, known))
             if in_shard is not None:
                 keep = in_shard.get(session)
                 if not (shard_miss(session) if keep is None else keep):
