@@ -3,7 +3,8 @@
 Acceptance item 2 of issue 5 (40 concurrent calls use the counts 1..40 exactly
 once), a corrupt, read-only or locked store (the call fails open with one stderr
 line), TTL and session-cap pruning, call ids stored so that 7 and "7" differ,
-and a store of an older layout started afresh.
+and a store of an older layout started afresh. Files that are not a store
+(links, other applications' files): tests/test_hook_store_files.py.
 """
 
 from __future__ import annotations
@@ -81,17 +82,14 @@ def test_two_sessions_in_parallel_do_not_interfere(state: Path) -> None:
     assert sorted(counts["s1"]) == list(range(3, 16))
 
 
-def test_corrupt_state_file_is_moved_aside_and_recreated(state: Path) -> None:
+def test_a_file_that_is_not_sqlite_is_refused_not_moved_aside(state: Path) -> None:
+    # only a store that carries loop-brake's mark is ever moved aside (issue 10)
     state.parent.mkdir(parents=True)
     state.write_bytes(b"this is not an sqlite database at all\n" * 200)
     text = assert_allowed_with_warning(hook(state, claude_input(1)))
-    assert "unreadable" in text and "moved it to" in text
-    aside = [p for p in state.parent.iterdir() if ".corrupt-" in p.name]
-    assert len(aside) == 1
-    assert aside[0].read_bytes().startswith(b"this is not an sqlite")
-    # the new store works: this was call 1, two more identical calls deny
-    assert_allowed(hook(state, claude_input(2)))
-    assert json.loads(hook(state, claude_input(3)).stdout)
+    assert "is not an SQLite file" in text and "left untouched" in text
+    assert [p.name for p in state.parent.iterdir()] == ["state.db"]
+    assert state.read_bytes().startswith(b"this is not an sqlite")
 
 
 def test_malformed_sqlite_pages_are_moved_aside(state: Path) -> None:

@@ -86,13 +86,15 @@ def test_state_path_from_environment(tmp_path: Path) -> None:
     assert (tmp_path / "xdg" / "loop-brake" / "state.db").exists()
 
 
-def test_corrupt_store_in_list_is_moved_aside(tmp_path: Path) -> None:
+def test_list_refuses_a_file_that_is_not_a_store(tmp_path: Path) -> None:
+    # read-only: the file is neither moved aside nor changed (issue 10)
     state = tmp_path / "s.db"
     state.write_bytes(b"garbage" * 1000)
     result = run_cli("state", "list", "--state", str(state))
-    assert result.returncode == 0
-    assert b"moved it to" in result.stderr
+    assert result.returncode == 2
+    assert b"is not an SQLite file" in result.stderr
     assert b"Traceback" not in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["s.db"]
 
 
 def test_call_ids_are_shown_as_given_integer_or_string(tmp_path: Path) -> None:

@@ -39,6 +39,14 @@ def _store(path: str | None):
     return StateStore(path or default_state_path(), warn=warn)
 
 
+def _failed(exc: Exception) -> ExitStatus:
+    """One line: 2 for a path that is not a store (a bad --state), else 3 (unreadable)."""
+    from ..hook.store import NotAStoreError
+
+    click.echo(f"loop-brake state: {exc}", err=True)
+    return ExitStatus.USAGE if isinstance(exc, NotAStoreError) else ExitStatus.UNREADABLE
+
+
 @click.group("state", short_help="List or reset the hook's per-session streaks.")
 def state_command() -> None:
     """List or reset the streaks `loop-brake hook` keeps on disk (never arguments)."""
@@ -49,17 +57,31 @@ def state_command() -> None:
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session.")
 def list_command(session: str | None, path: str | None, as_json: bool) -> int:
-    """Sessions with their tool, streak count, hash prefix, last call id and age."""
+    """Sessions with their tool, streak count, hash prefix, last call id and age.
+
+    Read-only: the store is never created, changed or moved aside."""
     from ..hook.store import StoreError
 
     store = _store(path)
     try:
-        rows = list(store.sessions(session))
+        rows, skipped = store.sessions(session)
     except StoreError as exc:
-        click.echo(f"loop-brake state: {exc}", err=True)
-        return ExitStatus.UNREADABLE
+        return _failed(exc)
     finally:
         store.close()
+    if skipped:
+        click.echo(
+            f"loop-brake state: skipped {skipped} row(s) of {store.path} whose columns "
+            "hold the wrong types (not written by loop-brake)",
+            err=True,
+        )
+        if not rows:
+            return ExitStatus.UNREADABLE
+    status = _listed(rows, session, as_json, store.path)
+    return ExitStatus.UNREADABLE if skipped else status
+
+
+def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitStatus:
     now = time.time()
     if as_json:
         for row in rows:
@@ -74,7 +96,7 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
             click.echo(json.dumps(obj, ensure_ascii=False))
         return ExitStatus.OK if rows or session is None else ExitStatus.NOT_FOUND
     if not rows:
-        click.echo(f"no sessions in {store.path}", err=True)
+        click.echo(f"no sessions in {path}", err=True)
         return ExitStatus.OK if session is None else ExitStatus.NOT_FOUND
     table = [("SESSION", "TOOL", "COUNT", "HASH", "CALL ID", "AGE")]
     for row in rows:
@@ -105,8 +127,7 @@ def reset_command(session: str | None, path: str | None) -> int:
     try:
         removed = store.reset(session)
     except StoreError as exc:
-        click.echo(f"loop-brake state: {exc}", err=True)
-        return ExitStatus.UNREADABLE
+        return _failed(exc)
     finally:
         store.close()
     what = f"session {session}" if session is not None else "all sessions"

@@ -15,15 +15,16 @@ of hook inputs gets, call by call, the verdicts the live hook gave. A decoder's
 BadRecord is a brake failure; an event that is not a pre-tool call is allowed
 with no output.
 
-Exit codes: 0 always (allow = no output, deny = the agent's JSON on stdout),
-except a ``--fail-closed`` failure on input whose agent cannot be told, which
-exits 2 with the reason on stderr (every supported agent blocks on exit 2).
+Exit codes: 0 (allow = no output, deny = the agent's JSON on stdout), or 2
+with the reason on stderr (every supported agent blocks the call on exit 2)
+for a denial that cannot be answered in JSON: the agent cannot be told (a
+``--fail-closed`` failure on unreadable input), or stdout cannot take the
+answer (closed, ``/dev/full``, ``ulimit -f``; ``stdio``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from types import ModuleType
 from typing import Any, BinaryIO, TextIO
 
@@ -31,6 +32,7 @@ from .. import agents
 from ..brake import InvalidMaxRepeatsError, Verdict, resolve_max_repeats
 from ..canonical import JSONInputError, call_digest, parse_json
 from ..records import BadRecord, ToolCall
+from .stdio import Streams
 from .store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
@@ -40,9 +42,10 @@ from .store import (
     default_state_path,
 )
 
-__all__ = ["HELP", "main", "parse_duration"]
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "HELP", "main", "parse_duration"]
 
 PROG = "loop-brake hook"
+DEFAULT_MAX_INPUT_BYTES = 8 * 1024 * 1024  # as filter's --max-line-bytes
 
 HELP = f"""\
 Usage: {PROG} [OPTIONS]
@@ -66,9 +69,11 @@ Options:
                           (default {DEFAULT_MAX_SESSIONS}).
   --lock-timeout SECONDS  Wait this long for the store's lock (default
                           {DEFAULT_LOCK_TIMEOUT:g}).
+  --max-input-bytes N     A longer hook input is a brake failure; no more
+                          is read (default {DEFAULT_MAX_INPUT_BYTES}, 8 MiB).
   --fail-closed           If the brake itself fails (bad input or option,
-                          store locked, disk full, read-only), deny the call
-                          instead of allowing it.
+                          store locked, disk full, read-only, not a store),
+                          deny the call instead of allowing it.
   --shadow                Never deny: append the verdict a denial would have
                           been to --log and let the call run.
   --log FILE              Append one verdict JSON line per denied (or, with
@@ -76,8 +81,10 @@ Options:
   -h, --help              Show this message and exit.
 
   Failures never print a traceback: one line on stderr, and the call is
-  allowed (or denied with --fail-closed). Arguments are never printed or
-  stored, only the tool name, ids and a 12-hex hash prefix.
+  allowed (or denied with --fail-closed). A denial that cannot be written to
+  stdout exits 2 (agents block the call) with the reason on stderr.
+  Arguments are never printed or stored, only the tool name, ids and a
+  12-hex hash prefix.
 """
 
 _VALUE_OPTIONS = {
@@ -88,6 +95,7 @@ _VALUE_OPTIONS = {
     "--ttl": "ttl",
     "--max-sessions": "max_sessions",
     "--lock-timeout": "lock_timeout",
+    "--max-input-bytes": "max_input_bytes",
     "--log": "log",
 }
 _FLAG_OPTIONS = {"--fail-closed": "fail_closed", "--shadow": "shadow"}
@@ -149,6 +157,7 @@ def _parse_args(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
         ("ttl", "--ttl", parse_duration),
         ("max_sessions", "--max-sessions", _positive_int),
         ("lock_timeout", "--lock-timeout", _non_negative_float),
+        ("max_input_bytes", "--max-input-bytes", _positive_int),
     ):
         if key in opts:
             try:
@@ -190,35 +199,55 @@ def _explicit_max_repeats(raw: str | None) -> int | None:
         ) from None
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 class _Hook:
-    def __init__(self, opts: dict[str, Any], stdout: BinaryIO, stderr: TextIO) -> None:
+    def __init__(self, opts: dict[str, Any], streams: Streams) -> None:
         self.opts = opts
-        self.stdout = stdout
-        self.stderr = stderr
+        self.streams = streams
 
     def warn(self, message: str) -> None:
-        self.stderr.write(f"{PROG}: {message}\n")
+        self.streams.err(f"{PROG}: {message}\n")
 
-    def emit(self, obj: dict[str, Any]) -> None:
+    def answer(self, agent: ModuleType, message: str) -> str | None:
+        """The agent's deny JSON on stdout: None once written, else why it was not."""
         from ..output import json_line
 
-        self.stdout.write(json_line(obj))
-        self.stdout.flush()
+        try:
+            self.streams.out(json_line(agent.deny_output(message)))
+        except OSError as exc:
+            return exc.strerror or exc.__class__.__name__
+        return None
+
+    def deny(self, agent: ModuleType, message: str) -> int:
+        """Deny the call: the JSON answer and exit 0, or exit 2 (every supported agent
+        blocks on 2) with the message on stderr when stdout cannot take the answer."""
+        why = self.answer(agent, message)
+        if why is None:
+            return 0
+        self.warn(f"{_one_line(message)} (the deny answer could not be written: {why}; exit 2)")
+        return 2
 
     def fail(self, reason: str, agent: ModuleType | None) -> int:
         """The failure policy: allow with a stderr line, or deny with --fail-closed."""
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
             return 0
-        self.warn(f"{reason}; the call was denied (--fail-closed)")
         if agent is None:
-            return 2
-        message = (
-            f"loop brake: the brake could not decide ({reason}); "
-            "the call was denied because the hook runs with --fail-closed."
-        )
-        self.emit(agent.deny_output(message))
-        return 0
+            why: str | None = "the agent cannot be told"
+        else:
+            why = self.answer(
+                agent,
+                f"loop brake: the brake could not decide ({reason}); "
+                "the call was denied because the hook runs with --fail-closed.",
+            )
+        if why is None:
+            self.warn(f"{reason}; the call was denied (--fail-closed)")
+            return 0
+        self.warn(f"{reason}; the call was denied (--fail-closed: exit 2, {why})")
+        return 2
 
     def log(self, call: ToolCall, verdict: Verdict) -> None:
         path = self.opts.get("log")
@@ -288,8 +317,7 @@ class _Hook:
         self.log(call, verdict)
         if opts["shadow"]:
             return 0
-        self.emit(agent.deny_output(verdict.message))
-        return 0
+        return self.deny(agent, verdict.message)
 
 
 def main(
@@ -298,33 +326,36 @@ def main(
     stdout: BinaryIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run one hook decision; returns the exit status (never raises for bad input)."""
+    """Run one hook decision; returns the exit status (never raises for bad input).
+
+    Without streams, the process's own descriptors (``stdio.Streams``)."""
+    streams = Streams(stdin, stdout, stderr)
     opts, errors = _parse_args(argv)
-    out = stdout if stdout is not None else sys.stdout.buffer
-    err = stderr if stderr is not None else sys.stderr
     if opts.get("help"):
-        out.write(HELP.encode())
-        out.flush()
+        try:
+            streams.out(HELP.encode())
+        except OSError:
+            pass
         return 0
-    hook = _Hook(opts, out, err)
-    source = stdin if stdin is not None else sys.stdin.buffer
-    if source.isatty():
+    hook = _Hook(opts, streams)
+    agent = opts.get("agent")
+    if streams.stdin_closed or streams.stdin_is_tty():
         return hook.fail(
-            "no hook input: an agent pipes the tool call as JSON to stdin "
-            "(see `loop-brake hook --help`)",
-            opts.get("agent"),
+            f"no hook input: stdin is {'closed' if streams.stdin_closed else 'a terminal'} "
+            "(an agent pipes the tool call to it as JSON; see `loop-brake hook --help`)",
+            agent,
         )
+    limit = opts.get("max_input_bytes", DEFAULT_MAX_INPUT_BYTES)
     try:
-        data = source.read()
+        data = streams.read_input(limit)
     except OSError as exc:
-        return hook.fail(f"could not read stdin ({exc.strerror or exc})", opts.get("agent"))
+        return hook.fail(f"could not read stdin ({exc.strerror or exc})", agent)
+    if data is None:
+        return hook.fail(f"hook input longer than {limit} bytes (--max-input-bytes)", agent)
     try:
         return hook.run(data, errors)
-    except (KeyboardInterrupt, BrokenPipeError):
+    except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug must not block the agent, nor print a traceback
         # Only the class name: an exception's text could carry part of the input.
-        return hook.fail(
-            f"internal error ({exc.__class__.__name__}); please report it",
-            opts.get("agent"),
-        )
+        return hook.fail(f"internal error ({exc.__class__.__name__}); please report it", agent)

@@ -8,35 +8,50 @@ rule), write the new slot back unless the call was a duplicate. SQLite
 serialises writers (WAL, a busy timeout), so no count is lost and no two calls
 see the same count.
 
+Which file may be used at all is ``store_file``'s question (no link, nothing
+but our marked store). A new store gets its mark and table in its first
+transaction, in rollback-journal mode so the mark is in the file at once, then
+switches to WAL. Only the hook moves a corrupt store (with the mark) aside.
+
 A row is ``(session, digest, count, call_id_json, tool, updated)``: the 32-byte
 call digest, never the arguments, and the last call id as canonical JSON text
 (so the id ``7`` and the id ``"7"`` stay distinct). A row idle longer than the
-TTL counts as absent, so pruning is only about size: expired rows and the
-oldest rows beyond the cap are deleted when a new session is inserted (never on
-a streak update), through an index on ``updated``. A store written by an older
-layout (``SCHEMA_VERSION``) has its table started afresh: streaks are ephemeral.
+TTL, or whose columns hold the wrong types, counts as absent, so pruning is
+only about size: expired rows and the oldest rows beyond the cap are deleted
+when a new session is inserted (never on a streak update), through an index
+on ``updated``. A store written by an older layout (``SCHEMA_VERSION``) has
+its table started afresh: streaks are ephemeral.
 
 Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
-``_connect``). A lost count after a power cut costs at most one extra repeat.
+``_open``). A lost count after a power cut costs at most one extra repeat.
 """
 
 from __future__ import annotations
 
-import os
+import math
 import sqlite3
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ..brake import Verdict, verdict_of
 from ..canonical import canonical_json, hash_prefix, parse_json
 from ..streak import Slot, step
+from .store_file import (
+    APPLICATION_ID,
+    ENV_STATE,
+    NotAStoreError,
+    StoreError,
+    StoreFile,
+    claim,
+    default_state_path,
+    inspect,
+)
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_TTL",
     "ENV_STATE",
+    "NotAStoreError",
     "SessionRow",
     "StateStore",
     "StoreError",
@@ -45,7 +60,6 @@ __all__ = [
     "encode_call_id",
 ]
 
-ENV_STATE = "LOOP_BRAKE_STATE"
 DEFAULT_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_LOCK_TIMEOUT = 10.0
@@ -60,6 +74,7 @@ _SCHEMA = (
     " tool TEXT NOT NULL,"
     " updated REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS streaks_updated ON streaks (updated)",
+    f"PRAGMA application_id = {APPLICATION_ID}",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 _SELECT = "SELECT digest, count, call_id_json, tool, updated FROM streaks WHERE session = ?"
@@ -74,30 +89,20 @@ _UPSERT = (
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
-class StoreError(Exception):
-    """The brake itself failed (locked, disk full, read-only...); never quotes arguments."""
-
-
-@dataclass(frozen=True, slots=True)
 class SessionRow:
-    """What ``state list`` shows of one session: no arguments, only a prefix."""
+    """One session as ``state list`` shows it: never arguments, only a hash prefix."""
 
-    session: str
-    tool: str
-    count: int
-    hash_prefix: str
-    call_id: Any  # a string, an integer, or None
-    updated: float
+    __slots__ = ("session", "tool", "count", "hash_prefix", "call_id", "updated")
 
-
-def default_state_path(env: dict[str, str] | None = None) -> str:
-    """``$LOOP_BRAKE_STATE``, else ``${XDG_STATE_HOME:-~/.local/state}/loop-brake/state.db``."""
-    environ = os.environ if env is None else env
-    explicit = environ.get(ENV_STATE)
-    if explicit:
-        return explicit
-    base = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "loop-brake", "state.db")
+    def __init__(
+        self, session: str, tool: str, count: int, prefix: str, call_id: Any, updated: float
+    ) -> None:
+        self.session = session
+        self.tool = tool
+        self.count = count
+        self.hash_prefix = prefix
+        self.call_id = call_id  # a string, an integer, or None
+        self.updated = updated
 
 
 def encode_call_id(call_id: Any) -> str | None:
@@ -113,6 +118,26 @@ def decode_call_id(text: str | None) -> Any:
         return parse_json(text)
     except ValueError:
         return None
+
+
+def _well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -> bool:
+    """A row's columns hold what this module writes (SQLite lets any column hold anything)."""
+    return (
+        isinstance(digest, bytes)
+        and len(digest) == 32
+        and type(count) is int
+        and (call_id is None or isinstance(call_id, str))
+        and isinstance(tool, str)
+        and type(updated) in (int, float)
+        and math.isfinite(updated)
+    )
+
+
+def _session_row(row: tuple[Any, ...]) -> SessionRow | None:
+    session, tool, count, digest, call_id, updated = row
+    if not isinstance(session, str) or not _well_typed(digest, count, call_id, tool, updated):
+        return None
+    return SessionRow(session, tool, count, hash_prefix(digest), decode_call_id(call_id), updated)
 
 
 def _old_layout(exc: sqlite3.OperationalError) -> bool:
@@ -153,67 +178,73 @@ class StateStore:
         self.lock_timeout = lock_timeout
         self._warn = warn or (lambda message: None)
         self._conn: sqlite3.Connection | None = None
+        self._file: StoreFile | None = None
 
     # -- connection ---------------------------------------------------------
 
-    def _connect(self, create: bool = True) -> sqlite3.Connection:
-        fresh = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-        if fresh and not create:
-            raise FileNotFoundError(self.path)
-        if fresh:
-            parent = os.path.dirname(self.path)
-            if parent:
-                os.makedirs(parent, mode=0o700, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, timeout=self.lock_timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            if fresh:
-                conn.execute("PRAGMA journal_mode = WAL")
-            # No fsync: with WAL this is still safe against a killed process (the
-            # common crash); only an OS crash or power loss can lose the last
-            # counts or damage the file, which is then moved aside and recreated.
-            # Streaks are short-lived counters, and an fsync per hook (the WAL
-            # checkpoint when the last connection closes) cost 5-10 ms here.
-            conn.execute("PRAGMA synchronous = OFF")
-        except BaseException:
-            conn.close()
-            raise
+    def _open(self, write: bool, create: bool) -> sqlite3.Connection | None:
+        """Check the file (``store_file``) and connect; None: no store to use."""
+        for _attempt in (0, 1):
+            found = self._file = inspect(self.path, create=create, write=write)
+            if found.kind == "missing" or (found.kind == "empty" and not create):
+                return None
+            conn = found.connect(write, self.lock_timeout)
+            if conn is not None:
+                break
+        else:
+            raise NotAStoreError(self.path, "was replaced twice while it was being opened")
+        if write:
+            try:
+                # No fsync: still safe against a killed process (the common crash);
+                # only an OS crash or power loss can lose the last counts or damage
+                # the file. An fsync per hook (the WAL checkpoint when the last
+                # connection closes) cost 5-10 ms here, for short-lived counters.
+                conn.execute("PRAGMA synchronous = OFF")
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
-    def _move_aside(self, exc: sqlite3.DatabaseError) -> None:
-        """Rename a corrupt store (and its WAL files) so a fresh one can be made."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        aside = f"{self.path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-        try:
-            os.replace(self.path, aside)
-        except FileNotFoundError:
-            return  # another hook process moved it first
-        for suffix in ("-wal", "-shm"):
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """A store made in rollback-journal mode (so its mark is in the file at once)
+        switches to WAL after its first commit; if busy, a later call does it."""
+        assert self._file is not None
+        if not self._file.wal:
             try:
-                os.replace(self.path + suffix, aside + suffix)
-            except FileNotFoundError:
+                conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.Error:
                 pass
-        self._warn(
-            f"state store {self.path} was unreadable ({_describe(exc)}); "
-            f"moved it to {aside} and started a new one"
-        )
 
-    def _run(self, work, create: bool = True):
-        """Run ``work(conn)``; a corrupt file is moved aside once and the work retried.
+    def _move_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """Rename a corrupt store that carries our mark, so a fresh one can be made."""
+        self.close()
+        assert self._file is not None
+        aside = self._file.move_aside()
+        if aside is not None:
+            self._warn(
+                f"state store {self.path} was unreadable ({_describe(exc)}); "
+                f"moved it to {aside} and started a new one"
+            )
 
-        Any other SQLite or OS failure becomes StoreError (the caller's failure policy).
+    def _run(self, work, *, write: bool = True, create: bool = True, absent: Any = None):
+        """Run ``work(conn)``, or return ``absent`` when there is no store to use.
+
+        Only the hook (``create``) moves a corrupt store that carries our mark aside,
+        once, and retries; a path that is not a store raises NotAStoreError, any other
+        SQLite or OS failure StoreError (the caller's failure policy).
         """
         for attempt in (0, 1):
             try:
                 if self._conn is None:
-                    self._conn = self._connect(create)
+                    self._conn = self._open(write, create)
+                    if self._conn is None:
+                        return absent
                 return work(self._conn)
             except sqlite3.DatabaseError as exc:
+                movable = create and self._file is not None and self._file.kind == "ours"
                 if (
                     attempt == 0
+                    and movable
                     and _is_corrupt(exc)
                     and not isinstance(exc, sqlite3.OperationalError)
                 ):
@@ -225,8 +256,10 @@ class StateStore:
                             f"and could not be moved aside ({_describe(move_exc)})"
                         ) from None
                     continue
+                self.close()
                 raise StoreError(f"state store {self.path}: {_describe(exc)}") from None
             except OSError as exc:
+                self.close()
                 raise StoreError(f"state store {self.path}: {_describe(exc)}") from None
         raise StoreError(f"state store {self.path}: still unreadable after recreating it")
 
@@ -252,12 +285,15 @@ class StateStore:
             at = time.time() if now is None else now
             conn.execute("BEGIN IMMEDIATE")
             try:
+                assert self._file is not None
+                claim(conn, self._file, _SCHEMA)
                 verdict = self._decide(conn, session, tool, digest, call_id, max_repeats, at)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self._use_wal(conn)
             return verdict
 
         return self._run(work)
@@ -291,8 +327,9 @@ class StateStore:
         at: float,
     ) -> Verdict:
         row = self._read_row(conn, session)
-        prev = None  # no row, or one idle past the TTL: the call starts a streak
-        if row is not None and row[4] >= at - self.ttl:
+        # no row, one idle past the TTL, or one we did not write: the call starts a streak
+        prev = None
+        if row is not None and _well_typed(*row) and row[4] >= at - self.ttl:
             prev = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
         slot, duplicate = step(prev, tool, digest, call_id)
         if not duplicate:
@@ -316,10 +353,12 @@ class StateStore:
 
     # -- state list / reset ---------------------------------------------------
 
-    def sessions(self, session: str | None = None) -> Iterator[SessionRow]:
-        """Every live session (or one), most recently updated first; none if no store."""
+    def sessions(self, session: str | None = None) -> tuple[list[SessionRow], int]:
+        """Every live session (or one), most recently updated first (none if no store),
+        and how many rows were skipped because their columns hold the wrong types.
+        Read-only: nothing is created, marked, moved or written."""
 
-        def work(conn: sqlite3.Connection) -> list[SessionRow]:
+        def work(conn: sqlite3.Connection) -> tuple[list[SessionRow], int]:
             query = "SELECT session, tool, count, digest, call_id_json, updated FROM streaks"
             params: tuple[object, ...] = ()
             if session is not None:
@@ -329,19 +368,12 @@ class StateStore:
                 rows = conn.execute(query + " ORDER BY updated DESC", params).fetchall()
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc) or _old_layout(exc):
-                    return []  # an older layout's streaks start afresh on the next call
+                    return [], 0  # an older layout starts afresh on the next call
                 raise
-            return [
-                SessionRow(r[0], r[1], r[2], hash_prefix(r[3]), decode_call_id(r[4]), r[5])
-                for r in rows
-            ]
+            shown = [row for row in map(_session_row, rows) if row is not None]
+            return shown, len(rows) - len(shown)
 
-        try:
-            return iter(self._run(work, create=False))
-        except StoreError:
-            if not os.path.exists(self.path):
-                return iter(())
-            raise
+        return self._run(work, write=False, create=False, absent=([], 0))
 
     def reset(self, session: str | None = None) -> int:
         """Forget one session's streak, or all of them; returns how many were removed."""
@@ -362,6 +394,4 @@ class StateStore:
                 raise
             return removed
 
-        if not os.path.exists(self.path):
-            return 0
-        return self._run(work, create=False)
+        return self._run(work, create=False, absent=0)
