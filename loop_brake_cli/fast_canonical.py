@@ -32,19 +32,24 @@ import re
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from .canonical import call_digest, utf8
+from .canonical import JSONInputError, call_digest, parse_json, utf8
 
 try:  # optional: the exact path is complete without it
     import orjson
 except ImportError:  # pragma: no cover - exercised where orjson is absent
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "fast_canonical", "fast_digest", "is_exact"]
+__all__ = ["AVAILABLE", "fast_canonical", "fast_digest", "is_exact", "load_line", "too_deep"]
 
 AVAILABLE = orjson is not None
 _EXPONENT = re.compile(rb"[0-9]e[-+]")
 _ASTRAL = re.compile(b"[\xf0-\xf4]")  # UTF-8 lead bytes of U+10000..
 _HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
+
+# parse_json gives up ("nested too deep") at Python's recursion limit (about 1000
+# levels, less the caller's stack), orjson at 1024: a line that might nest that deep
+# (this many brackets, inside strings or not) is read by parse_json alone.
+_DEEP = 512
 
 if AVAILABLE:
     loads = orjson.loads
@@ -79,3 +84,22 @@ def fast_digest(tool: str, args: Any) -> bytes:
     if out is None:
         return call_digest(tool, args)
     return _sha256(utf8(tool + "\n") + out).digest()
+
+
+def too_deep(line: bytes) -> bool:
+    """Whether ``line`` might nest deeper than parse_json reads (then it must judge it)."""
+    return len(line) >= _DEEP * 2 and line.count(b"[") + line.count(b"{") >= _DEEP
+
+
+def load_line(raw: bytes) -> tuple[Any, str | None]:
+    """``formats._common.load_json_line``: (value, None) or (None, the exact error),
+    by orjson where it accepts the line (its values hash alike: see fast_digest)."""
+    if not too_deep(raw):
+        try:
+            return loads(raw), None
+        except DecodeError:
+            pass
+    try:
+        return parse_json(raw), None
+    except JSONInputError as exc:
+        return None, str(exc)

@@ -10,6 +10,8 @@ otherwise:
   way). Anything orjson rejects (bad JSON, lone surrogates, literals beyond the
   double range, nesting past 1024) is re-read by ``canonical.parse_json``, so
   errors, and the values Python accepts where orjson does not, are the exact ones.
+  So is a line that might nest deeper than parse_json reads (``too_deep``: orjson
+  reads 1024 levels, parse_json gives up near 1000 with "nested too deep").
 * The canonical form is ``orjson.dumps(args, OPT_SORT_KEYS | OPT_STRICT_INTEGER)``
   only when it provably equals ``canonical_json(args)``: ``fast_canonical.py``
   says when (strings, integers, floats, key order, nesting). Those checks look
@@ -39,7 +41,7 @@ from typing import Any
 from . import fast_canonical as _fc
 from .brake import CODE, DENY_TEMPLATE, PLUGIN, LoopBrake
 from .canonical import JSONInputError, parse_json
-from .fast_canonical import AVAILABLE, fast_canonical, is_exact
+from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
@@ -357,8 +359,8 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 except _DecodeError:
                     exactly(_exact(line, number))
                     continue
-                if obj.__class__ is not dict:
-                    exactly(_exact(line, number))
+                if obj.__class__ is not dict or (len(line) >= 1024 and too_deep(line)):
+                    exactly(_exact(line, number))  # too deep: parse_json may refuse it
                     continue
                 get = obj.get
                 tool = get("tool")

@@ -179,3 +179,13 @@ def test_the_digest_cache_skips_the_checks_only_for_checked_bytes():
     judge, fast = _judged(data)
     assert fast == _exact(data, 3, ALL)[0]
     assert all(b".0" not in key and b"e-" not in key for key in judge.digests)
+
+
+@pytest.mark.parametrize("depth", [300, 600, 990, 1000, 1010, 1023])
+def test_a_line_nested_deeper_than_parse_json_reads_gets_its_error(depth):
+    # orjson reads 1024 levels, parse_json gives up near 1000: such a line is an
+    # error on the exact path even when the deep part is not the arguments.
+    deep = b"[" * depth + b"]" * depth
+    line = b'{"tool":"t","args":{},"sessionId":"s","meta":%b,"callId":"c"}' % deep
+    data = line + b"\n" + line.replace(b'"c"', b'"d"') + b"\n"
+    assert _fast(data, 3, ALL) == _exact(data, 3, ALL)
