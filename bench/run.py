@@ -2,7 +2,7 @@
 
     python bench/run.py                   # everything below, prints one table
     python bench/run.py --quick           # smaller inputs, fewer rounds (a smoke run)
-    python bench/run.py --only throughput # or memory, live, hook, replay (repeatable)
+    python bench/run.py --only throughput # or memory, live, hook, replay, policy (repeatable)
     python bench/run.py --soak            # 10,000,000 events, RSS sampled over time
 
 * throughput: 1,000,000 generated ~150-byte events (7 interleaved sessions),
@@ -16,6 +16,9 @@
   the time from a write to its verdict line.
 * hook: ``bench/hook_startup.py`` where it exists.
 * replay: ``loop-brake replay`` on a generated Claude Code transcript, MB/s.
+* policy: ``bench/policy.py``: filter's throughput with no policy, an empty one
+  and one using every feature (the slowdown), and memory per session with and
+  without cycles (tracemalloc).
 
 Inputs are generated once into $TMPDIR/loop-brake-bench. Numbers only, never
 arguments, are printed.
@@ -329,7 +332,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=("throughput", "memory", "live", "hook", "replay"),
+        choices=("throughput", "memory", "live", "hook", "replay", "policy"),
         help="run only these parts (repeatable)",
     )
     parser.add_argument("--soak", action="store_true", help="10,000,000 events, RSS over time")
@@ -355,6 +358,12 @@ def main() -> None:
             bench_hook(args.quick)
         if "replay" in parts:
             bench_replay(20 if args.quick else 200)
+        if "policy" in parts:
+            import policy
+
+            events = data_file("events", n, gen.events)
+            policy.bench_policy_throughput(run, loop_brake, events, DATA, n, rounds, row)
+            policy.bench_policy_memory(DATA, args.quick, row)
     print()
     print(f"| {'measure':<54} | {'value':>14} | note")
     print(f"|{'-' * 56}|{'-' * 16}|------")

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canonical import call_digest, hash_prefix, js_string
-from .streak import Slot, is_denied, step
+from .streak import PolicySlot, Slot, is_denied, policy_step, step
 
 __all__ = [
     "CODE",
     "DEFAULT_MAX_REPEATS",
+    "CYCLE_TEMPLATE",
     "DENY_TEMPLATE",
+    "DISCOVER",
     "ENV_VAR",
     "InvalidMaxRepeatsError",
     "LoopBrake",
@@ -33,8 +35,10 @@ __all__ = [
     "normalize_max_repeats",
     "resolve_max_repeats",
     "session_key",
+    "STOP_TEMPLATE",
     "subagent_session_key",
     "verdict_of",
+    "verdict_of_policy",
     "wrap_execute",
 ]
 
@@ -119,6 +123,22 @@ DENY_TEMPLATE = (
 """The plugin's denial text, the one statement of it (the fast path splits it)."""
 
 
+CYCLE_TEMPLATE = (
+    "loop brake: calls {calls} repeated {repeats} times in a row "
+    "(calls {prefixes}, limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""A cycle denial (policy ``[cycles]``): tool names and hash prefixes, in cycle order."""
+
+STOP_TEMPLATE = (
+    "loop brake: {denials} calls in a row were denied in this session (stop after {limit}); "
+    "the last was tool {tool} (call {prefix}\u2026).\n"
+    "Stop: report to the user what you were trying to do instead of retrying."
+)
+"""A stop (policy ``[stop]``): said to the agent, and as the stop reason where the
+agent's hook protocol has one."""
+
+
 def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
     """The plugin's denial text; never the arguments.
 
@@ -142,10 +162,40 @@ class Verdict:
     hash_prefix: str
     call_id: Any = None
     duplicate: bool = False
+    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
+    limit: int | None = None
+    exempt: bool = False
+    match: str | None = None
+    cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
+    cycle_repeats: int = 0
+    denials: int = 0
+
+    @property
+    def stop(self) -> bool:
+        return self.rule == "stop"
 
     @property
     def message(self) -> str:
+        if self.rule == "stop":
+            return STOP_TEMPLATE.format(
+                denials=self.denials,
+                limit=self.limit,
+                tool=js_string(self.tool_name),
+                prefix=self.hash_prefix,
+            )
+        if self.rule == "cycle":
+            return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
         return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
+
+
+def cycle_message(cycle: tuple[tuple[str, str], ...], repeats: int, limit: int) -> str:
+    """The cycle denial text: tool names (as JSON strings) and hash prefixes only."""
+    return CYCLE_TEMPLATE.format(
+        calls=", ".join(js_string(tool) for tool, _ in cycle),
+        repeats=repeats,
+        prefixes=", ".join(f"{prefix}\u2026" for _, prefix in cycle),
+        limit=limit,
+    )
 
 
 def verdict_of(
@@ -165,6 +215,65 @@ def verdict_of(
         call_id=call_id,
         duplicate=duplicate,
     )
+
+
+def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: bool) -> Verdict:
+    """The verdict for a call just counted into ``state`` (``streak.policy_step``'s result);
+    a duplicate gets the counted call's decision."""
+    slot, decision = state.slot, state.decision
+    cycle: tuple[tuple[str, str], ...] = ()
+    if decision.period:
+        period = decision.period
+        cycle = tuple(
+            zip(
+                state.recent_tools[-period:],
+                (hash_prefix(digest) for digest in state.recent[-period:]),
+                strict=True,
+            )
+        )
+    return Verdict(
+        denied=decision.denied,
+        tool_name=slot.tool,
+        session_id=session,
+        count=slot.count,
+        max_repeats=decision.max_repeats,
+        hash_prefix=hash_prefix(slot.digest),
+        call_id=call_id,
+        duplicate=duplicate,
+        rule=decision.rule,
+        limit=decision.limit,
+        exempt=decision.exempt,
+        match=decision.match,
+        cycle=cycle,
+        cycle_repeats=decision.repeats,
+        denials=decision.denials,
+    )
+
+
+class _Discover:
+    def __repr__(self) -> str:
+        return "DISCOVER"
+
+
+DISCOVER: Any = _Discover()
+"""``LoopBrake(policy=DISCOVER)`` (the default): the policy file found as the CLI finds
+it (``LOOP_BRAKE_POLICY``, ``.loop-brake.toml`` / ``pyproject.toml`` upward, the user's
+config), or none."""
+
+
+def _resolve_policy(policy: Any) -> Any:
+    """A Policy (or None) from what ``LoopBrake(policy=...)`` was given."""
+    if policy is None:
+        return None
+    if policy is DISCOVER:
+        from .policy import discover_policy
+
+        return discover_policy()
+    if isinstance(policy, (str, os.PathLike)):
+        from .policy import load_policy
+
+        return load_policy(os.fspath(policy))
+    return policy
 
 
 class LoopBrakeError(Exception):
@@ -196,8 +305,13 @@ class LoopBrake:
         max_repeats: object = None,
         max_sessions: int | None = None,
         source: str | None = None,
+        policy: Any = DISCOVER,
     ) -> None:
-        """``source`` names where an explicit ``max_repeats`` came from (for summaries)."""
+        """``source`` names where an explicit ``max_repeats`` came from (for summaries).
+
+        ``policy``: a ``policy.Policy``, a path to a policy file, None (no policy), or
+        ``DISCOVER`` (the default: found as the CLI finds it). A bad file raises
+        ``policy.PolicyError``. An empty policy is no policy."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
         if source is not None and max_repeats is not None:
             self.max_repeats_source = source
@@ -205,9 +319,13 @@ class LoopBrake:
             raise ValueError("max_sessions must be at least 1")
         self.max_sessions = max_sessions
         self.evictions = 0
-        self._slots: OrderedDict[str, Slot] | dict[str, Slot] = (
-            OrderedDict() if max_sessions else {}
-        )
+        self._slots: OrderedDict[str, Any] | dict[str, Any] = OrderedDict() if max_sessions else {}
+        found = _resolve_policy(policy)
+        self.policy_path: str | None = None if found is None else found.path
+        self.policy = None if found is None or found.empty else found
+        if self.policy is not None:  # chosen once: the seed's path keeps its speed
+            self.count_call = self._count_policy  # type: ignore[method-assign]
+            self.slot_verdict = self._policy_verdict  # type: ignore[method-assign]
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -271,6 +389,32 @@ class LoopBrake:
             if not duplicate:
                 slots[session] = slot
         return slot, duplicate
+
+    def _count_policy(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> tuple[PolicySlot, bool]:
+        """``count_call`` under a policy: ``streak.policy_step`` instead of ``step``."""
+        slots = self._slots
+        prev = slots.get(session)
+        state, duplicate = policy_step(
+            prev, tool_name, digest, call_id, self.max_repeats, self.policy
+        )
+        if prev is None:
+            slots[session] = state
+            if self.max_sessions and len(slots) > self.max_sessions:
+                slots.popitem(last=False)  # type: ignore[call-arg]
+                self.evictions += 1
+        else:
+            if self.max_sessions:
+                slots.move_to_end(session)  # type: ignore[union-attr]
+            if not duplicate:
+                slots[session] = state
+        return state, duplicate
+
+    def _policy_verdict(
+        self, state: PolicySlot, session: str, call_id: Any, duplicate: bool
+    ) -> Verdict:
+        return verdict_of_policy(state, session, call_id, duplicate)
 
     def reset(self, session: str | None = None) -> None:
         """Forget one session's streak, or all of them."""

@@ -55,7 +55,13 @@ def _locate(out: dict[str, Any], line: int | None, path: str | None, file: str |
 
 
 def verdict_record(call: ToolCall, verdict: Verdict, file: str | None = None) -> dict[str, Any]:
-    """The verdict line for one call, keys in the documented order."""
+    """The verdict line for one call, keys in the documented order.
+
+    Under a policy (``verdict.rule`` set) the line also says which rule decided and
+    the limit that applied, and a stop is ``"verdict": "stop"``; without one the
+    line is the seed's, byte for byte."""
+    if verdict.rule is not None:
+        return _policy_record(call, verdict, file)
     out: dict[str, Any] = {"verdict": "deny" if verdict.denied else "pass"}
     _locate(out, call.line, call.path, file)
     out["toolName"] = verdict.tool_name
@@ -65,6 +71,37 @@ def verdict_record(call: ToolCall, verdict: Verdict, file: str | None = None) ->
     out["count"] = verdict.count
     out["maxRepeats"] = verdict.max_repeats
     out["hashPrefix"] = verdict.hash_prefix
+    if verdict.duplicate:
+        out["duplicate"] = True
+    if verdict.denied:
+        out["code"] = CODE
+        out["plugin"] = PLUGIN
+        out["message"] = verdict.message
+    return out
+
+
+def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[str, Any]:
+    kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"
+    out: dict[str, Any] = {"verdict": kind}
+    _locate(out, call.line, call.path, file)
+    out["toolName"] = verdict.tool_name
+    out["sessionId"] = verdict.session_id
+    if call.call_id is not None:
+        out["callId"] = call.call_id
+    out["count"] = verdict.count
+    out["maxRepeats"] = verdict.max_repeats
+    out["hashPrefix"] = verdict.hash_prefix
+    out["rule"] = verdict.rule
+    out["limit"] = verdict.limit
+    if verdict.match is not None:
+        out["match"] = verdict.match
+    if verdict.exempt:
+        out["exempt"] = True
+    if verdict.cycle:
+        out["cycle"] = [{"toolName": tool, "hashPrefix": prefix} for tool, prefix in verdict.cycle]
+        out["cycleRepeats"] = verdict.cycle_repeats
+    if verdict.denials:
+        out["denials"] = verdict.denials
     if verdict.duplicate:
         out["duplicate"] = True
     if verdict.denied:

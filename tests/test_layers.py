@@ -25,6 +25,7 @@ CORE = {
     "shard",
     "exitcodes",
     "wire",
+    "policy",
 }
 COMMANDS = {"commands", "cli", "entry", "__main__"}
 LAYER = {"core": 0, "front": 1, "commands": 2}

@@ -12,6 +12,8 @@ reader ``formats/hook_log.py`` use nothing else):
   hook input (None: an event that is not a pre-tool call), with the edge rules
   of ``wire.fields`` (see ``_common``);
 * ``deny_output(message) -> dict``: the documented deny object;
+* ``stop_output(message) -> dict``: the answer to a policy stop: the agent's own
+  stop form where its hook protocol has one (``STOPS`` True), else the denial;
 * ``INSTALL``: an ``Install`` (settings file, event key, matcher), or None with
   the reason in ``NO_INSTALL``.
 

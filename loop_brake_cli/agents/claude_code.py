@@ -14,6 +14,10 @@ streak (``<session_id>/<agent_id>``). Deny: exit 0, stdout
 Exit codes other than 0 and 2 are non-blocking. Allow is exit 0 and no output:
 an explicit "allow" would skip the user's own permission prompts.
 
+Stop (policy ``[stop]``): the common JSON fields ``"continue": false`` (Claude
+stops after the hooks run) with ``stopReason`` (shown to the user, not to
+Claude), sent together with the deny above so the call does not run either.
+
 Install: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
 (user), ``hooks.PreToolUse``; matcher ``*`` is every tool.
 
@@ -69,3 +73,11 @@ def deny_output(message: str) -> dict[str, Any]:
             "permissionDecisionReason": message,
         }
     }
+
+
+STOPS = True
+
+
+def stop_output(message: str) -> dict[str, Any]:
+    """The deny, plus ``continue: false`` and the reason: Claude stops."""
+    return {"continue": False, "stopReason": message, **deny_output(message)}

@@ -8,6 +8,12 @@ output schema has ``additionalProperties: false`` at both levels, so the deny
 object carries exactly ``hookEventName``, ``permissionDecision`` and
 ``permissionDecisionReason``.
 
+Stop (policy ``[stop]``): the output schema's top level also allows
+``continue`` (default true) and ``stopReason``, as Claude Code's; the stop
+answer is the deny with ``"continue": false`` and the reason. Codex's hooks
+page does not say what ``continue: false`` does at ``PreToolUse``; the call is
+denied either way.
+
 Install: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
 ``$CODEX_HOME/hooks.json``), ``hooks.PreToolUse``. Codex also reads inline
 ``[hooks]`` tables in ``config.toml``; the JSON form is written, whose root may
@@ -52,3 +58,11 @@ def deny_output(message: str) -> dict[str, Any]:
             "permissionDecisionReason": message,
         }
     }
+
+
+STOPS = True
+
+
+def stop_output(message: str) -> dict[str, Any]:
+    """The deny, plus the schema's ``continue: false`` and ``stopReason``."""
+    return {"continue": False, "stopReason": message, **deny_output(message)}

@@ -17,6 +17,11 @@ documented subagent field). Deny: stdout ``{"permission": "deny",
 "agent_message": "...", "user_message": "..."}``. ``beforeShellExecution``
 carries a ``command``, not a tool call, and is not counted.
 
+Stop (policy ``[stop]``): none. Cursor's ``preToolUse`` and
+``beforeMCPExecution`` answers have no field that stops the agent (``continue``
+belongs to ``beforeSubmitPrompt``), so a stop is answered as a denial whose
+message tells the agent to stop; ``STOPS`` is False.
+
 Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
 ``hooks.json`` is another shape (``{"version": 1, "hooks": {"<event>":
 [{"command": ...}]}}``, flat handlers, two events) that has not been checked
@@ -71,3 +76,11 @@ def decode(payload: Any, line: int | None = None) -> Record | None:
 
 def deny_output(message: str) -> dict[str, Any]:
     return {"permission": "deny", "agent_message": message, "user_message": message}
+
+
+STOPS = False
+
+
+def stop_output(message: str) -> dict[str, Any]:
+    """No stop form in Cursor's pre-tool answer: the denial, carrying the stop message."""
+    return deny_output(message)

@@ -10,6 +10,10 @@ Gemini CLI sends no call id. Deny: exit 0, stdout ``{"decision": "deny",
 "reason": "..."}``; the reason is sent to the agent as the tool's error.
 "Silence is mandatory": nothing but that JSON may be printed on stdout.
 
+Stop (policy ``[stop]``): the common output fields ``"continue": false``
+("immediately terminates the agent loop for this turn") and ``stopReason``
+(shown to the user), with the deny decision and reason.
+
 Install: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
 (user), ``hooks.BeforeTool``; the matcher is a regex and is left out (every
 tool); the handler carries a ``name`` and a ``description``.
@@ -60,3 +64,11 @@ def decode(payload: Any, line: int | None = None) -> Record | None:
 
 def deny_output(message: str) -> dict[str, Any]:
     return {"decision": "deny", "reason": message}
+
+
+STOPS = True
+
+
+def stop_output(message: str) -> dict[str, Any]:
+    """The deny, plus ``continue: false`` and the reason: the agent loop ends."""
+    return {**deny_output(message), "continue": False, "stopReason": message}

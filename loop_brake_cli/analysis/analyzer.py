@@ -121,7 +121,9 @@ class Analyzer:
             current = stats.current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
         else:
             current.length = count
-        if count == self.report.max_repeats:
+        # The streak's first denied call (without a policy: count == maxRepeats; under
+        # one, the tool's own limit, or a cycle or stop denial at any count).
+        if verdict.denied and stats.open_denial is None:
             stats.open_denial = Denial(
                 stats.session,
                 verdict.tool_name,
@@ -144,8 +146,8 @@ class Analyzer:
             stats.longest = current
         denial = stats.open_denial
         if denial is not None:
+            denial.more = current.length - denial.streak_length  # identical calls after it
             denial.streak_length = current.length
-            denial.more = current.length - self.report.max_repeats
             stats.open_denial = None
         stats.current = None
 

@@ -29,6 +29,7 @@ class Job:
     max_line_bytes: int
     in_directory: bool = False
     strict: bool = False
+    policy: Any = None  # a policy.Policy, or None: the seed's rule
 
 
 def replay_file(
@@ -118,7 +119,7 @@ def _position(raw: Any, source: Any) -> int:
 
 def replay_job(job: Job) -> Report:
     """Replay one file as its own run (the worker-process entry point of ``replay -j``)."""
-    brake = LoopBrake(job.max_repeats, source=job.max_repeats_source)
+    brake = LoopBrake(job.max_repeats, source=job.max_repeats_source, policy=job.policy)
     analyzer = Analyzer(job.max_repeats, job.max_repeats_source, job.cap)
     replay_file(
         job.path,
@@ -145,11 +146,13 @@ def replay_files(
     on_progress: Callable[[int], None] | None = None,
     in_directory: Collection[str] = (),
     strict: bool = False,
+    policy: Any = None,
 ) -> Report:
     """Replay files in this process, in order; each its own run unless sessions continue.
 
-    ``in_directory``: the paths found by searching a directory (see ``replay_file``)."""
-    brake = LoopBrake(max_repeats, source=max_repeats_source)
+    ``in_directory``: the paths found by searching a directory (see ``replay_file``);
+    ``policy``: a ``policy.Policy`` or None (the seed's rule)."""
+    brake = LoopBrake(max_repeats, source=max_repeats_source, policy=policy)
     analyzer = Analyzer(max_repeats, max_repeats_source, cap)
     reports: list[Report] = []
     for index, path in enumerate(paths):

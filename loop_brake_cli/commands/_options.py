@@ -35,6 +35,35 @@ def max_repeats_option(help: str = MAX_REPEATS_HELP) -> Callable[[F], F]:
     return click.option("-m", "--max-repeats", type=int, default=None, help=help)
 
 
+POLICY_HELP = (
+    "Policy file (TOML: per-tool limits, exemptions, cycles, stop). Default: "
+    "$LOOP_BRAKE_POLICY, else .loop-brake.toml or [tool.loop-brake] in pyproject.toml "
+    "upward from here, else ~/.config/loop-brake/policy.toml, else none."
+)
+
+
+def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
+    return click.option(
+        "--policy",
+        "policy_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        metavar="FILE",
+        help=help,
+    )
+
+
+def resolve_policy(errors: Errors, explicit: str | None) -> Any:
+    """The policy that applies (a ``policy.Policy``, or None), or the exit status 2 after
+    ``errors`` gave its located errors: always before any input is read."""
+    from ..policy import PolicyError, discover_policy
+
+    try:
+        return discover_policy(explicit)
+    except PolicyError as exc:
+        return errors(str(exc))
+
+
 def config_option(help: str, metavar: str | None = None) -> Callable[[F], F]:
     return click.option(
         "--config",

@@ -62,8 +62,21 @@ NO_PATCH_FILE = (
     metavar="N",
     help="Exit 1 unless the effective maxRepeats is N.",
 )
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Check this policy file instead (located errors, shadowed rules; see docs/policies.md).",
+)
 def check_config_command(
-    patch_files: tuple[str, ...], as_json: bool, strict: bool, no_env: bool, expect: int | None
+    patch_files: tuple[str, ...],
+    as_json: bool,
+    strict: bool,
+    no_env: bool,
+    expect: int | None,
+    policy_path: str | None = None,
 ) -> int:
     """Compose the patch layers PATCH_FILE... (in order, later wins) and report
     the effective maxRepeats of the loop-brake row and where it came from.
@@ -78,7 +91,24 @@ def check_config_command(
     maxRepeats 1 or above 50; entries of unknown kind; a disabled row.
     A PATCH_FILE that cannot be opened: exit 3.
     No loop-brake row in the composition: exit 4.
+
+    \b
+    With --policy FILE, the policy file is checked instead: TOML syntax, unknown
+    keys (with a did-you-mean), limits below 1, wrong types (exit 2, each as
+    file:line:column); a rule that can never match because an earlier rule
+    shadows it is a warning (exit 1 with --strict).
     """
+    if policy_path is not None:
+        if patch_files or expect is not None:
+            return _fail(
+                as_json,
+                ExitStatus.USAGE,
+                [(None, "--policy checks a policy file alone: no PATCH_FILE or --expect")],
+                expect,
+            )
+        from ._check_policy import check_policy_file
+
+        return check_policy_file(policy_path, as_json, strict)
     paths = list(patch_files)
     if not paths:
         found = next((p for p in DEFAULT_CANDIDATES if os.path.isfile(p)), None)

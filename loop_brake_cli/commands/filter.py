@@ -26,7 +26,9 @@ from ._options import (
     config_option,
     max_line_bytes_option,
     max_repeats_option,
+    policy_option,
     resolve,
+    resolve_policy,
 )
 
 PROG = "loop-brake filter"
@@ -91,6 +93,7 @@ def _say(message: str) -> None:
     help="Judge only sessions whose key hashes to shard K of N (0..N-1): "
     "sha256(session key)[:8] big-endian mod N. Error verdicts go to shard 0.",
 )
+@policy_option()
 def filter_command(
     files: tuple[str, ...],
     max_repeats: int | None,
@@ -104,6 +107,7 @@ def filter_command(
     max_line_bytes: int,
     max_sessions: int | None = None,
     shard_text: str | None = None,
+    policy_path: str | None = None,
 ) -> int:
     """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
 
@@ -122,7 +126,10 @@ def filter_command(
     if isinstance(resolved, ExitStatus):
         return resolved
     value, source = resolved
-    brake = LoopBrake(value, source=source, max_sessions=max_sessions)
+    policy = resolve_policy(Errors(PROG), policy_path)
+    if isinstance(policy, ExitStatus):
+        return policy
+    brake = LoopBrake(value, source=source, max_sessions=max_sessions, policy=policy)
     shard = None
     if shard_text is not None:
         from ..shard import parse_shard
@@ -178,6 +185,8 @@ def filter_command(
         from ..render import print_filter_summary
 
         print_filter_summary(tally, brake, len(paths), sessions, not_read)
+        if brake.policy_path is not None:
+            _say(f"policy: {brake.policy_path}")
     if fail_on_deny and not tally.calls:
         _say("warning: --fail-on-deny: no tool call was read, so nothing was checked")
     if unreadable_file or (strict and (tally.errors or not_read)):
@@ -188,10 +197,11 @@ def filter_command(
 
 
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
-    """The fast path for event lines where it is available (same bytes out), else the exact one."""
+    """The fast path for event lines where it is available (same bytes out), else the exact
+    one. Under a policy, always the exact one: the fast path states only the seed's rule."""
     from .. import fastpath
 
-    if adapter.INFO.name == "events" and fastpath.enabled():
+    if adapter.INFO.name == "events" and brake.policy is None and fastpath.enabled():
         fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
         return
     records = adapter.parse(source)

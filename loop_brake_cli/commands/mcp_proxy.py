@@ -18,7 +18,7 @@ from ..mcp_proxy import (
     fill_closed,
     run_proxy,
 )
-from ._options import max_repeats_option, resolve_or_report
+from ._options import Errors, max_repeats_option, policy_option, resolve_or_report, resolve_policy
 
 PROXY_EXIT_HELP = (
     "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
@@ -58,12 +58,14 @@ PROXY_EXIT_HELP = (
     show_default=True,
     help="After the client disconnects: seconds before SIGTERM, and again before SIGKILL.",
 )
+@policy_option()
 def mcp_proxy_command(
     server_command: tuple[str, ...],
     max_repeats: int | None,
     shadow: bool,
     log_path: str | None,
     shutdown_timeout: float,
+    policy_path: str | None = None,
 ) -> int:
     """Start SERVER_COMMAND and brake every tools/call an MCP client sends it.
 
@@ -86,12 +88,16 @@ def mcp_proxy_command(
     if resolved is None:
         return ExitStatus.USAGE
     limit, _source = resolved
+    policy = resolve_policy(Errors("loop-brake mcp-proxy"), policy_path)
+    if isinstance(policy, ExitStatus):
+        return policy
     options = ProxyOptions(
         command=list(server_command),
         max_repeats=limit,
         shadow=shadow,
         log_path=log_path,
         shutdown_timeout=shutdown_timeout,
+        policy=policy,
     )
     try:
         return run_proxy(options)

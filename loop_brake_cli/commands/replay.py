@@ -15,7 +15,6 @@ import sys
 import click
 
 from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, sweep
-from ..brake import LoopBrake
 from ..discover import discover
 from ..exitcodes import ExitStatus, epilog
 from ..formats import names
@@ -26,7 +25,9 @@ from ._options import (
     config_option,
     max_line_bytes_option,
     max_repeats_option,
+    policy_option,
     resolve,
+    resolve_policy,
 )
 
 PROG = "loop-brake replay"
@@ -98,6 +99,16 @@ def _fail(message: str) -> None:
     help="Replay files in N worker processes (each file its own run; output in input order).",
 )
 @max_line_bytes_option("Longer lines are unreadable records (and are never held in memory whole).")
+@policy_option()
+@click.option(
+    "--compare-policy",
+    "compare_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Instead of the summary: per session, what the seed's brake (maxRepeats only) "
+    "and the policy in FILE would each deny, side by side (--json for a document).",
+)
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -112,6 +123,8 @@ def replay_command(
     jobs: int,
     max_line_bytes: int,
     strict: bool = False,
+    policy_path: str | None = None,
+    compare_path: str | None = None,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -154,10 +167,17 @@ def replay_command(
             limits = parse_sweep(sweep_text)
         except ValueError as exc:
             return errors(f"--sweep: {exc}")
+    if compare_path is not None and (verdicts or sweep_text is not None):
+        return errors("--compare-policy is its own output: not with --verdicts or --sweep")
+    if compare_path is not None and policy_path is not None:
+        return errors("--compare-policy FILE already names the policy: drop --policy")
     resolved = resolve(errors, max_repeats, config_paths)
     if isinstance(resolved, ExitStatus):
         return resolved
     value, source = resolved
+    policy = resolve_policy(errors, compare_path or policy_path)
+    if isinstance(policy, ExitStatus):
+        return policy
 
     files: list[str] = []
     in_directory: set[str] = set()
@@ -174,8 +194,25 @@ def replay_command(
     for message in missing:
         _fail(message)
 
+    if compare_path is not None:
+        return _compare(
+            files,
+            value,
+            policy,
+            format_name,
+            continue_sessions,
+            max_line_bytes,
+            in_directory,
+            strict,
+            as_json,
+            bool(missing),
+            fail_on_deny,
+            expect_deny,
+        )
     if verdicts:
-        outcome = _print_verdicts(
+        from ._replay_verdicts import print_verdicts
+
+        outcome = print_verdicts(
             files,
             value,
             source,
@@ -184,6 +221,7 @@ def replay_command(
             max_line_bytes,
             in_directory,
             strict,
+            policy,
         )
         if outcome is None:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
@@ -202,6 +240,7 @@ def replay_command(
             jobs,
             in_directory,
             strict,
+            policy,
         )
         _report_problems(report)
         if not report.files:
@@ -209,6 +248,8 @@ def replay_command(
         rows = sweep(report, limits) if limits else None
         if as_json:
             doc = report_to_json(report, rows)
+            if policy is not None:
+                doc["policy"] = policy.path
             text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
             sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
             sys.stdout.flush()
@@ -216,6 +257,8 @@ def replay_command(
             from ..render import print_replay_summary
 
             print_replay_summary(report, rows)
+            if policy is not None:
+                click.echo(f"policy: {policy.path}")
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
@@ -266,6 +309,7 @@ def _replay(
     jobs: int,
     in_directory: set[str],
     strict: bool,
+    policy: object = None,
 ) -> Report:
     from ._replay_pool import progress_bar, replay_parallel
 
@@ -282,6 +326,7 @@ def _replay(
                     max_line_bytes,
                     path in in_directory,
                     strict,
+                    policy,
                 )
                 for path in files
             ]
@@ -299,84 +344,54 @@ def _replay(
             on_progress=on_progress,
             in_directory=in_directory,
             strict=strict,
+            policy=policy,
         )
     finally:
         if progress:
             progress.stop()
 
 
-def _print_verdicts(
+def _compare(
     files: list[str],
     value: int,
-    source: str,
+    policy: object,
     format_name: str | None,
     continue_sessions: bool,
     max_line_bytes: int,
     in_directory: set[str],
     strict: bool,
-) -> tuple[bool, int, bool] | None:
-    """Verdict lines exactly as ``filter --format X`` prints them.
+    as_json: bool,
+    missing: bool,
+    fail_on_deny: bool,
+    expect_deny: bool,
+) -> ExitStatus:
+    """``--compare-policy``: the seed's denials and the policy's, per session."""
+    from ..analysis.compare import compare_files, render_comparison
 
-    (unreadable, calls, denied), or None when every file was skipped."""
-    from ..analysis import internal_error
-    from ..formats._detect import choose
-    from ..output import LineWriter
-    from ..pipeline import Tally, write_verdicts
-    from ..reader import UnreadableInputError, open_source
-
-    brake = LoopBrake(value, source=source)
-    out = LineWriter(sys.stdout.buffer)
-    tally = Tally()
-    label = len(files) > 1
-    unreadable = False
-    read = 0
-    for index, path in enumerate(files):
-        if index and not continue_sessions:
-            brake.reset()
-        try:
-            src = open_source(path, max_line_bytes, on_wait=out.flush)
-        except OSError as exc:
-            out.flush()
-            shown = "<stdin>" if path == "-" else path
-            _fail(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
-            unreadable = True
-            continue
-        file_label = src.name if label else None
-        name = format_name
-        before = tally.calls
-        try:
-            choice = choose(src.head(), src.name, format_name, path in in_directory, strict)
-            if choice.skip is not None:
-                if not choice.quiet:
-                    _fail(f"{src.name}: skipped: {choice.skip}")
-                continue
-            read += 1
-            if choice.adapter is None:
-                out.flush()
-                _fail(f"{src.name}: {choice.error}")
-                unreadable = True
-                continue
-            name = choice.adapter.INFO.name
-            check = choice.check
-            if check is not None and (mismatch := check.mismatch()) is not None:
-                _fail(f"{src.name}: {mismatch}")
-                unreadable = True
-            write_verdicts(choice.adapter.parse(src), brake, tally, out, file=file_label)
-            if check is not None and tally.calls == before and (nothing := check.nothing_read()):
-                out.flush()
-                _fail(f"{src.name}: {nothing}")
-                unreadable = True
-        except UnreadableInputError as exc:
-            out.flush()
-            _fail(f"{src.name}: {exc}")
-            unreadable = True
-        except Exception as exc:  # an adapter's bug: report it, go on with the next file
-            out.flush()
-            _fail(f"{src.name}: {internal_error(name, tally.calls - before, exc)}")
-            unreadable = True
-        finally:
-            src.close()
-    out.flush()
-    if not read and not unreadable:
-        return None
-    return unreadable or tally.errors > 0, tally.calls, tally.denied > 0
+    result = compare_files(
+        files,
+        max_repeats=value,
+        policy=policy,
+        format_name=format_name,
+        max_line_bytes=max_line_bytes,
+        continue_sessions=continue_sessions,
+        in_directory=in_directory,
+        strict=strict,
+    )
+    for error in result.errors:
+        _fail(error)
+    if as_json:
+        text = json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n"
+        sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+        sys.stdout.flush()
+    else:
+        sys.stdout.write(render_comparison(result))
+        sys.stdout.flush()
+    totals = result.totals()
+    return _status(
+        result.unreadable > 0 or missing,
+        totals["calls"],
+        totals["policyDenied"] > 0,
+        fail_on_deny,
+        expect_deny,
+    )

@@ -76,6 +76,7 @@ class ProxyOptions:
     shadow: bool = False
     log_path: str | None = None
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    policy: Any = None  # a policy.Policy (already loaded and checked), or None
 
 
 def _exit_status(returncode: int) -> int:
@@ -135,7 +136,9 @@ class _ServerProcess:
         self.stdout_fd = stdout_fd
         self.stderr_fd = stderr_fd
         self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before the server
-        self.router = ClientRouter(options.max_repeats, self.log.write, self.note, options.shadow)
+        self.router = ClientRouter(
+            options.max_repeats, self.log.write, self.note, options.shadow, options.policy
+        )
         self.out_lock = threading.Lock()
         self.client_gone = False  # the client's stdout pipe is closed
         self.output_error: str | None = None  # why a line to the client failed, if not EPIPE

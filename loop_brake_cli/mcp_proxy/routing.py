@@ -9,6 +9,9 @@ paths ``$[i]``, sessions ``mcp#1``, ``mcp#2`` ... and error records for lines
 that are not JSON or requests that are malformed (those are still forwarded:
 the server answers them as it would without the proxy).
 
+Under a policy a stop is answered like any denial (MCP has no way for a server to
+stop its client's agent): the tool error carries the stop message.
+
 What is forwarded keeps the client's bytes: a single message is the line as
 read; a batch with a withheld element is rebuilt from the other elements' own
 bytes; a denial answer carries the request's ``id`` as the client wrote it.
@@ -81,8 +84,9 @@ class ClientRouter:
         log: Callable[[dict[str, Any]], None],
         note: Callable[[str], None],
         shadow: bool = False,
+        policy: Any = None,
     ) -> None:
-        self.brake = LoopBrake(max_repeats)
+        self.brake = LoopBrake(max_repeats, policy=policy)
         self.connections = Connections()
         self.session = self.connections.session(DEFAULT_LABEL)
         self.log = log
@@ -218,7 +222,11 @@ class ClientRouter:
 def _describe(id_bytes: bytes, verdict: Verdict) -> str:
     """The call for a stderr note: the id as sent, the tool, the prefix; no arguments."""
     name = json.dumps(verdict.tool_name, ensure_ascii=False)
+    if verdict.rule is None:
+        rule = f"count {verdict.count}, limit {verdict.max_repeats}"
+    else:  # under a policy: the rule that decided and its limit
+        rule = f"count {verdict.count}, rule {verdict.rule}, limit {verdict.limit}"
     return (
         f"tools/call id {id_bytes.decode('utf-8', 'replace')} (tool {name}, "
-        f"call {verdict.hash_prefix}, count {verdict.count}, limit {verdict.max_repeats})"
+        f"call {verdict.hash_prefix}, {rule})"
     )

@@ -1,0 +1,113 @@
+"""The cost of a policy (issue 13): throughput and memory per session, with and without.
+
+    python bench/run.py --only policy [--quick]
+
+* throughput: ``loop-brake filter`` on the throughput input with no policy (the
+  fast path), with an empty policy file (must be the same: no policy), and
+  with a policy using every feature (a per-tool limit, an exemption, cycles of
+  2..4, stop after 5), which takes the exact path; median of the rounds, and
+  the slowdown against no policy;
+* memory per session, in process with ``tracemalloc`` (exact, not RSS noise):
+  100,000 sessions each fed 6 distinct calls (so a cycle window is full; each
+  call its own 32-byte digest object, as in a real run), held by
+  a ``LoopBrake`` without a policy, with a policy without ``[cycles]``, and with
+  cycles at max_period 4 and 8; bytes per session of each.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tracemalloc
+from pathlib import Path
+
+FULL = """\
+[[tools]]
+match = "read_file"
+max_repeats = 5
+[[tools]]
+match = ["list_*", "BashOutput"]
+exempt = true
+[cycles]
+max_period = 4
+max_repeats = 3
+[stop]
+after_denials = 5
+"""
+NO_CYCLES = """\
+[[tools]]
+match = "read_file"
+max_repeats = 5
+[stop]
+after_denials = 5
+"""
+
+
+def _policy_file(data: Path, name: str, text: str) -> Path:
+    path = data / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def bench_policy_throughput(run, loop_brake, events: Path, data: Path, n: int, rounds: int, row):
+    import os
+
+    env = dict(os.environ, LOOP_BRAKE_POLICY="")
+    full = _policy_file(data, "policy-full.toml", FULL)
+    empty = _policy_file(data, "policy-empty.toml", "")
+    results: dict[str, list[float]] = {"none": [], "empty": [], "full": []}
+    for _ in range(rounds):
+        results["none"].append(run([*loop_brake(), "filter", str(events)], env=env)["wall"])
+        results["empty"].append(
+            run([*loop_brake(), "filter", "--policy", str(empty), str(events)], env=env)["wall"]
+        )
+        results["full"].append(
+            run([*loop_brake(), "filter", "--policy", str(full), str(events)], env=env)["wall"]
+        )
+    rate = {key: n / statistics.median(walls) for key, walls in results.items()}
+    row("filter, no policy: events/s (wall)", f"{rate['none']:,.0f}", f"median of {rounds}")
+    row("filter, empty policy file: events/s (wall)", f"{rate['empty']:,.0f}", "= no policy")
+    row("filter, every policy feature: events/s (wall)", f"{rate['full']:,.0f}", "exact path")
+    row(
+        "slowdown with every policy feature",
+        f"{rate['none'] / rate['full']:.2f}x",
+        "no policy events/s / policy events/s",
+    )
+
+
+def _bytes_per_session(policy, sessions: int) -> float:
+    from loop_brake_cli.brake import LoopBrake
+    from loop_brake_cli.canonical import call_digest
+
+    digests = [call_digest("search", {"q": i}) for i in range(6)]
+    tools = ["search", "read_file", "grep", "search", "edit", "grep"]
+    names = [f"session-{i:07d}" for i in range(sessions)]  # made before measuring
+    tracemalloc.start()
+    brake = LoopBrake(3, policy=policy)
+    before = tracemalloc.get_traced_memory()[0]
+    for name in names:
+        for tool, digest in zip(tools, digests, strict=True):
+            brake.observe(name, tool, bytes(bytearray(digest)))  # a digest object per call
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(brake) == sessions
+    return (after - before) / sessions
+
+
+def bench_policy_memory(data: Path, quick: bool, row) -> None:
+    from loop_brake_cli.policy import load_policy
+
+    sessions = 20_000 if quick else 100_000
+    cases = [
+        ("no policy", None),
+        ("policy without [cycles]", load_policy(str(_policy_file(data, "p1.toml", NO_CYCLES)))),
+        ("policy, cycles max_period 4", load_policy(str(_policy_file(data, "p2.toml", FULL)))),
+        (
+            "policy, cycles max_period 8",
+            load_policy(
+                str(_policy_file(data, "p3.toml", FULL.replace("max_period = 4", "max_period = 8")))
+            ),
+        ),
+    ]
+    for label, policy in cases:
+        per = _bytes_per_session(policy, sessions)
+        row(f"memory per session, {label} (bytes)", f"{per:,.0f}", f"tracemalloc, {sessions:,}")

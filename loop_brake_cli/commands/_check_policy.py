@@ -1,0 +1,93 @@
+"""``check-config --policy FILE``: a policy file checked and described, or its located errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from ..exitcodes import ExitStatus
+from ..policy import PolicyError, check_policy
+
+PROG = "loop-brake check-config"
+
+
+def _describe(policy: Any) -> list[str]:
+    lines = [f"policy {policy.path}"]
+    if policy.empty:
+        lines.append("  no rules: the brake behaves exactly as without a policy")
+    for rule in policy.tools:
+        what = "exempt" if rule.exempt else f"max_repeats {rule.max_repeats}"
+        where = f"line {rule.line}" if rule.line else f"rule {rule.index + 1}"
+        lines.append(f"  tools ({where}): {', '.join(rule.patterns)} -> {what}")
+    if policy.cycles is not None:
+        lines.append(
+            f"  cycles: periods 2..{policy.cycles.max_period}, "
+            f"denied at {policy.cycles.max_repeats} repetitions in a row"
+        )
+    if policy.stop is not None:
+        lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
+    return lines
+
+
+def _policy_json(policy: Any) -> dict[str, Any]:
+    return {
+        "tools": [
+            {
+                "match": list(rule.patterns),
+                "maxRepeats": rule.max_repeats,
+                "exempt": rule.exempt,
+                "line": rule.line,
+            }
+            for rule in policy.tools
+        ],
+        "cycles": None
+        if policy.cycles is None
+        else {"maxPeriod": policy.cycles.max_period, "maxRepeats": policy.cycles.max_repeats},
+        "stop": None if policy.stop is None else {"afterDenials": policy.stop.after_denials},
+    }
+
+
+def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
+    """Exit 0 (usable), 1 (warnings and --strict), 2 (errors), 3 (cannot be opened)."""
+    if not os.path.exists(path) or os.path.isdir(path):
+        unreadable = True
+    else:
+        unreadable = False
+    try:
+        policy, warnings = check_policy(path)
+    except PolicyError as exc:
+        status = ExitStatus.UNREADABLE if unreadable else ExitStatus.USAGE
+        if as_json:
+            doc = {
+                "status": int(status),
+                "policy": path,
+                "warnings": [],
+                "errors": [problem.to_json() for problem in exc.problems],
+                "error": str(exc),
+            }
+            click.echo(json.dumps(doc, ensure_ascii=False))
+        else:
+            for problem in exc.problems:
+                click.echo(f"{problem}" if problem.line else f"{PROG}: {problem}", err=True)
+        return status
+    status = ExitStatus.BRAKE if strict and warnings else ExitStatus.OK
+    if as_json:
+        doc = {
+            "status": int(status),
+            "policy": path,
+            **_policy_json(policy),
+            "warnings": [w.to_json() for w in warnings],
+            "errors": [],
+        }
+        click.echo(json.dumps(doc, ensure_ascii=False))
+        return status
+    for line in _describe(policy):
+        click.echo(line)
+    for warning in warnings:
+        click.echo(str(warning), err=True)
+    if status is ExitStatus.BRAKE:
+        click.echo(f"{PROG}: {len(warnings)} warning(s) and --strict", err=True)
+    return status

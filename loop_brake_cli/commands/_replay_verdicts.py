@@ -1,0 +1,94 @@
+"""``replay --verdicts``: the filter's verdict lines for saved transcripts (as
+``filter --format X`` prints them), each file's format detected as replay detects it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..brake import LoopBrake
+
+PROG = "loop-brake replay"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"{PROG}: {message}", err=True)
+
+
+def print_verdicts(
+    files: list[str],
+    value: int,
+    source: str,
+    format_name: str | None,
+    continue_sessions: bool,
+    max_line_bytes: int,
+    in_directory: set[str],
+    strict: bool,
+    policy: object = None,
+) -> tuple[bool, int, bool] | None:
+    """Verdict lines exactly as ``filter --format X`` prints them.
+
+    (unreadable, calls, denied), or None when every file was skipped."""
+    from ..analysis import internal_error
+    from ..formats._detect import choose
+    from ..output import LineWriter
+    from ..pipeline import Tally, write_verdicts
+    from ..reader import UnreadableInputError, open_source
+
+    brake = LoopBrake(value, source=source, policy=policy)
+    out = LineWriter(sys.stdout.buffer)
+    tally = Tally()
+    label = len(files) > 1
+    unreadable = False
+    read = 0
+    for index, path in enumerate(files):
+        if index and not continue_sessions:
+            brake.reset()
+        try:
+            src = open_source(path, max_line_bytes, on_wait=out.flush)
+        except OSError as exc:
+            out.flush()
+            shown = "<stdin>" if path == "-" else path
+            _fail(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
+            unreadable = True
+            continue
+        file_label = src.name if label else None
+        name = format_name
+        before = tally.calls
+        try:
+            choice = choose(src.head(), src.name, format_name, path in in_directory, strict)
+            if choice.skip is not None:
+                if not choice.quiet:
+                    _fail(f"{src.name}: skipped: {choice.skip}")
+                continue
+            read += 1
+            if choice.adapter is None:
+                out.flush()
+                _fail(f"{src.name}: {choice.error}")
+                unreadable = True
+                continue
+            name = choice.adapter.INFO.name
+            check = choice.check
+            if check is not None and (mismatch := check.mismatch()) is not None:
+                _fail(f"{src.name}: {mismatch}")
+                unreadable = True
+            write_verdicts(choice.adapter.parse(src), brake, tally, out, file=file_label)
+            if check is not None and tally.calls == before and (nothing := check.nothing_read()):
+                out.flush()
+                _fail(f"{src.name}: {nothing}")
+                unreadable = True
+        except UnreadableInputError as exc:
+            out.flush()
+            _fail(f"{src.name}: {exc}")
+            unreadable = True
+        except Exception as exc:  # an adapter's bug: report it, go on with the next file
+            out.flush()
+            _fail(f"{src.name}: {internal_error(name, tally.calls - before, exc)}")
+            unreadable = True
+        finally:
+            src.close()
+    out.flush()
+    if not read and not unreadable:
+        return None
+    return unreadable or tally.errors > 0, tally.calls, tally.denied > 0

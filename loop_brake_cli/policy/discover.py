@@ -1,0 +1,73 @@
+"""Which policy file applies: the one discovery order every command and the library share.
+
+1. ``--policy FILE`` (the caller's explicit path);
+2. ``$LOOP_BRAKE_POLICY`` (set but empty: no policy, discovery stops);
+3. upward from the working directory, stopping at the repository root (the first
+   directory holding ``.git``) or the filesystem root: in each directory
+   ``.loop-brake.toml``, else a ``pyproject.toml`` that has a ``[tool.loop-brake]``
+   table (a pyproject.toml without one is passed over);
+4. ``${XDG_CONFIG_HOME:-~/.config}/loop-brake/policy.toml``;
+5. none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from .load import load_policy
+from .model import Policy
+
+__all__ = ["ENV_POLICY", "discover_policy", "find_policy_file"]
+
+ENV_POLICY = "LOOP_BRAKE_POLICY"
+LOCAL_FILE = ".loop-brake.toml"
+
+
+def _has_table(path: str) -> bool:
+    """A pyproject.toml with a ``[tool.loop-brake]`` table (or a sub-table of it)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return b"tool.loop-brake" in data or b'tool."loop-brake"' in data
+
+
+def find_policy_file(
+    explicit: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> str | None:
+    """The path of the policy file that applies, or None (see the module's order)."""
+    if explicit is not None:
+        return explicit
+    environ = os.environ if env is None else env
+    named = environ.get(ENV_POLICY)
+    if named is not None:
+        return named or None
+    directory = os.path.abspath(cwd or os.getcwd())
+    while True:
+        local = os.path.join(directory, LOCAL_FILE)
+        if os.path.isfile(local):
+            return local
+        pyproject = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(pyproject) and _has_table(pyproject):
+            return pyproject
+        parent = os.path.dirname(directory)
+        if os.path.exists(os.path.join(directory, ".git")) or parent == directory:
+            break
+        directory = parent
+    config = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    user = os.path.join(config, "loop-brake", "policy.toml")
+    return user if os.path.isfile(user) else None
+
+
+def discover_policy(
+    explicit: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> Policy | None:
+    """The policy that applies (loaded and validated), or None; ``PolicyError`` if bad."""
+    path = find_policy_file(explicit, env, cwd)
+    return None if path is None else load_policy(path)

@@ -1,0 +1,344 @@
+"""Reading a policy file: TOML in, a validated ``Policy`` out, every mistake located.
+
+The file is parsed by the standard library's ``tomllib`` (``tomli`` on Python
+3.10); since a TOML parser gives values but not their positions, each key and
+table header is located by a line scan of the same text (``_Locator``), so an
+error reads ``policy.toml:7:1: unknown key "max_repeat" (did you mean
+max_repeats?)``. Errors (every one is collected, then ``PolicyError`` is raised)
+make the file unusable; warnings (a rule shadowed by an earlier one) do not.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .model import CycleRule, Policy, StopRule, ToolRule
+
+__all__ = ["MAX_PERIOD", "PolicyError", "Problem", "check_policy", "load_policy", "parse_policy"]
+
+MAX_PERIOD = 16
+"""The longest cycle ``[cycles] max_period`` may ask for (memory per session grows with it)."""
+
+TOP_KEYS = ("tools", "cycles", "stop")
+RULE_KEYS = ("match", "max_repeats", "exempt")
+CYCLE_KEYS = ("max_period", "max_repeats")
+STOP_KEYS = ("after_denials",)
+PYPROJECT_TABLE = "tool.loop-brake"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One located mistake; ``line``/``column`` are 1-based, None when unknown."""
+
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+    warning: bool = False
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}:{self.column or 1}"
+        return f"{where}: {'warning: ' if self.warning else ''}{self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
+
+
+class PolicyError(ValueError):
+    """An unusable policy file; ``problems`` are its located errors."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(problem) for problem in problems))
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
+_KEY = re.compile(
+    r"^(\s*)((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*="
+)
+
+
+def _key_name(text: str) -> str:
+    parts = [part.strip().strip("\"'") for part in text.split(".")]
+    return ".".join(parts)
+
+
+class _Locator:
+    """Where each table and key of the policy starts, found by scanning lines.
+
+    ``key(table, index, name)``: table is "" (top), "tools" (with the 0-based
+    entry index), "cycles" or "stop"."""
+
+    def __init__(self, text: str, prefix: str | None) -> None:
+        self.keys: dict[tuple[str, int, str], tuple[int, int]] = {}
+        self.tables: dict[tuple[str, int], int] = {}
+        context: tuple[str, int] | None = ("", 0) if prefix is None else None
+        tool_entries = -1
+        for number, line in enumerate(text.splitlines(), 1):
+            header = _HEADER.match(line)
+            if header:
+                name = _key_name(header.group(2))
+                if prefix is not None:
+                    if name != prefix and not name.startswith(prefix + "."):
+                        context = None
+                        continue
+                    name = name[len(prefix) + 1 :]
+                if header.group(1) == "[[" and name == "tools":
+                    tool_entries += 1
+                    context = ("tools", tool_entries)
+                else:
+                    context = (name, 0)
+                self.tables.setdefault(context, number)
+                continue
+            key = _KEY.match(line)
+            if key and context is not None:
+                column = len(key.group(1)) + 1
+                self.keys.setdefault(
+                    (context[0], context[1], _key_name(key.group(2))), (number, column)
+                )
+
+    def key(self, table: str, index: int, name: str) -> tuple[int | None, int | None]:
+        found = self.keys.get((table, index, name))
+        if found is not None:
+            return found
+        if not table and (name, 0) in self.tables:  # a top-level key written as [name]
+            return self.tables[(name, 0)], 1
+        line = self.tables.get((table, index))
+        return (line, 1) if line is not None else (None, None)
+
+
+class _Checker:
+    def __init__(self, path: str, locator: _Locator) -> None:
+        self.path = path
+        self.locator = locator
+        self.problems: list[Problem] = []
+
+    def error(self, table: str, index: int, key: str, message: str, warning: bool = False) -> None:
+        line, column = self.locator.key(table, index, key)
+        self.problems.append(Problem(self.path, line, column, message, warning))
+
+    def keys(
+        self, table: str, index: int, values: dict[str, Any], allowed: tuple[str, ...]
+    ) -> None:
+        for key in values:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(allowed)})"
+            inside = {"": "", "tools": " in [[tools]]"}.get(table, f" in [{table}]")
+            self.error(table, index, key, f'unknown key "{key}"{inside}{hint}')
+
+    def integer(
+        self,
+        table: str,
+        index: int,
+        values: dict[str, Any],
+        key: str,
+        minimum: int,
+        maximum: int | None = None,
+    ) -> int | None:
+        if key not in values:
+            return None
+        value = values[key]
+        bound = f"of at least {minimum}" + (f" and at most {maximum}" if maximum else "")
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(table, index, key, f"{key} must be an integer {bound}, not {_show(value)}")
+            return None
+        if value < minimum or (maximum is not None and value > maximum):
+            self.error(table, index, key, f"{key} must be an integer {bound}, not {value}")
+            return None
+        return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return repr(value)
+
+
+def _tomllib() -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            return None
+    return tomllib
+
+
+def parse_policy(text: str, path: str, prefix: str | None = None) -> tuple[Policy, list[Problem]]:
+    """The policy in ``text`` and its warnings; ``PolicyError`` for any error.
+
+    ``prefix``: the table holding the policy (``tool.loop-brake`` in pyproject.toml)."""
+    toml = _tomllib()
+    if toml is None:
+        raise PolicyError([Problem(path, None, None, "reading TOML needs Python 3.11+ or tomli")])
+    try:
+        document = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        line, column = (int(found.group(1)), int(found.group(2))) if found else (None, None)
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+        raise PolicyError([Problem(path, line, column, f"not valid TOML: {message}")]) from None
+    if prefix is not None:
+        for part in prefix.split("."):
+            document = document.get(part, {}) if isinstance(document, dict) else {}
+    checker = _Checker(path, _Locator(text, prefix))
+    policy = _build(document, path, checker)
+    checker.problems.sort(key=lambda problem: (problem.line or 0, problem.column or 0))
+    errors = [problem for problem in checker.problems if not problem.warning]
+    if errors:
+        raise PolicyError(errors)
+    return policy, [problem for problem in checker.problems if problem.warning]
+
+
+def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
+    checker.keys("", 0, document, TOP_KEYS)
+    rules = _rules(document.get("tools", []), checker)
+    cycles = None
+    if "cycles" in document:
+        table = document["cycles"]
+        if not isinstance(table, dict):
+            checker.error("", 0, "cycles", f"cycles must be a table ([cycles]), not {_show(table)}")
+        else:
+            checker.keys("cycles", 0, table, CYCLE_KEYS)
+            period = checker.integer("cycles", 0, table, "max_period", 2, MAX_PERIOD)
+            repeats = checker.integer("cycles", 0, table, "max_repeats", 2)
+            cycles = CycleRule(period or CycleRule.max_period, repeats or CycleRule.max_repeats)
+    stop = None
+    if "stop" in document:
+        table = document["stop"]
+        if not isinstance(table, dict):
+            checker.error("", 0, "stop", f"stop must be a table ([stop]), not {_show(table)}")
+        else:
+            checker.keys("stop", 0, table, STOP_KEYS)
+            if "after_denials" not in table:
+                checker.error("stop", 0, "", "[stop] needs after_denials (an integer >= 1)")
+            after = checker.integer("stop", 0, table, "after_denials", 1)
+            if after is not None:
+                stop = StopRule(after)
+    _shadowed(rules, checker)
+    return Policy(tuple(rules), cycles, stop, path)
+
+
+def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        checker.error("", 0, "tools", "tools must be an array of tables ([[tools]] entries)")
+        return []
+    rules = []
+    for index, entry in enumerate(entries):
+        checker.keys("tools", index, entry, RULE_KEYS)
+        raw = entry.get("match")
+        patterns: tuple[str, ...] = ()
+        if raw is None:
+            checker.error(
+                "tools", index, "", "a [[tools]] rule needs match (a glob or a list of globs)"
+            )
+        elif isinstance(raw, str):
+            patterns = (raw,)
+        elif isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw):
+            patterns = tuple(raw)
+        else:
+            checker.error(
+                "tools", index, "match", "match must be a glob or a non-empty list of globs"
+            )
+        if any(not pattern for pattern in patterns):
+            checker.error("tools", index, "match", "match holds an empty glob")
+        limit = checker.integer("tools", index, entry, "max_repeats", 1)
+        exempt = entry.get("exempt", False)
+        if not isinstance(exempt, bool):
+            checker.error(
+                "tools", index, "exempt", f"exempt must be true or false, not {_show(exempt)}"
+            )
+            exempt = False
+        if exempt and "max_repeats" in entry:
+            checker.error(
+                "tools", index, "max_repeats", "an exempt rule is never denied: drop max_repeats"
+            )
+        elif not exempt and "max_repeats" not in entry and set(entry) <= set(RULE_KEYS):
+            checker.error("tools", index, "", "a [[tools]] rule needs max_repeats or exempt = true")
+        line = checker.locator.tables.get(("tools", index))
+        rules.append(ToolRule(patterns, limit, exempt, index, line))
+    return rules
+
+
+def _covers(earlier: str, later: str) -> bool:
+    """Whether every name ``later`` matches is matched by ``earlier`` (sound, not complete:
+    ``earlier`` may use only ``*`` as a wildcard, ``later`` no ``[...]`` set)."""
+    if earlier == later:
+        return True
+    if "?" in earlier or "[" in earlier or "[" in later:
+        return False
+    from .model import glob_match
+
+    return glob_match(later, earlier)
+
+
+def _shadowed(rules: list[ToolRule], checker: _Checker) -> None:
+    for position, rule in enumerate(rules):
+        if not rule.patterns:
+            continue
+        earlier = [(r, p) for r in rules[:position] for p in r.patterns]
+        covering = []
+        for pattern in rule.patterns:
+            by = next((r for r, p in earlier if _covers(p, pattern)), None)
+            if by is None:
+                break
+            covering.append(by)
+        else:
+            first = min(covering, key=lambda r: r.index)
+            where = f"line {first.line}" if first.line else f"rule {first.index + 1}"
+            checker.error(
+                "tools",
+                position,
+                "match",
+                f"this rule can never match: the earlier rule at {where} "
+                f"({', '.join(first.patterns)}) matches every tool it names",
+                warning=True,
+            )
+
+
+def load_policy(path: str) -> Policy:
+    """Read and validate one policy file (a ``pyproject.toml`` is read at
+    ``[tool.loop-brake]``); ``PolicyError`` with located errors, or for a file that
+    cannot be read."""
+    return check_policy(path)[0]
+
+
+def check_policy(path: str) -> tuple[Policy, list[Problem]]:
+    """The policy and its warnings (check-config); ``PolicyError`` for any error."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise PolicyError(
+            [Problem(path, None, None, f"cannot open the policy file: {reason}")]
+        ) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PolicyError([Problem(path, line, None, "not UTF-8")]) from None
+    prefix = (
+        PYPROJECT_TABLE if path.replace("\\", "/").rsplit("/", 1)[-1] == "pyproject.toml" else None
+    )
+    return parse_policy(text, path, prefix)

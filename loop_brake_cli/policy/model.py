@@ -1,0 +1,90 @@
+"""A policy as data: per-tool rules, the cycle brake, the stop after denials.
+
+Built only by ``policy.load`` (which validates every value and locates every
+mistake); plain frozen data that pickles (``replay -j`` sends it to workers).
+``Policy.rule_for`` is the one statement of "first matching rule wins".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+__all__ = ["CycleRule", "Policy", "StopRule", "ToolRule", "glob_match"]
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """A shell-style glob on the whole tool name, case-sensitive: ``*`` any run of
+    characters (``/`` included), ``?`` one character, ``[seq]`` / ``[!seq]`` a set."""
+    return fnmatchcase(name, pattern)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """One ``[[tools]]`` entry: its globs, and either a limit or ``exempt``."""
+
+    patterns: tuple[str, ...]
+    max_repeats: int | None = None
+    exempt: bool = False
+    index: int = 0  # 0-based position among the [[tools]] entries
+    line: int | None = None  # where it starts in the file
+
+    def matches(self, tool: str) -> bool:
+        return any(glob_match(tool, pattern) for pattern in self.patterns)
+
+    def pattern_for(self, tool: str) -> str:
+        """The first of this rule's globs that matches ``tool``."""
+        return next(pattern for pattern in self.patterns if glob_match(tool, pattern))
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRule:
+    """``[cycles]``: deny the call that completes the ``max_repeats``-th consecutive
+    repetition of a cycle of 2..``max_period`` calls (at least two distinct)."""
+
+    max_period: int = 4
+    max_repeats: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class StopRule:
+    """``[stop]``: the ``after_denials``-th consecutive denial in a session is a stop."""
+
+    after_denials: int
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A loaded policy file; ``path`` names it in summaries and ``--json``."""
+
+    tools: tuple[ToolRule, ...] = ()
+    cycles: CycleRule | None = None
+    stop: StopRule | None = None
+    path: str | None = None
+    _cache: dict[str, tuple[ToolRule, str] | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def empty(self) -> bool:
+        """No rule at all: the brake behaves exactly as without a policy."""
+        return not self.tools and self.cycles is None and self.stop is None
+
+    def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:
+        """The first ``[[tools]]`` rule whose glob matches ``tool``, with that glob.
+
+        Cached per tool name (a session calls few distinct tools), bounded."""
+        cache = self._cache
+        try:
+            return cache[tool]
+        except KeyError:
+            pass
+        found = None
+        for rule in self.tools:
+            if rule.matches(tool):
+                found = (rule, rule.pattern_for(tool))
+                break
+        if len(cache) >= 4096:
+            cache.clear()
+        cache[tool] = found
+        return found
