@@ -13,7 +13,6 @@ plus one byte: a longer one is a brake failure and is never held in memory
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,12 +122,26 @@ def test_input_up_to_the_limit_is_read_and_one_byte_more_is_a_failure(tmp_path: 
     assert "--max-input-bytes" in bad
 
 
+# The child's peak RSS must be measured from a small parent: a process forked from
+# the (large) test runner inherits its high-water mark across exec.
+MEASURE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def test_a_huge_input_is_refused_without_being_held(tmp_path: Path) -> None:
     """256 MiB through a real pipe: the hook reads 8 MiB + 1 and stops; peak RSS stays low."""
     total, chunk = 256 << 20, b" " * (1 << 20)
+    report = tmp_path / "rusage"
     with open(tmp_path / "err", "wb") as err:
         proc = subprocess.Popen(
-            [*HOOK, "--state", str(tmp_path / "s.db")],
+            [sys.executable, "-c", MEASURE, str(report), *HOOK, "--state", str(tmp_path / "s.db")],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -147,11 +160,11 @@ def test_a_huge_input_is_refused_without_being_held(tmp_path: Path) -> None:
                 proc.stdin.close()
             except BrokenPipeError:
                 pass
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0
+        proc.wait(timeout=60)
+    status, maxrss = (int(field) for field in report.read_text().split())
+    assert status == 0
     text = (tmp_path / "err").read_text()
     assert text.count("\n") == 1 and "hook input longer than 8388608 bytes" in text
     assert written < total  # it stopped reading: the writer met a closed pipe
-    peak_mib = usage.ru_maxrss / 1024  # kilobytes on Linux
+    peak_mib = maxrss / 1024  # kilobytes on Linux
     assert peak_mib < 100, f"peak RSS {peak_mib:.0f} MiB for a refused input"
