@@ -14,9 +14,34 @@ from .canonical import JSONInputError, call_digest
 from .output import LineWriter
 from .records import BadRecord, Record, ToolCall, error_record, verdict_record
 
-__all__ = ["VERDICT_KINDS", "Tally", "judge", "write_verdicts"]
+__all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_args", "write_verdicts"]
 
 VERDICT_KINDS = ("pass", "deny", "error")
+
+# Arguments an adapter read with parse_json or orjson.loads, by identity: judge may
+# hash those with fast_digest. (orjson would also serialise values canonical_json
+# rejects, such as UUIDs and enums, so arguments of unknown origin take call_digest.)
+_PLAIN: dict[int, object] = {}
+_PLAIN_LIMIT = 1 << 10  # records parsed and never judged must not pile up
+
+
+def plain_args(args: object) -> object:
+    """Mark ``args`` (returned as is) as plain JSON values from parse_json or orjson:
+    the adapter's promise that lets ``judge`` hash them the fast way. Only where
+    ``fast_canonical.AVAILABLE`` (orjson is installed)."""
+    if len(_PLAIN) >= _PLAIN_LIMIT:
+        _PLAIN.clear()
+    _PLAIN[id(args)] = args
+    return args
+
+
+def _fast_digest(tool: str, args: object) -> bytes:
+    """fast_canonical.fast_digest, imported on first use (then it replaces this)."""
+    global _fast_digest
+    from .fast_canonical import fast_digest
+
+    _fast_digest = fast_digest
+    return fast_digest(tool, args)
 
 
 @dataclass
@@ -51,15 +76,20 @@ def judge(
     records: Iterable[Record], brake: LoopBrake, tally: Tally | None = None
 ) -> Iterator[tuple[Record, Verdict | None]]:
     """Yield each record with its verdict (None for a BadRecord), in input order."""
+    observe = brake.observe
     for record in records:
         verdict: Verdict | None = None
         if record.__class__ is ToolCall:
+            args = record.args  # type: ignore[union-attr]
             try:
-                digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
+                if _PLAIN and _PLAIN.pop(id(args), None) is args:
+                    digest = _fast_digest(record.tool, args)  # type: ignore[union-attr]
+                else:
+                    digest = call_digest(record.tool, args)  # type: ignore[union-attr]
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(str(exc), record.line, record.path)
             else:
-                verdict = brake.observe(
+                verdict = observe(
                     record.session,  # type: ignore[union-attr]
                     record.tool,  # type: ignore[union-attr]
                     digest,

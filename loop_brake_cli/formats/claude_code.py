@@ -90,42 +90,53 @@ def _session(obj: dict[str, Any]) -> str | None:
 
 def calls_in_line(obj: Any, number: int | None, seen: RecentIds) -> Iterator[Record]:
     """The new tool calls of one parsed transcript line (nothing for other line types)."""
-    if not isinstance(obj, dict):
-        yield BadRecord("not a JSON object", number)
-        return
+    yield from _calls(obj, number, seen, _keep)
+
+
+def _keep(args: Any) -> Any:
+    return args
+
+
+# "$.message.content[i]" for the first blocks of a message, built once
+_PATHS = tuple(json_path("message", "content", index) for index in range(64))
+
+
+def _calls(obj: Any, number: int | None, seen: RecentIds, mark: Any) -> list[Record]:
+    """``calls_in_line`` as a list; ``mark`` is applied to each call's arguments."""
+    if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
+        return [BadRecord("not a JSON object", number)]
     if obj.get("type") != "assistant":
-        return
+        return []
     message = obj.get("message")
-    if not isinstance(message, dict):
-        yield BadRecord("assistant line without a message object", number, "$.message")
-        return
+    if message.__class__ is not dict:
+        return [BadRecord("assistant line without a message object", number, "$.message")]
     content = message.get("content")
-    if content is None or isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        yield BadRecord("message.content is not a list", number, "$.message.content")
-        return
+    if content is None or content.__class__ is str:
+        return []
+    if content.__class__ is not list:
+        return [BadRecord("message.content is not a list", number, "$.message.content")]
     session = _session(obj)
     if session is None:
-        yield BadRecord("sessionId or agentId is not a string", number)
-        return
+        return [BadRecord("sessionId or agentId is not a string", number)]
+    out: list[Record] = []
     for index, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") != "tool_use":
+        if block.__class__ is not dict or block.get("type") != "tool_use":
             continue
-        path = json_path("message", "content", index)
+        path = _PATHS[index] if index < 64 else json_path("message", "content", index)
         name = block.get("name")
-        if not isinstance(name, str):
-            yield BadRecord("tool_use block without a string name", number, path)
+        if name.__class__ is not str:
+            out.append(BadRecord("tool_use block without a string name", number, path))
             continue
         call_id = block.get("id")
-        if isinstance(call_id, str):
+        if call_id.__class__ is str:
             if seen.seen(call_id):
                 continue
         elif call_id is not None:
-            yield BadRecord("tool_use id is not a string", number, path)
+            out.append(BadRecord("tool_use id is not a string", number, path))
             continue
         args, unparsed = parse_arguments(block.get("input"))
-        yield ToolCall(name, args, session, call_id, number, path, unparsed)
+        out.append(ToolCall(name, mark(args), session, call_id, number, path, unparsed))
+    return out
 
 
 _TOOL_USE = b'"tool_use"'
@@ -145,15 +156,25 @@ def parse(source: Source) -> Iterator[Record]:
     prompts are most of a transcript's bytes). A truncated or garbled line is
     still parsed and reported.
     """
+    from ..fast_canonical import AVAILABLE, load_line  # imported when a file is read
+    from ..pipeline import plain_args
+
     seen = RecentIds()
+    # orjson where it reads the line as parse_json would; then the arguments are plain
+    # JSON values and judge may hash them the fast way (pipeline.plain_args)
+    load, mark = (load_line, plain_args) if AVAILABLE else (load_json_line, _keep)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if _TOOL_USE not in raw and _is_whole_object(raw):
+        if _TOOL_USE not in raw and (
+            (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw)  # '{' ... '}'
+        ):
             continue  # cannot hold a call: skip parsing it (most of a transcript's bytes)
-        obj, error = load_json_line(raw)
+        obj, error = load(raw)
         if error is not None:
             yield BadRecord(error, number)
             continue
-        yield from calls_in_line(obj, number, seen)
+        calls = _calls(obj, number, seen, mark)
+        if calls:
+            yield from calls
