@@ -83,7 +83,15 @@ def fast_digest(tool: str, args: Any) -> bytes:
     out = fast_canonical(args)
     if out is None:
         return call_digest(tool, args)
-    return _sha256(utf8(tool + "\n") + out).digest()
+    head = _HEADS.get(tool)
+    if head is None:
+        if len(_HEADS) >= 1024:
+            _HEADS.clear()
+        head = _HEADS[tool] = utf8(tool + "\n")
+    return _sha256(head + out).digest()
+
+
+_HEADS: dict[str, bytes] = {}  # tool name -> the hashed bytes before the canonical form
 
 
 def too_deep(line: bytes) -> bool:

@@ -115,9 +115,11 @@ def _calls(obj: Any, number: int | None, seen: RecentIds, mark: Any) -> list[Rec
         return []
     if content.__class__ is not list:
         return [BadRecord("message.content is not a list", number, "$.message.content")]
-    session = _session(obj)
-    if session is None:
-        return [BadRecord("sessionId or agentId is not a string", number)]
+    session = obj.get("sessionId")
+    if session.__class__ is not str or obj.get("isSidechain") is True:
+        session = _session(obj)  # the common case above is session_key(session)
+        if session is None:
+            return [BadRecord("sessionId or agentId is not a string", number)]
     out: list[Record] = []
     for index, block in enumerate(content):
         if block.__class__ is not dict or block.get("type") != "tool_use":
@@ -134,8 +136,12 @@ def _calls(obj: Any, number: int | None, seen: RecentIds, mark: Any) -> list[Rec
         elif call_id is not None:
             out.append(BadRecord("tool_use id is not a string", number, path))
             continue
-        args, unparsed = parse_arguments(block.get("input"))
-        out.append(ToolCall(name, mark(args), session, call_id, number, path, unparsed))
+        args = block.get("input")
+        if args.__class__ is dict:  # parse_arguments returns an object as it is
+            out.append(ToolCall(name, mark(args), session, call_id, number, path))
+        else:
+            args, unparsed = parse_arguments(args)
+            out.append(ToolCall(name, mark(args), session, call_id, number, path, unparsed))
     return out
 
 
@@ -156,21 +162,49 @@ def parse(source: Source) -> Iterator[Record]:
     prompts are most of a transcript's bytes). A truncated or garbled line is
     still parsed and reported.
     """
-    from ..fast_canonical import AVAILABLE, load_line  # imported when a file is read
+    from ..fast_canonical import AVAILABLE  # imported when a file is read
+
+    if not AVAILABLE:
+        yield from _parse(source, load_json_line, _keep)
+        return
+    # orjson where it reads the line as parse_json would; then the arguments are plain
+    # JSON values and judge may hash them the fast way (pipeline.plain_args)
+    from ..fast_canonical import DecodeError, load_line, loads
     from ..pipeline import plain_args
 
     seen = RecentIds()
-    # orjson where it reads the line as parse_json would; then the arguments are plain
-    # JSON values and judge may hash them the fast way (pipeline.plain_args)
-    load, mark = (load_line, plain_args) if AVAILABLE else (load_json_line, _keep)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if _TOOL_USE not in raw and (
-            (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw)  # '{' ... '}'
-        ):
-            continue  # cannot hold a call: skip parsing it (most of a transcript's bytes)
+        if _TOOL_USE not in raw:
+            if (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw):  # '{' ... '}'
+                continue  # cannot hold a call: not parsed (most of a transcript's bytes)
+        obj = None
+        if len(raw) < 1024:  # too short to nest too deep: load_line's orjson, inline
+            try:
+                obj = loads(raw)
+            except DecodeError:
+                obj = None  # parse_json says why (or reads it: 1e400)
+        if obj is None:  # orjson never gives None for a line that is not 'null'
+            obj, error = load_line(raw)
+            if error is not None:
+                yield BadRecord(error, number)
+                continue
+        calls = _calls(obj, number, seen, plain_args)
+        if calls:
+            yield from calls
+
+
+def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
+    """``parse`` with the exact parser."""
+    seen = RecentIds()
+    for number, raw in source.lines():
+        if raw is TOO_LONG:
+            yield line_too_long(number, source.max_line_bytes)
+            continue
+        if _TOOL_USE not in raw and _is_whole_object(raw):
+            continue
         obj, error = load(raw)
         if error is not None:
             yield BadRecord(error, number)
