@@ -7,6 +7,8 @@ command only passes its arguments through.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .. import agents
@@ -37,7 +39,8 @@ def hook_command(args: tuple[str, ...]) -> int:
 INSTALL_EXIT_HELP = (
     "\b\nExit status:\n"
     "  0  ok, or already installed\n"
-    "  2  usage: an unknown agent or option, an empty or non-UTF-8 --command\n"
+    "  2  usage: an unknown agent or option, an empty or non-UTF-8 --command,\n"
+    "     an unusable --policy file\n"
     "  3  the settings file was left untouched: it cannot be read, is not a\n"
     "     regular file (a FIFO, a device, a directory), is not strict JSON, has\n"
     "     hooks shaped otherwise, duplicated hooks or event keys, or nesting too\n"
@@ -61,7 +64,18 @@ INSTALL_EXIT_HELP = (
     help="The loop-brake program the agent should run (e.g. an absolute path); "
     "one path, quoted for the agent's shell.",
 )
-def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> int:
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Check this policy file now (exit 2 if unusable) and add --policy with its "
+    "absolute path to the hook command.",
+)
+def install_command(
+    agent: str, scope: str, dry_run: bool, executable: str, policy_path: str | None = None
+) -> int:
     """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
 
     The entry is inserted into the file's text; every other byte is kept
@@ -72,9 +86,20 @@ def install_command(agent: str, scope: str, dry_run: bool, executable: str) -> i
     """
     from ..hook.install import USAGE, InstallError, plan_install, settings_path, write_plan
 
+    policy = None
+    if policy_path is not None:
+        from ..policy import PolicyError, load_policy
+
+        policy = os.path.abspath(policy_path)
+        try:
+            load_policy(policy)
+        except PolicyError as exc:
+            for line in str(exc).splitlines():
+                click.echo(f"loop-brake hook install: {line}", err=True)
+            return ExitStatus.USAGE
     try:
         path = settings_path(agent, scope)
-        plan = plan_install(agent, path, executable)
+        plan = plan_install(agent, path, executable, policy)
     except InstallError as exc:
         click.echo(f"loop-brake hook install: {exc}", err=True)
         return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE

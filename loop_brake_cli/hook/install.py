@@ -108,25 +108,31 @@ def settings_path(
     return os.path.join(home or os.path.expanduser("~"), *target.user.split("/"))
 
 
-def shell_command(executable: str, agent: str) -> str:
-    """The handler's ``command``: ``executable`` as one word for the agent's shell."""
+def shell_command(executable: str, agent: str, policy: str | None = None) -> str:
+    """The handler's ``command``: ``executable`` as one word for the agent's shell, and
+    ``--policy PATH`` (one word too) when a policy file is given."""
     if not executable:
         raise InstallError("--command is empty", USAGE)
     try:
         executable.encode("utf-8")
     except UnicodeEncodeError:
         raise InstallError("--command is not valid UTF-8", USAGE) from None
-    if os.name == "nt":
-        word = subprocess.list2cmdline([executable])
-    else:
-        word = shlex.quote(executable)
-    return f"{word} hook --agent {agent}"
+    quote = (lambda word: subprocess.list2cmdline([word])) if os.name == "nt" else shlex.quote
+    command = f"{quote(executable)} hook --agent {agent}"
+    if policy is not None:
+        command += f" --policy {quote(policy)}"
+    return command
 
 
-def hook_entry(agent: str, executable: str = "loop-brake") -> dict[str, Any]:
+def hook_entry(
+    agent: str, executable: str = "loop-brake", policy: str | None = None
+) -> dict[str, Any]:
     """The matcher group this adds to the agent's pre-tool event list."""
     target = install_target(agent)
-    handler: dict[str, Any] = {"type": "command", "command": shell_command(executable, agent)}
+    handler: dict[str, Any] = {
+        "type": "command",
+        "command": shell_command(executable, agent, policy),
+    }
     handler.update(target.handler_fields)
     if target.matcher is None:
         return {"hooks": [handler]}
@@ -137,10 +143,12 @@ def _is_ours(command: str) -> bool:
     return _OURS.search(command) is not None
 
 
-def plan_install(agent: str, path: str, executable: str = "loop-brake") -> InstallPlan:
+def plan_install(
+    agent: str, path: str, executable: str = "loop-brake", policy: str | None = None
+) -> InstallPlan:
     """Read ``path`` (if any) and compute the edited text; raises InstallError."""
     event = install_target(agent).event
-    entry = hook_entry(agent, executable)
+    entry = hook_entry(agent, executable, policy)
     try:
         settings = read_settings(path)
     except SettingsFileError as exc:

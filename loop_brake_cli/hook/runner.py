@@ -71,6 +71,13 @@ Options:
                           {DEFAULT_LOCK_TIMEOUT:g}).
   --max-input-bytes N     A longer hook input is a brake failure; no more
                           is read (default {DEFAULT_MAX_INPUT_BYTES}, 8 MiB).
+  --policy FILE           Policy file (per-tool limits, exemptions, cycles,
+                          stop; default: $LOOP_BRAKE_POLICY, else
+                          .loop-brake.toml or pyproject.toml upward, else
+                          ~/.config/loop-brake/policy.toml). A bad file is a
+                          brake failure (allowed, or denied with
+                          --fail-closed). A stop is answered in the agent's
+                          own stop form where it has one.
   --fail-closed           If the brake itself fails (bad input or option,
                           store locked, disk full, read-only, not a store),
                           deny the call instead of allowing it.
@@ -97,6 +104,7 @@ _VALUE_OPTIONS = {
     "--lock-timeout": "lock_timeout",
     "--max-input-bytes": "max_input_bytes",
     "--log": "log",
+    "--policy": "policy",
 }
 _FLAG_OPTIONS = {"--fail-closed": "fail_closed", "--shadow": "shadow"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -211,20 +219,22 @@ class _Hook:
     def warn(self, message: str) -> None:
         self.streams.err(f"{PROG}: {message}\n")
 
-    def answer(self, agent: ModuleType, message: str) -> str | None:
-        """The agent's deny JSON on stdout: None once written, else why it was not."""
+    def answer(self, agent: ModuleType, message: str, stop: bool = False) -> str | None:
+        """The agent's deny JSON (or its stop form) on stdout: None once written, else why
+        it was not."""
         from ..output import json_line
 
+        output = agent.stop_output(message) if stop else agent.deny_output(message)
         try:
-            self.streams.out(json_line(agent.deny_output(message)))
+            self.streams.out(json_line(output))
         except OSError as exc:
             return exc.strerror or exc.__class__.__name__
         return None
 
-    def deny(self, agent: ModuleType, message: str) -> int:
+    def deny(self, agent: ModuleType, message: str, stop: bool = False) -> int:
         """Deny the call: the JSON answer and exit 0, or exit 2 (every supported agent
         blocks on 2) with the message on stderr when stdout cannot take the answer."""
-        why = self.answer(agent, message)
+        why = self.answer(agent, message, stop)
         if why is None:
             return 0
         self.warn(f"{_one_line(message)} (the deny answer could not be written: {why}; exit 2)")
@@ -295,6 +305,14 @@ class _Hook:
             max_repeats, _ = resolve_max_repeats(_explicit_max_repeats(opts.get("max_repeats")))
         except InvalidMaxRepeatsError as exc:
             return self.fail(str(exc), agent)
+        from ..policy import PolicyError, discover_policy
+
+        try:
+            policy = discover_policy(opts.get("policy"))
+        except PolicyError as exc:
+            return self.fail(f"unusable policy: {'; '.join(str(exc).splitlines())}", agent)
+        if policy is not None and policy.empty:
+            policy = None
         try:
             digest = call_digest(call.tool, call.args)
         except (ValueError, TypeError) as exc:
@@ -307,7 +325,9 @@ class _Hook:
             warn=self.warn,
         )
         try:
-            verdict = store.count_call(call.session, call.tool, digest, call.call_id, max_repeats)
+            verdict = store.count_call(
+                call.session, call.tool, digest, call.call_id, max_repeats, policy=policy
+            )
         except StoreError as exc:
             return self.fail(str(exc), agent)
         finally:
@@ -317,7 +337,7 @@ class _Hook:
         self.log(call, verdict)
         if opts["shadow"]:
             return 0
-        return self.deny(agent, verdict.message)
+        return self.deny(agent, verdict.message, verdict.stop)
 
 
 def main(

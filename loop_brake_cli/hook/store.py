@@ -22,6 +22,13 @@ when a new session is inserted (never on a streak update), through an index
 on ``updated``. A store written by an older layout (``SCHEMA_VERSION``) has
 its table started afresh: streaks are ephemeral.
 
+Under a policy (``streak.policy_step``), the rest of a session's state (the
+cycle window, the consecutive denials, the last decision, which a duplicate
+call gets) is a second row, in ``policy_state``, created only when a policy is
+in use, as JSON text stamped with its streak row's ``updated``: a policy row
+whose stamp differs from the streak row's (a reset, an expired or rewritten
+streak) is ignored. Without a policy nothing of it is read or written.
+
 Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
 ``_open``). A lost count after a power cut costs at most one extra repeat.
 """
@@ -33,9 +40,10 @@ import sqlite3
 import time
 from typing import Any
 
-from ..brake import Verdict, verdict_of
+from ..brake import Verdict, verdict_of, verdict_of_policy
 from ..canonical import canonical_json, hash_prefix, parse_json
-from ..streak import Slot, step
+from ..streak import Slot, policy_step, step
+from . import policy_rows
 from .store_file import (
     APPLICATION_ID,
     ENV_STATE,
@@ -278,8 +286,10 @@ class StateStore:
         call_id: Any,
         max_repeats: int,
         now: float | None = None,
+        policy: Any = None,
     ) -> Verdict:
-        """Count one call in one ``BEGIN IMMEDIATE`` transaction and return its verdict."""
+        """Count one call in one ``BEGIN IMMEDIATE`` transaction and return its verdict
+        (under ``policy``, a ``policy.Policy``, with ``streak.policy_step``)."""
 
         def work(conn: sqlite3.Connection) -> Verdict:
             at = time.time() if now is None else now
@@ -287,7 +297,12 @@ class StateStore:
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
-                verdict = self._decide(conn, session, tool, digest, call_id, max_repeats, at)
+                if policy is None:
+                    verdict = self._decide(conn, session, tool, digest, call_id, max_repeats, at)
+                else:
+                    verdict = self._decide_policy(
+                        conn, session, tool, digest, call_id, max_repeats, at, policy
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -338,6 +353,39 @@ class StateStore:
             if prev is None:
                 self._prune(conn, at)
         return verdict_of(slot, session, call_id, duplicate, max_repeats)
+
+    def _decide_policy(
+        self,
+        conn: sqlite3.Connection,
+        session: str,
+        tool: str,
+        digest: bytes,
+        call_id: Any,
+        max_repeats: int,
+        at: float,
+        policy: Any,
+    ) -> Verdict:
+        row = self._read_row(conn, session)
+        conn.execute(policy_rows.POLICY_SCHEMA)
+        prev = None
+        if row is not None and _well_typed(*row) and row[4] >= at - self.ttl:
+            slot = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+            stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
+            prev = policy_rows.decode_policy_state(
+                slot, row[4], stored[0] if stored else None, policy
+            )
+        state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
+        if not duplicate:
+            slot = state.slot
+            stored_id = encode_call_id(slot.call_id)
+            conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
+            conn.execute(
+                policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, at))
+            )
+            if row is None:
+                self._prune(conn, at)
+                conn.execute(policy_rows.POLICY_PRUNE)  # policy rows whose streak row is gone
+        return verdict_of_policy(state, session, call_id, duplicate)
 
     def _prune(self, conn: sqlite3.Connection, at: float) -> None:
         """Drop expired sessions, then the oldest beyond the cap (index on ``updated``)."""

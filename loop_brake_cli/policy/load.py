@@ -10,7 +10,6 @@ make the file unusable; warnings (a rule shadowed by an earlier one) do not.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +132,8 @@ class _Checker:
         for key in values:
             if key in allowed:
                 continue
+            import difflib  # only for a mistake: the hook imports this module
+
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(allowed)})"
             inside = {"": "", "tools": " in [[tools]]"}.get(table, f" in [{table}]")
@@ -230,7 +231,7 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
             checker.error("", 0, "stop", f"stop must be a table ([stop]), not {_show(table)}")
         else:
             checker.keys("stop", 0, table, STOP_KEYS)
-            if "after_denials" not in table:
+            if "after_denials" not in table and set(table) <= set(STOP_KEYS):
                 checker.error("stop", 0, "", "[stop] needs after_denials (an integer >= 1)")
             after = checker.integer("stop", 0, table, "after_denials", 1)
             if after is not None:

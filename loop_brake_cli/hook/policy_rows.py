@@ -1,0 +1,75 @@
+"""The hook store's policy rows: the part of a session's state only a policy needs.
+
+One row per session in ``policy_state`` (created on the first call under a
+policy): JSON text holding the consecutive denials, the last decision (a
+duplicate call gets it), the cycle window (digests in hex, tool names, run
+counters) and ``u``, the ``updated`` stamp of the session's streak row it goes
+with. A row whose stamp is not its streak row's is stale (the streak was
+reset, expired or rewritten without a policy) and starts afresh. Without
+``[cycles]`` the window is empty; with it a row holds max_period digests.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..streak import Decision, PolicySlot, Slot
+
+__all__ = [
+    "POLICY_PRUNE",
+    "POLICY_SCHEMA",
+    "POLICY_SELECT",
+    "POLICY_UPSERT",
+    "decode_policy_state",
+    "encode_policy_state",
+]
+
+POLICY_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS policy_state (session TEXT PRIMARY KEY, state TEXT NOT NULL)"
+)
+POLICY_SELECT = "SELECT state FROM policy_state WHERE session = ?"
+POLICY_UPSERT = (
+    "INSERT INTO policy_state (session, state) VALUES (?, ?)"
+    " ON CONFLICT (session) DO UPDATE SET state = excluded.state"
+)
+POLICY_PRUNE = "DELETE FROM policy_state WHERE session NOT IN (SELECT session FROM streaks)"
+
+
+def encode_policy_state(state: PolicySlot, updated: float) -> str:
+    """The policy part of a session's state as stored: JSON text (digests in hex)."""
+    d = state.decision
+    return json.dumps(
+        {
+            "u": updated,
+            "d": [d.denied, d.rule, d.limit, d.max_repeats, d.exempt, d.match]
+            + [d.period, d.repeats, d.denials],
+            "r": [digest.hex() for digest in state.recent],
+            "t": list(state.recent_tools),
+            "n": list(state.runs),
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> PolicySlot:
+    """A stored policy row back as a ``PolicySlot`` for ``slot``. A missing, unreadable or
+    stale row (its stamp is not the streak row's), or a cycle window of another size
+    (the policy changed), starts that part afresh: no denials, an empty window."""
+    fresh = PolicySlot(slot, Decision(False, "streak", None, 0))
+    if not isinstance(text, str):
+        return fresh
+    try:
+        data = json.loads(text)
+        if data["u"] != updated:
+            return fresh
+        decision = Decision(*data["d"])
+        recent = tuple(bytes.fromhex(h) for h in data["r"])
+        tools = tuple(data["t"])
+        runs = tuple(int(n) for n in data["n"])
+    except (ValueError, KeyError, TypeError):
+        return fresh
+    cycles = policy.cycles
+    if cycles is None or len(runs) != cycles.max_period - 1 or len(recent) != len(tools):
+        recent, tools, runs = (), (), ()
+    return PolicySlot(slot, decision, recent, tools, runs)
