@@ -338,3 +338,25 @@ def test_compare_policy_on_the_codex_write_stdin_polls(tmp_path: Path) -> None:
     assert session["seedDenied"] > 0 and session["policyDenied"] == 0
     text = run_cli("replay", "--compare-policy", policy, str(CODEX_POLLS)).stdout.decode()
     assert 'tool "write_stdin": seed denies' in text or "'write_stdin'" in text
+
+
+def test_check_config_policy(tmp_path: Path) -> None:
+    good = write(tmp_path, FULL)
+    done = run_cli("check-config", "--policy", good)
+    assert done.returncode == 0
+    assert b"tools (line 1): write_stdin -> max_repeats 20" in done.stdout
+    doc = json.loads(run_cli("check-config", "--policy", good, "--json").stdout)
+    assert doc["status"] == 0 and doc["cycles"] == {"maxPeriod": 4, "maxRepeats": 3}
+    shadow = write(
+        tmp_path, '[[tools]]\nmatch="*"\nmax_repeats=5\n[[tools]]\nmatch="x"\nexempt=true\n'
+    )
+    done = run_cli("check-config", "--policy", shadow, "--strict")
+    assert (
+        done.returncode == 1
+        and f"{shadow}:4:1: warning: this rule can never match".encode() in (done.stderr)
+    )
+    bad = write(tmp_path, "[[tools]]\nmatch = 'a'\nmax_repeat = 3\n")
+    done = run_cli("check-config", "--policy", bad, "--json")
+    doc = json.loads(done.stdout)
+    assert done.returncode == 2 and doc["errors"][0]["line"] == 3
+    assert "did you mean max_repeats?" in doc["errors"][0]["message"]
