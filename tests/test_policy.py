@@ -353,7 +353,7 @@ def test_check_config_policy(tmp_path: Path) -> None:
     done = run_cli("check-config", "--policy", shadow, "--strict")
     assert (
         done.returncode == 1
-        and f"{shadow}:4:1: warning: this rule can never match".encode() in (done.stderr)
+        and f"{shadow}:5:1: warning: this rule can never match".encode() in (done.stderr)
     )
     bad = write(tmp_path, "[[tools]]\nmatch = 'a'\nmax_repeat = 3\n")
     done = run_cli("check-config", "--policy", bad, "--json")
