@@ -39,7 +39,7 @@ from hashlib import sha256 as _sha256
 from typing import Any
 
 from . import fast_canonical as _fc
-from .brake import CODE, DENY_TEMPLATE, PLUGIN, LoopBrake
+from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
 from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
 from .output import LineWriter
@@ -47,6 +47,7 @@ from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
 from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
+from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 from .wire.event_line import decode as decode_event
 
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
@@ -74,8 +75,9 @@ def enabled() -> bool:
 class _Switch:
     """A cache's hit rate, counted on its misses only (a hit costs nothing more)."""
 
-    def __init__(self, cache: dict) -> None:
+    def __init__(self, cache: dict, least: float) -> None:
         self.cache = cache
+        self.most_missed = 1 - least  # the cache pays while at least ``least`` hit
         self.start = 0  # the line number where the current window began
         self.misses = 0
 
@@ -85,8 +87,12 @@ class _Switch:
         self.misses += 1
         if self.misses < _WINDOW:
             return number
+        return self.judge(number)
+
+    def judge(self, number: int) -> int:
+        """The end of a window of _WINDOW misses: keep the cache, or switch it off."""
         lines, self.misses = number - self.start, 0
-        if lines * 3 < _WINDOW * 4:  # more than 3 in 4 look-ups missed
+        if lines * self.most_missed < _WINDOW:
             self.cache.clear()
             self.start = number + _OFF_LINES
             return self.start
@@ -210,11 +216,14 @@ class _Judge:
         self.tools: dict[str, tuple[bytes, bytes, bytes]] = {}
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
-        self.digest_switch = _Switch(self.digests)
+        # a hit saves the checks and sha256, a miss costs a look-up and a store
+        self.digest_switch = _Switch(self.digests, 1 / 3)
         # the text of an event line before its last member, ',"callId":"..."}' ->
-        # (tool, session, digest, hash prefix, tool cache entry); see remember_line
-        self.lines: dict[bytes, tuple[str, str, bytes, bytes, tuple[bytes, bytes, bytes]]] = {}
-        self.line_switch = _Switch(self.lines)
+        # (tool, session, digest, hash prefix, tool cache entry, session JSON); see
+        # remember_line
+        self.lines: dict[bytes, tuple[str, str, bytes, bytes, tuple[bytes, bytes, bytes], bytes]]
+        self.lines = {}
+        self.line_switch = _Switch(self.lines, 1 / 4)
         # session -> whether it belongs to this shard; None when not sharding
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
 
@@ -245,12 +254,16 @@ class _Judge:
         """sha256 of bytes that passed the checks, its prefix as hex, and the line from
         which the digest cache is used again (it remembers the digest while it pays)."""
         digest = _sha256(hashed).digest()
-        known = (digest, _hexlify(digest[:6]))
+        prefix = _hexlify(digest[:6])
         digests = self.digests
         if len(digests) >= _CACHE_LIMIT:
             digests.clear()
-        digests[hashed] = known
-        return digest, known[1], self.digest_switch.miss(number)
+        digests[hashed] = (digest, prefix)
+        switch = self.digest_switch
+        switch.misses += 1  # _Switch.miss, one call less
+        if switch.misses < _WINDOW:
+            return digest, prefix, number
+        return digest, prefix, switch.judge(number)
 
     def remember_line(self, key: bytes, line: bytes, entry: tuple) -> None:
         """Remember what a line of the common shape gave, under its text up to its last
@@ -324,7 +337,6 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     want_deny = "deny" in judge.wanted
     loads, dumps, options = _loads, _dumps, _OPTIONS
     pass_line, deny_line, deny_mid = t.pass_line, t.deny_line, t.deny_mid
-    strings, string = t.strings, t.string
     tools, tool_miss = judge.tools, judge.tool_miss
     get_digest, digest_miss = judge.digests.get, judge.digest_miss
     digests_from = 0  # the line from which the digest cache is used (see _Switch)
@@ -352,7 +364,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 if entry is None:
                     lines_from = line_switch.miss(number)
             if entry is not None:
-                tool, session, digest, hash_prefix, known = entry
+                tool, session, digest, hash_prefix, known, session_json = entry
             else:
                 try:
                     obj = loads(line)
@@ -409,8 +421,12 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                     else:
                         digest = sha256(hashed).digest()
                         hash_prefix = hexlify(digest[:6])
+                # orjson escapes as json_line does (no lone surrogate reaches it here)
+                session_json = dumps(session)
                 if key is not None:
-                    remember_line(key, line, (tool, session, digest, hash_prefix, known))
+                    remember_line(
+                        key, line, (tool, session, digest, hash_prefix, known, session_json)
+                    )
             if in_shard is not None:
                 keep = in_shard.get(session)
                 if not (shard_miss(session) if keep is None else keep):
@@ -423,7 +439,6 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                     passed += 1
                 continue
             count = slot.count
-            session_json = strings.get(session) or string(session)
             call_json = b"" if call_id is None else dumps(call_id)
             if count >= max_repeats:
                 denied += 1
