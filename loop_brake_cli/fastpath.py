@@ -428,9 +428,9 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 # orjson escapes as json_line does (no lone surrogate reaches it here)
                 session_json = dumps(session)
                 if key is not None:
-                    remember_line(
-                        key, line, (tool, session, digest, hash_prefix, known, session_json)
-                    )
+                    # kept: a copy, since orjson's result holds a 4 KiB buffer
+                    entry = (tool, session, digest, hash_prefix, known, b"%b" % session_json)
+                    remember_line(key, line, entry)
             if in_shard is not None:
                 keep = in_shard.get(session)
                 if not (shard_miss(session) if keep is None else keep):
