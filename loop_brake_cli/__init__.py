@@ -10,21 +10,16 @@ brake without the CLI::
 
 from typing import TYPE_CHECKING, Any
 
-from .brake import (
+from .brake import LoopBrake, LoopBrakeError, decorate_tool, session_key, wrap_execute
+from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
+from .limits import (
     DEFAULT_MAX_REPEATS,
     ENV_VAR,
     InvalidMaxRepeatsError,
-    LoopBrake,
-    LoopBrakeError,
-    Verdict,
-    decorate_tool,
-    deny_message,
     normalize_max_repeats,
     resolve_max_repeats,
-    session_key,
-    wrap_execute,
 )
-from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
+from .verdicts import Verdict, deny_message
 
 if TYPE_CHECKING:
     from .attachment import attach, dispose

@@ -1,104 +1,36 @@
-"""The in-memory brake of dsh-loop-brake: sessions, verdicts, errors, wrappers.
+"""The in-memory brake of dsh-loop-brake: sessions, errors, wrappers.
 
 The rule itself (count, reset, duplicate, deny) is ``streak.step``; this module
-keeps one slot per session in memory (optionally LRU-bounded), turns a slot
-into a ``Verdict``, resolves maxRepeats and raises ``LoopBrakeError``.
+keeps one slot per session in memory (optionally LRU-bounded) and raises
+``LoopBrakeError``. What a verdict says is ``verdicts``; which maxRepeats
+applies is ``limits``. Both are re-exported here, the library's public face.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from .canonical import call_digest, hash_prefix, js_string
-from .streak import PolicySlot, Slot, is_denied, policy_step, step
+from .canonical import call_digest
+from .limits import resolve_max_repeats
+from .streak import PolicySlot, Slot, policy_step, step
+from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
 __all__ = [
-    "CODE",
-    "DEFAULT_MAX_REPEATS",
-    "CYCLE_TEMPLATE",
-    "DENY_TEMPLATE",
+    "DEFAULT_SESSION",
     "DISCOVER",
-    "ENV_VAR",
-    "InvalidMaxRepeatsError",
     "LoopBrake",
     "LoopBrakeError",
-    "PLUGIN",
-    "Verdict",
     "decorate_tool",
-    "deny_message",
-    "normalize_max_repeats",
-    "resolve_max_repeats",
     "session_key",
-    "STOP_TEMPLATE",
     "subagent_session_key",
-    "verdict_of",
-    "verdict_of_policy",
     "wrap_execute",
 ]
 
-DEFAULT_MAX_REPEATS = 3
-ENV_VAR = "DSH_LOOP_BRAKE_MAX_REPEATS"
-PLUGIN = "dsh-loop-brake"
-CODE = "LOOP_BRAKE"
 DEFAULT_SESSION = "default"
-
-
-class InvalidMaxRepeatsError(ValueError):
-    """A maxRepeats that the plugin would reject; names where the value came from."""
-
-    def __init__(self, source: str, value: object, reason: str = "") -> None:
-        self.source = source
-        self.value = value
-        shown = json.dumps(value, default=repr)
-        detail = reason or "must be an integer of at least 1"
-        super().__init__(f"invalid maxRepeats from {source}: {shown} ({detail})")
-
-
-def normalize_max_repeats(value: object, source: str = "maxRepeats") -> int:
-    """Accept an integer >= 1; an integral float such as 5.0 counts as 5.
-
-    Booleans and strings are rejected even though JavaScript would coerce them:
-    a config value of "5" is a mistake worth reporting, not guessing about.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidMaxRepeatsError(source, value, "must be an integer of at least 1")
-    if isinstance(value, float) and not value.is_integer():
-        raise InvalidMaxRepeatsError(source, value, "must be a whole number")
-    if value < 1:
-        raise InvalidMaxRepeatsError(source, value, "must be at least 1")
-    return int(value)
-
-
-def parse_env_max_repeats(raw: str) -> int | None:
-    """The environment fallback: a base-10 integer, spaces allowed, empty = unset."""
-    text = raw.strip()
-    if not text:
-        return None
-    digits = text[1:] if text[:1] in "+-" else text
-    if not (digits.isascii() and digits.isdigit()):
-        raise InvalidMaxRepeatsError(f"${ENV_VAR}", raw, "must be a base-10 integer of at least 1")
-    return normalize_max_repeats(int(text), f"${ENV_VAR}")
-
-
-def resolve_max_repeats(
-    explicit: object = None, env: Mapping[str, str] | None = None
-) -> tuple[int, str]:
-    """The value and a description of its source: explicit, environment, default."""
-    if explicit is not None:
-        return normalize_max_repeats(explicit, "--max-repeats"), "--max-repeats"
-    environ = os.environ if env is None else env
-    raw = environ.get(ENV_VAR)
-    if raw is not None:
-        value = parse_env_max_repeats(raw)
-        if value is not None:
-            return value, f"${ENV_VAR}"
-    return DEFAULT_MAX_REPEATS, "default"
 
 
 def session_key(session_id: str | None = None, agent_id: str | None = None) -> str:
@@ -113,141 +45,6 @@ def session_key(session_id: str | None = None, agent_id: str | None = None) -> s
 def subagent_session_key(session_id: str, agent_id: str | None) -> str:
     """A subagent's own streak: the parent session joined with the agent id."""
     return session_id if agent_id is None else f"{session_id}/{agent_id}"
-
-
-DENY_TEMPLATE = (
-    "loop brake: tool {tool} called {count} times in a row with identical arguments "
-    "(call {prefix}\u2026, limit {limit}); the call was denied before it ran.\n"
-    "Change the arguments, call a different tool, or stop."
-)
-"""The plugin's denial text, the one statement of it (the fast path splits it)."""
-
-
-CYCLE_TEMPLATE = (
-    "loop brake: calls {calls} repeated {repeats} times in a row "
-    "(calls {prefixes}, limit {limit}); the call was denied before it ran.\n"
-    "Change the arguments, call a different tool, or stop."
-)
-"""A cycle denial (policy ``[cycles]``): tool names and hash prefixes, in cycle order."""
-
-STOP_TEMPLATE = (
-    "loop brake: {denials} calls in a row were denied in this session (stop after {limit}); "
-    "the last was tool {tool} (call {prefix}\u2026).\n"
-    "Stop: report to the user what you were trying to do instead of retrying."
-)
-"""A stop (policy ``[stop]``): said to the agent, and as the stop reason where the
-agent's hook protocol has one."""
-
-
-def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
-    """The plugin's denial text; never the arguments.
-
-    The tool name is written as JSON.stringify writes it (a lone surrogate as
-    ``\\udxxx``), so the text equals the plugin's for every tool name.
-    """
-    return DENY_TEMPLATE.format(
-        tool=js_string(tool_name), count=count, prefix=prefix, limit=max_repeats
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One decision. ``denied`` calls must not run."""
-
-    denied: bool
-    tool_name: str
-    session_id: str
-    count: int
-    max_repeats: int
-    hash_prefix: str
-    call_id: Any = None
-    duplicate: bool = False
-    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
-    limit: int | None = None
-    exempt: bool = False
-    match: str | None = None
-    cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
-    cycle_repeats: int = 0
-    denials: int = 0
-
-    @property
-    def stop(self) -> bool:
-        return self.rule == "stop"
-
-    @property
-    def message(self) -> str:
-        if self.rule == "stop":
-            return STOP_TEMPLATE.format(
-                denials=self.denials,
-                limit=self.limit,
-                tool=js_string(self.tool_name),
-                prefix=self.hash_prefix,
-            )
-        if self.rule == "cycle":
-            return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
-        return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
-
-
-def cycle_message(cycle: tuple[tuple[str, str], ...], repeats: int, limit: int) -> str:
-    """The cycle denial text: tool names (as JSON strings) and hash prefixes only."""
-    return CYCLE_TEMPLATE.format(
-        calls=", ".join(js_string(tool) for tool, _ in cycle),
-        repeats=repeats,
-        prefixes=", ".join(f"{prefix}\u2026" for _, prefix in cycle),
-        limit=limit,
-    )
-
-
-def verdict_of(
-    slot: Slot, session: str, call_id: Any, duplicate: bool, max_repeats: int
-) -> Verdict:
-    """The verdict for a call just counted into ``slot`` (``streak.step``'s result).
-
-    The slot's tool and digest are the counted call's, which is what a duplicate
-    reports; for any other call they are the call's own."""
-    return Verdict(
-        denied=is_denied(slot.count, max_repeats),
-        tool_name=slot.tool,
-        session_id=session,
-        count=slot.count,
-        max_repeats=max_repeats,
-        hash_prefix=hash_prefix(slot.digest),
-        call_id=call_id,
-        duplicate=duplicate,
-    )
-
-
-def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: bool) -> Verdict:
-    """The verdict for a call just counted into ``state`` (``streak.policy_step``'s result);
-    a duplicate gets the counted call's decision."""
-    slot, decision = state.slot, state.decision
-    cycle: tuple[tuple[str, str], ...] = ()
-    if decision.period:
-        period = decision.period
-        cycle = tuple(
-            zip(
-                state.recent_tools[-period:],
-                (hash_prefix(digest) for digest in state.recent[-period:]),
-                strict=True,
-            )
-        )
-    return Verdict(
-        denied=decision.denied,
-        tool_name=slot.tool,
-        session_id=session,
-        count=slot.count,
-        max_repeats=decision.max_repeats,
-        hash_prefix=hash_prefix(slot.digest),
-        call_id=call_id,
-        duplicate=duplicate,
-        rule=decision.rule,
-        limit=decision.limit,
-        exempt=decision.exempt,
-        match=decision.match,
-        cycle=cycle,
-        cycle_repeats=decision.repeats,
-        denials=decision.denials,
-    )
 
 
 class _Discover:

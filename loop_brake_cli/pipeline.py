@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
-from .brake import LoopBrake, Verdict
+from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
 from .output import LineWriter
 from .records import BadRecord, Record, ToolCall, error_record, verdict_record
+from .verdicts import Verdict
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_args", "write_verdicts"]
 

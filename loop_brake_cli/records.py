@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .brake import CODE, PLUGIN, Verdict
+from .verdicts import CODE, PLUGIN, Verdict
 
 __all__ = ["BadRecord", "Record", "ToolCall", "error_record", "line_too_long", "verdict_record"]
 

@@ -10,8 +10,8 @@ bounded memory.
 
 from __future__ import annotations
 
-from ..brake import Verdict
 from ..records import BadRecord, Record
+from ..verdicts import Verdict
 from .report import (
     DENIALS_KEPT,
     ERRORS_KEPT,

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ..brake import InvalidMaxRepeatsError, resolve_max_repeats
 from ..exitcodes import ExitStatus
+from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..reader import DEFAULT_MAX_LINE_BYTES
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -14,7 +14,6 @@ from typing import Any
 
 import click
 
-from ..brake import InvalidMaxRepeatsError
 from ..config import (
     DEFAULT_PATCH_FILE,
     ConfigError,
@@ -26,6 +25,7 @@ from ..config import (
     check_config,
 )
 from ..exitcodes import ExitStatus, epilog
+from ..limits import InvalidMaxRepeatsError
 from ._options import Count, JsonCommand, unopenable
 
 PROG = "loop-brake check-config"

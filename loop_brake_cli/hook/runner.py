@@ -29,9 +29,10 @@ from types import ModuleType
 from typing import Any, BinaryIO, TextIO
 
 from .. import agents
-from ..brake import InvalidMaxRepeatsError, Verdict, resolve_max_repeats
 from ..canonical import JSONInputError, call_digest, parse_json
+from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..records import BadRecord, ToolCall
+from ..verdicts import Verdict
 from .stdio import Streams
 from .store import (
     DEFAULT_LOCK_TIMEOUT,

@@ -35,14 +35,12 @@ Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import time
 from typing import Any
 
-from ..brake import Verdict, verdict_of, verdict_of_policy
-from ..canonical import canonical_json, hash_prefix, parse_json
 from ..streak import Slot, policy_step, step
+from ..verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
 from .store_file import (
     APPLICATION_ID,
@@ -54,6 +52,7 @@ from .store_file import (
     default_state_path,
     inspect,
 )
+from .store_rows import SessionRow, decode_call_id, encode_call_id, session_row, well_typed
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -95,57 +94,6 @@ _UPSERT = (
 )
 # SQLite result codes that mean "this file is not a usable database".
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
-
-
-class SessionRow:
-    """One session as ``state list`` shows it: never arguments, only a hash prefix."""
-
-    __slots__ = ("session", "tool", "count", "hash_prefix", "call_id", "updated")
-
-    def __init__(
-        self, session: str, tool: str, count: int, prefix: str, call_id: Any, updated: float
-    ) -> None:
-        self.session = session
-        self.tool = tool
-        self.count = count
-        self.hash_prefix = prefix
-        self.call_id = call_id  # a string, an integer, or None
-        self.updated = updated
-
-
-def encode_call_id(call_id: Any) -> str | None:
-    """A call id as stored: canonical JSON text, so ``7`` and ``"7"`` differ."""
-    return None if call_id is None else canonical_json(call_id)
-
-
-def decode_call_id(text: str | None) -> Any:
-    """The stored id back as the brake compares it; unreadable text is no id."""
-    if text is None:
-        return None
-    try:
-        return parse_json(text)
-    except ValueError:
-        return None
-
-
-def _well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -> bool:
-    """A row's columns hold what this module writes (SQLite lets any column hold anything)."""
-    return (
-        isinstance(digest, bytes)
-        and len(digest) == 32
-        and type(count) is int
-        and (call_id is None or isinstance(call_id, str))
-        and isinstance(tool, str)
-        and type(updated) in (int, float)
-        and math.isfinite(updated)
-    )
-
-
-def _session_row(row: tuple[Any, ...]) -> SessionRow | None:
-    session, tool, count, digest, call_id, updated = row
-    if not isinstance(session, str) or not _well_typed(digest, count, call_id, tool, updated):
-        return None
-    return SessionRow(session, tool, count, hash_prefix(digest), decode_call_id(call_id), updated)
 
 
 def _old_layout(exc: sqlite3.OperationalError) -> bool:
@@ -344,7 +292,7 @@ class StateStore:
         row = self._read_row(conn, session)
         # no row, one idle past the TTL, or one we did not write: the call starts a streak
         prev = None
-        if row is not None and _well_typed(*row) and row[4] >= at - self.ttl:
+        if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
             prev = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
         slot, duplicate = step(prev, tool, digest, call_id)
         if not duplicate:
@@ -368,7 +316,7 @@ class StateStore:
         row = self._read_row(conn, session)
         conn.execute(policy_rows.POLICY_SCHEMA)
         prev = None
-        if row is not None and _well_typed(*row) and row[4] >= at - self.ttl:
+        if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
             slot = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
             stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
             prev = policy_rows.decode_policy_state(
@@ -418,7 +366,7 @@ class StateStore:
                 if "no such table" in str(exc) or _old_layout(exc):
                     return [], 0  # an older layout starts afresh on the next call
                 raise
-            shown = [row for row in map(_session_row, rows) if row is not None]
+            shown = [row for row in map(session_row, rows) if row is not None]
             return shown, len(rows) - len(shown)
 
         return self._run(work, write=False, create=False, absent=([], 0))

@@ -30,7 +30,8 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 
-from ..brake import LoopBrake, Verdict
+from ..brake import LoopBrake
+from ..verdicts import Verdict
 from ._denial import denial_fields
 
 __all__ = ["LoopBrakeMiddleware", "thread_session_key"]

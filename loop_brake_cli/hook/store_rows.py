@@ -1,0 +1,67 @@
+"""A stored streak row in both directions: call ids as canonical JSON text, and what
+``state list`` may show of a row (never arguments: a hash prefix only).
+
+SQLite lets any column hold any type, so a row is checked before it is used:
+a store edited by hand or by another program must not crash ``state list`` or
+the hook.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..canonical import canonical_json, hash_prefix, parse_json
+
+__all__ = ["SessionRow", "decode_call_id", "encode_call_id", "session_row", "well_typed"]
+
+
+class SessionRow:
+    """One session as ``state list`` shows it: never arguments, only a hash prefix."""
+
+    __slots__ = ("session", "tool", "count", "hash_prefix", "call_id", "updated")
+
+    def __init__(
+        self, session: str, tool: str, count: int, prefix: str, call_id: Any, updated: float
+    ) -> None:
+        self.session = session
+        self.tool = tool
+        self.count = count
+        self.hash_prefix = prefix
+        self.call_id = call_id  # a string, an integer, or None
+        self.updated = updated
+
+
+def encode_call_id(call_id: Any) -> str | None:
+    """A call id as stored: canonical JSON text, so ``7`` and ``"7"`` differ."""
+    return None if call_id is None else canonical_json(call_id)
+
+
+def decode_call_id(text: str | None) -> Any:
+    """The stored id back as the brake compares it; unreadable text is no id."""
+    if text is None:
+        return None
+    try:
+        return parse_json(text)
+    except ValueError:
+        return None
+
+
+def well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -> bool:
+    """A row's columns hold what this module writes (SQLite lets any column hold anything)."""
+    return (
+        isinstance(digest, bytes)
+        and len(digest) == 32
+        and type(count) is int
+        and (call_id is None or isinstance(call_id, str))
+        and isinstance(tool, str)
+        and type(updated) in (int, float)
+        and math.isfinite(updated)
+    )
+
+
+def session_row(row: tuple[Any, ...]) -> SessionRow | None:
+    session, tool, count, digest, call_id, updated = row
+    if not isinstance(session, str) or not well_typed(digest, count, call_id, tool, updated):
+        return None
+    return SessionRow(session, tool, count, hash_prefix(digest), decode_call_id(call_id), updated)

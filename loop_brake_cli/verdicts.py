@@ -1,0 +1,165 @@
+"""What a decision says: the ``Verdict``, and the plugin's texts, each stated once.
+
+``streak`` decides; this module turns the resulting slot into a ``Verdict`` and
+words it. The denial text is the plugin's, byte for byte; the fast path splits
+``DENY_TEMPLATE`` rather than spelling it again. Never the arguments: tool
+names, counts and hash prefixes only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .canonical import hash_prefix, js_string
+from .streak import PolicySlot, Slot, is_denied
+
+__all__ = [
+    "CODE",
+    "CYCLE_TEMPLATE",
+    "DENY_TEMPLATE",
+    "PLUGIN",
+    "STOP_TEMPLATE",
+    "Verdict",
+    "cycle_message",
+    "deny_message",
+    "verdict_of",
+    "verdict_of_policy",
+]
+
+PLUGIN = "dsh-loop-brake"
+CODE = "LOOP_BRAKE"
+
+DENY_TEMPLATE = (
+    "loop brake: tool {tool} called {count} times in a row with identical arguments "
+    "(call {prefix}\u2026, limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""The plugin's denial text, the one statement of it (the fast path splits it)."""
+
+
+CYCLE_TEMPLATE = (
+    "loop brake: calls {calls} repeated {repeats} times in a row "
+    "(calls {prefixes}, limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""A cycle denial (policy ``[cycles]``): tool names and hash prefixes, in cycle order."""
+
+STOP_TEMPLATE = (
+    "loop brake: {denials} calls in a row were denied in this session (stop after {limit}); "
+    "the last was tool {tool} (call {prefix}\u2026).\n"
+    "Stop: report to the user what you were trying to do instead of retrying."
+)
+"""A stop (policy ``[stop]``): said to the agent, and as the stop reason where the
+agent's hook protocol has one."""
+
+
+def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
+    """The plugin's denial text; never the arguments.
+
+    The tool name is written as JSON.stringify writes it (a lone surrogate as
+    ``\\udxxx``), so the text equals the plugin's for every tool name.
+    """
+    return DENY_TEMPLATE.format(
+        tool=js_string(tool_name), count=count, prefix=prefix, limit=max_repeats
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One decision. ``denied`` calls must not run."""
+
+    denied: bool
+    tool_name: str
+    session_id: str
+    count: int
+    max_repeats: int
+    hash_prefix: str
+    call_id: Any = None
+    duplicate: bool = False
+    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
+    limit: int | None = None
+    exempt: bool = False
+    match: str | None = None
+    cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
+    cycle_repeats: int = 0
+    denials: int = 0
+
+    @property
+    def stop(self) -> bool:
+        return self.rule == "stop"
+
+    @property
+    def message(self) -> str:
+        if self.rule == "stop":
+            return STOP_TEMPLATE.format(
+                denials=self.denials,
+                limit=self.limit,
+                tool=js_string(self.tool_name),
+                prefix=self.hash_prefix,
+            )
+        if self.rule == "cycle":
+            return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
+        return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
+
+
+def cycle_message(cycle: tuple[tuple[str, str], ...], repeats: int, limit: int) -> str:
+    """The cycle denial text: tool names (as JSON strings) and hash prefixes only."""
+    return CYCLE_TEMPLATE.format(
+        calls=", ".join(js_string(tool) for tool, _ in cycle),
+        repeats=repeats,
+        prefixes=", ".join(f"{prefix}\u2026" for _, prefix in cycle),
+        limit=limit,
+    )
+
+
+def verdict_of(
+    slot: Slot, session: str, call_id: Any, duplicate: bool, max_repeats: int
+) -> Verdict:
+    """The verdict for a call just counted into ``slot`` (``streak.step``'s result).
+
+    The slot's tool and digest are the counted call's, which is what a duplicate
+    reports; for any other call they are the call's own."""
+    return Verdict(
+        denied=is_denied(slot.count, max_repeats),
+        tool_name=slot.tool,
+        session_id=session,
+        count=slot.count,
+        max_repeats=max_repeats,
+        hash_prefix=hash_prefix(slot.digest),
+        call_id=call_id,
+        duplicate=duplicate,
+    )
+
+
+def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: bool) -> Verdict:
+    """The verdict for a call just counted into ``state`` (``streak.policy_step``'s result);
+    a duplicate gets the counted call's decision."""
+    slot, decision = state.slot, state.decision
+    cycle: tuple[tuple[str, str], ...] = ()
+    if decision.period:
+        period = decision.period
+        cycle = tuple(
+            zip(
+                state.recent_tools[-period:],
+                (hash_prefix(digest) for digest in state.recent[-period:]),
+                strict=True,
+            )
+        )
+    return Verdict(
+        denied=decision.denied,
+        tool_name=slot.tool,
+        session_id=session,
+        count=slot.count,
+        max_repeats=decision.max_repeats,
+        hash_prefix=hash_prefix(slot.digest),
+        call_id=call_id,
+        duplicate=duplicate,
+        rule=decision.rule,
+        limit=decision.limit,
+        exempt=decision.exempt,
+        match=decision.match,
+        cycle=cycle,
+        cycle_repeats=decision.repeats,
+        denials=decision.denials,
+    )
