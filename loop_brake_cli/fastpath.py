@@ -47,12 +47,8 @@ from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
 from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
+from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 from .wire.event_line import decode as decode_event
-
-try:  # the texts' new home (verdicts.py, being added in the working tree) ...
-    from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
-except ImportError:  # ... or brake.py, where the committed tree has them
-    from .brake import CODE, DENY_TEMPLATE, PLUGIN  # type: ignore[attr-defined,no-redef]
 
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
 
