@@ -25,7 +25,7 @@ message tells the agent to stop; ``STOPS`` is False.
 Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
 ``hooks.json`` is another shape (``{"version": 1, "hooks": {"<event>":
 [{"command": ...}]}}``, flat handlers, two events) that has not been checked
-against the vendor's own documentation; the README shows the entry to add.
+against the vendor's own documentation; docs/hook.md shows the entry to add.
 
 Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
 """
@@ -62,7 +62,7 @@ ALL_EVENTS = (
 INSTALL = None
 NO_INSTALL = (
     "Cursor's hooks.json has its own shape (version 1, flat handlers, two events) "
-    "not checked against Cursor's documentation; add the entry shown in the README"
+    "not checked against Cursor's documentation; add the entry shown in docs/hook.md"
 )
 
 

@@ -21,7 +21,7 @@ def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]
 
 
 def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None) -> dict[str, Any]:
-    """The ``--json`` document; field names are documented in the README."""
+    """The ``--json`` document; field names are documented in docs/replay.md."""
     formats = Counter(info.format for info in report.files if info.format)
     return {
         "schema": SCHEMA,

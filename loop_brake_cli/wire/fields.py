@@ -1,4 +1,4 @@
-"""The edge rules every decoder applies, written once (the README's semantics).
+"""The edge rules every decoder applies, written once (docs/semantics.md).
 
 * **Tool name**: a string (the empty string included); anything else is an
   error for that call, never coerced.
