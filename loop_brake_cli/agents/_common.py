@@ -29,7 +29,7 @@ from ..canonical import parse_arguments
 from ..records import BadRecord, Record, ToolCall
 from ..wire.fields import FieldError, call_id_of, session_of, tool_of
 
-__all__ = ["Install", "decode_input", "event_of"]
+__all__ = ["Install", "decode_input", "event_of", "pre_tool_use_deny", "pre_tool_use_stop"]
 
 
 class Install(NamedTuple):
@@ -89,3 +89,19 @@ def decode_input(
         return BadRecord(str(exc), line)
     args, unparsed = parse_arguments(payload.get("tool_input"))
     return ToolCall(tool, args, key, call_id, line, None, unparsed)
+
+
+def pre_tool_use_deny(message: str) -> dict[str, Any]:
+    """Claude Code's ``PreToolUse`` deny, which Codex's output schema repeats field for field."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": message,
+        }
+    }
+
+
+def pre_tool_use_stop(message: str) -> dict[str, Any]:
+    """That deny, plus ``continue: false`` and ``stopReason``: the agent stops."""
+    return {"continue": False, "stopReason": message, **pre_tool_use_deny(message)}

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import Record
-from ._common import Install, decode_input
+from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
 
 NAME = "claude-code"
 EVENTS = ("PreToolUse",)
@@ -65,19 +65,8 @@ def decode(payload: Any, line: int | None = None) -> Record | None:
     return decode_input(payload, line, EVENTS)
 
 
-def deny_output(message: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": message,
-        }
-    }
-
+deny_output = pre_tool_use_deny
 
 STOPS = True
 
-
-def stop_output(message: str) -> dict[str, Any]:
-    """The deny, plus ``continue: false`` and the reason: Claude stops."""
-    return {"continue": False, "stopReason": message, **deny_output(message)}
+stop_output = pre_tool_use_stop
