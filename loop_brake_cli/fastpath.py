@@ -30,7 +30,6 @@ otherwise:
 from __future__ import annotations
 
 import gc
-import json
 import os
 from binascii import hexlify as _hexlify
 from collections.abc import Iterator
@@ -42,22 +41,17 @@ from . import fast_canonical as _fc
 from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
 from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
+from .fast_lines import CACHE_LIMIT, WINDOW, CacheSwitch, VerdictTemplates
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
 from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
-from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 from .wire.event_line import decode as decode_event
 
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
 
 _MAX_SAFE = 2**53
-_CACHE_LIMIT = 1 << 12
-# A cache is switched off for _OFF_LINES lines when, over a window of _WINDOW misses,
-# fewer than a quarter of its look-ups hit (then tried again: input changes).
-_WINDOW = 1 << 12
-_OFF_LINES = 1 << 18
 
 if AVAILABLE:
     _dumps = _fc.dumps
@@ -72,34 +66,6 @@ def enabled() -> bool:
     return AVAILABLE and not os.environ.get("LOOP_BRAKE_EXACT")
 
 
-class _Switch:
-    """A cache's hit rate, counted on its misses only (a hit costs nothing more)."""
-
-    def __init__(self, cache: dict, least: float) -> None:
-        self.cache = cache
-        self.most_missed = 1 - least  # the cache pays while at least ``least`` hit
-        self.start = 0  # the line number where the current window began
-        self.misses = 0
-
-    def miss(self, number: int) -> int:
-        """Count a miss at line ``number``; the line number from which the cache is
-        used again: ``number`` itself while it pays, a later one when it is off."""
-        self.misses += 1
-        if self.misses < _WINDOW:
-            return number
-        return self.judge(number)
-
-    def judge(self, number: int) -> int:
-        """The end of a window of _WINDOW misses: keep the cache, or switch it off."""
-        lines, self.misses = number - self.start, 0
-        if lines * self.most_missed < _WINDOW:
-            self.cache.clear()
-            self.start = number + _OFF_LINES
-            return self.start
-        self.start = number
-        return number
-
-
 def _exact(line: bytes, number: int) -> Record:
     """What ``formats.events.parse`` yields for this line."""
     try:
@@ -107,63 +73,6 @@ def _exact(line: bytes, number: int) -> Record:
     except JSONInputError as exc:
         return BadRecord(str(exc), number)
     return decode_event(obj, number)
-
-
-# brake.DENY_TEMPLATE in the three pieces around the count and the hash prefix.
-_DENY_HEAD, _DENY_REST = DENY_TEMPLATE.split("{count}")
-_DENY_MID, _DENY_TAIL = _DENY_REST.split("{prefix}")
-
-
-class _Templates:
-    """Pre-encoded pieces of the verdict line (keys in the documented order), so that a
-    verdict is one ``%`` format of cached byte strings rather than a dict to encode."""
-
-    def __init__(self, max_repeats: int, file: str | None) -> None:
-        # the file name is part of a %-format: a '%' in it must stay literal
-        label = b"" if file is None else b'"file":' + _json_str(file).replace(b"%", b"%%") + b","
-        middle = b'%d,"toolName":%b,"sessionId":%b,"callId":%b,"count":%d'
-        tail = b',"maxRepeats":%d,"hashPrefix":"%%b"' % max_repeats
-        # line, tool JSON, session JSON, callId JSON, count, hash prefix
-        self.pass_line = b'{"verdict":"pass",' + label + b'"line":' + middle + tail + b"}\n"
-        # ... then the deny text quoting the tool, count, deny_mid, hash prefix
-        self.deny_line = b'{"verdict":"deny",' + label + b'"line":' + middle + tail
-        self.deny_line += b',"code":' + _json_str(CODE) + b',"plugin":' + _json_str(PLUGIN)
-        self.deny_line += b',"message":"%b%d%b%b' + _json_str(
-            _DENY_TAIL.format(limit=max_repeats), quoted=False
-        )
-        self.deny_line += b'"}\n'
-        self.deny_mid = _json_str(_DENY_MID, quoted=False)
-        self.strings: dict[str, bytes] = {}
-        self.deny_tools: dict[str, bytes] = {}
-
-    def string(self, value: str) -> bytes:
-        """``value`` as a JSON string, cached (session keys and tool names repeat)."""
-        cached = self.strings.get(value)
-        if cached is None:
-            if len(self.strings) >= _CACHE_LIMIT:
-                self.strings.clear()
-            cached = self.strings[value] = _json_str(value)
-        return cached
-
-    def deny_tool(self, tool: str) -> bytes:
-        """The start of the deny message, which quotes the tool name, cached."""
-        cached = self.deny_tools.get(tool)
-        if cached is None:
-            if len(self.deny_tools) >= _CACHE_LIMIT:
-                self.deny_tools.clear()
-            text = _DENY_HEAD.format(tool=json.dumps(tool, ensure_ascii=False))
-            cached = self.deny_tools[tool] = _json_str(text, quoted=False)
-        return cached
-
-
-def _json_str(value: str, quoted: bool = True) -> bytes:
-    """A JSON string as ``output.json_line`` writes it (a lone surrogate, possible in a
-    tool name or session key read by the exact path, as its escape); cached by callers."""
-    data = _encode_str(value).encode("utf-8", "backslashreplace")
-    return data if quoted else data[1:-1]
-
-
-_encode_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def filter_events(
@@ -211,19 +120,19 @@ class _Judge:
     ) -> None:
         self.brake, self.tally, self.out, self.wanted, self.file = brake, tally, out, wanted, file
         self.shard = shard
-        self.templates = _Templates(brake.max_repeats, file)
+        self.templates = VerdictTemplates(brake.max_repeats, file)
         # tool -> (hashed ``tool + "\n"``, its JSON, the deny text quoting it)
         self.tools: dict[str, tuple[bytes, bytes, bytes]] = {}
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
         # a hit saves the checks and sha256, a miss costs a look-up and a store
-        self.digest_switch = _Switch(self.digests, 1 / 3)
+        self.digest_switch = CacheSwitch(self.digests, 1 / 3)
         # the text of an event line before its last member, ',"callId":"..."}' ->
         # (tool, session, digest, hash prefix, tool cache entry, session JSON); see
         # remember_line
         self.lines: dict[bytes, tuple[str, str, bytes, bytes, tuple[bytes, bytes, bytes], bytes]]
         self.lines = {}
-        self.line_switch = _Switch(self.lines, 1 / 4)
+        self.line_switch = CacheSwitch(self.lines, 1 / 4)
         # session -> whether it belongs to this shard; None when not sharding
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
 
@@ -243,7 +152,7 @@ class _Judge:
         """Fill the tool cache: the hashed ``tool + "\n"``, its JSON, and the start of
         the deny message that quotes it."""
         tools = self.tools
-        if len(tools) >= _CACHE_LIMIT:
+        if len(tools) >= CACHE_LIMIT:
             tools.clear()
         hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
         t = self.templates
@@ -256,12 +165,12 @@ class _Judge:
         digest = _sha256(hashed).digest()
         prefix = _hexlify(digest[:6])
         digests = self.digests
-        if len(digests) >= _CACHE_LIMIT:
+        if len(digests) >= CACHE_LIMIT:
             digests.clear()
         digests[hashed] = (digest, prefix)
         switch = self.digest_switch
-        switch.misses += 1  # _Switch.miss, one call less
-        if switch.misses < _WINDOW:
+        switch.misses += 1  # CacheSwitch.miss, one call less
+        if switch.misses < WINDOW:
             return digest, prefix, number
         return digest, prefix, switch.judge(number)
 
@@ -282,7 +191,7 @@ class _Judge:
         if call_id.__class__ is not str:  # pragma: no cover - it starts with '"'
             return
         lines = self.lines
-        if len(lines) >= _CACHE_LIMIT:
+        if len(lines) >= CACHE_LIMIT:
             lines.clear()
         lines[key] = entry
 
@@ -290,7 +199,7 @@ class _Judge:
         """Fill the shard cache: whether this session's calls are judged here."""
         cache = self.in_shard
         assert cache is not None and self.shard is not None
-        if len(cache) >= _CACHE_LIMIT:
+        if len(cache) >= CACHE_LIMIT:
             cache.clear()
         index, count = self.shard
         keep = cache[session] = shard_of(session, count) == index
@@ -339,7 +248,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     pass_line, deny_line, deny_mid = t.pass_line, t.deny_line, t.deny_mid
     tools, tool_miss = judge.tools, judge.tool_miss
     get_digest, digest_miss = judge.digests.get, judge.digest_miss
-    digests_from = 0  # the line from which the digest cache is used (see _Switch)
+    digests_from = 0  # the line from which the digest cache is used (see CacheSwitch)
     sha256, hexlify = _sha256, _hexlify
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
     get_line, remember_line, line_switch = judge.lines.get, judge.remember_line, judge.line_switch

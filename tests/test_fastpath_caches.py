@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import _exact, _fast
 
-from loop_brake_cli import fastpath
+from loop_brake_cli import fast_lines, fastpath
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.output import LineWriter
 from loop_brake_cli.pipeline import Tally
@@ -138,7 +138,8 @@ def test_a_cached_line_then_one_differing_after_the_call_id(monkeypatch):
 
 
 def test_eviction_keeps_the_cache_bounded_and_exact(monkeypatch):
-    monkeypatch.setattr(fastpath, "_CACHE_LIMIT", 4)
+    monkeypatch.setattr(fastpath, "CACHE_LIMIT", 4)
+    monkeypatch.setattr(fast_lines, "CACHE_LIMIT", 4)
     prefixes = [b'{"tool":"t","args":{"n":%d},"sessionId":"s"' % (i % 7) for i in range(60)]
     data = b"".join(p + b',"callId":"c%d"}\n' % i for i, p in enumerate(prefixes))
     data += data.replace(b'"s"', b'"s2"')
@@ -148,8 +149,9 @@ def test_eviction_keeps_the_cache_bounded_and_exact(monkeypatch):
 
 
 def test_a_cache_that_does_not_hit_switches_off_and_comes_back(monkeypatch):
-    monkeypatch.setattr(fastpath, "_WINDOW", 8)
-    monkeypatch.setattr(fastpath, "_OFF_LINES", 40)
+    monkeypatch.setattr(fastpath, "WINDOW", 8)  # inlined in the hot loop
+    monkeypatch.setattr(fast_lines, "WINDOW", 8)
+    monkeypatch.setattr(fast_lines, "OFF_LINES", 40)
     # 100 lines that never repeat: both caches switch off (twice: at lines 8 and 55,
     # back at 48 and 95) ...
     lines = [

@@ -21,6 +21,7 @@ CORE = {
     "limits",
     "verdicts",
     "fast_canonical",
+    "fast_lines",
     "records",
     "pipeline",
     "reader",
