@@ -24,6 +24,7 @@ answer (closed, ``/dev/full``, ``ulimit -f``; ``stdio``).
 
 from __future__ import annotations
 
+import errno
 import os
 from types import ModuleType
 from typing import Any, BinaryIO, TextIO
@@ -268,13 +269,16 @@ class _Hook:
         from ..records import verdict_record
 
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            # Never through a symlink: the log must not be a way to append to another file.
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(path, flags, 0o600)
             try:
                 os.write(fd, json_line(verdict_record(call, verdict)))
             finally:
                 os.close(fd)
         except OSError as exc:
-            self.warn(f"could not append to --log {path}: {exc.strerror or exc}")
+            reason = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
+            self.warn(f"could not append to --log {path}: {reason}")
 
     def read(self, data: bytes) -> tuple[ModuleType | None, ToolCall | BadRecord | None]:
         """The agent (None if it cannot be told) and the call its decoder reads."""
@@ -360,6 +364,16 @@ def main(
         return 0
     hook = _Hook(opts, streams)
     agent = opts.get("agent")
+    try:
+        return _decide(hook, streams, opts, errors, agent)
+    except KeyboardInterrupt:  # Ctrl-C or SIGINT mid-decision: the brake could not decide
+        return hook.fail("interrupted before a decision", agent)
+
+
+def _decide(
+    hook: _Hook, streams: Streams, opts: dict[str, Any], errors: list[str], agent: Any
+) -> int:
+    """Read the input and decide, every failure through the hook's failure policy."""
     if streams.stdin_closed or streams.stdin_is_tty():
         return hook.fail(
             f"no hook input: stdin is {'closed' if streams.stdin_closed else 'a terminal'} "
