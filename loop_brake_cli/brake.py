@@ -172,9 +172,27 @@ class LoopBrake:
         """Count one call with ``streak.step`` and keep the session's new slot.
 
         The counting behind observe(), without building a Verdict (fastpath.py)."""
-        slots = self._slots
-        prev = slots.get(session)
+        prev = self._slots.get(session)
         slot, duplicate = step(prev, tool_name, digest, call_id)
+        self._keep(session, prev, slot, duplicate)
+        return slot, duplicate
+
+    def _count_policy(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> tuple[PolicySlot, bool]:
+        """``count_call`` under a policy: ``streak.policy_step`` instead of ``step``."""
+        prev = self._slots.get(session)
+        state, duplicate = policy_step(
+            prev, tool_name, digest, call_id, self.max_repeats, self.policy
+        )
+        self._keep(session, prev, state, duplicate)
+        return state, duplicate
+
+    def _keep(
+        self, session: str, prev: Slot | PolicySlot | None, slot: Slot | PolicySlot, duplicate: bool
+    ) -> None:
+        """Store a session's new slot (a duplicate keeps the old one), LRU-bounded."""
+        slots = self._slots
         if prev is None:
             slots[session] = slot
             if self.max_sessions and len(slots) > self.max_sessions:
@@ -185,28 +203,6 @@ class LoopBrake:
                 slots.move_to_end(session)  # type: ignore[union-attr]
             if not duplicate:
                 slots[session] = slot
-        return slot, duplicate
-
-    def _count_policy(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> tuple[PolicySlot, bool]:
-        """``count_call`` under a policy: ``streak.policy_step`` instead of ``step``."""
-        slots = self._slots
-        prev = slots.get(session)
-        state, duplicate = policy_step(
-            prev, tool_name, digest, call_id, self.max_repeats, self.policy
-        )
-        if prev is None:
-            slots[session] = state
-            if self.max_sessions and len(slots) > self.max_sessions:
-                slots.popitem(last=False)  # type: ignore[call-arg]
-                self.evictions += 1
-        else:
-            if self.max_sessions:
-                slots.move_to_end(session)  # type: ignore[union-attr]
-            if not duplicate:
-                slots[session] = state
-        return state, duplicate
 
     def _policy_verdict(
         self, state: PolicySlot, session: str, call_id: Any, duplicate: bool
