@@ -63,34 +63,14 @@ def verdict_record(call: ToolCall, verdict: Verdict, file: str | None = None) ->
     if verdict.rule is not None:
         return _policy_record(call, verdict, file)
     out: dict[str, Any] = {"verdict": "deny" if verdict.denied else "pass"}
-    _locate(out, call.line, call.path, file)
-    out["toolName"] = verdict.tool_name
-    out["sessionId"] = verdict.session_id
-    if call.call_id is not None:
-        out["callId"] = call.call_id
-    out["count"] = verdict.count
-    out["maxRepeats"] = verdict.max_repeats
-    out["hashPrefix"] = verdict.hash_prefix
-    if verdict.duplicate:
-        out["duplicate"] = True
-    if verdict.denied:
-        out["code"] = CODE
-        out["plugin"] = PLUGIN
-        out["message"] = verdict.message
-    return out
+    _call_fields(out, call, verdict, file)
+    return _denial_fields(out, verdict)
 
 
 def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[str, Any]:
     kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"
     out: dict[str, Any] = {"verdict": kind}
-    _locate(out, call.line, call.path, file)
-    out["toolName"] = verdict.tool_name
-    out["sessionId"] = verdict.session_id
-    if call.call_id is not None:
-        out["callId"] = call.call_id
-    out["count"] = verdict.count
-    out["maxRepeats"] = verdict.max_repeats
-    out["hashPrefix"] = verdict.hash_prefix
+    _call_fields(out, call, verdict, file)
     out["rule"] = verdict.rule
     out["limit"] = verdict.limit
     if verdict.match is not None:
@@ -102,6 +82,23 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
         out["cycleRepeats"] = verdict.cycle_repeats
     if verdict.denials:
         out["denials"] = verdict.denials
+    return _denial_fields(out, verdict)
+
+
+def _call_fields(out: dict[str, Any], call: ToolCall, verdict: Verdict, file: str | None) -> None:
+    """Where the call was, which call, and its count: the fields every call's verdict line has."""
+    _locate(out, call.line, call.path, file)
+    out["toolName"] = verdict.tool_name
+    out["sessionId"] = verdict.session_id
+    if call.call_id is not None:
+        out["callId"] = call.call_id
+    out["count"] = verdict.count
+    out["maxRepeats"] = verdict.max_repeats
+    out["hashPrefix"] = verdict.hash_prefix
+
+
+def _denial_fields(out: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+    """The closing fields: ``duplicate``, then a denial's code, plugin and message."""
     if verdict.duplicate:
         out["duplicate"] = True
     if verdict.denied:
