@@ -96,6 +96,12 @@ _UPSERT = (
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
+def _write_slot(conn: sqlite3.Connection, session: str, slot: Slot, at: float) -> None:
+    """Store a session's slot (upsert), stamped ``at``."""
+    stored_id = encode_call_id(slot.call_id)
+    conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
+
+
 def _old_layout(exc: sqlite3.OperationalError) -> bool:
     """A table of another schema version: a column this version reads is missing."""
     return "no such column" in str(exc)
@@ -290,14 +296,10 @@ class StateStore:
         at: float,
     ) -> Verdict:
         row = self._read_row(conn, session)
-        # no row, one idle past the TTL, or one we did not write: the call starts a streak
-        prev = None
-        if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
-            prev = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+        prev = self._live_slot(row, at)
         slot, duplicate = step(prev, tool, digest, call_id)
         if not duplicate:
-            stored_id = encode_call_id(slot.call_id)
-            conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
+            _write_slot(conn, session, slot, at)
             if prev is None:
                 self._prune(conn, at)
         return verdict_of(slot, session, call_id, duplicate, max_repeats)
@@ -316,17 +318,15 @@ class StateStore:
         row = self._read_row(conn, session)
         conn.execute(policy_rows.POLICY_SCHEMA)
         prev = None
-        if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
-            slot = Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+        slot = self._live_slot(row, at)
+        if slot is not None:
             stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
             prev = policy_rows.decode_policy_state(
                 slot, row[4], stored[0] if stored else None, policy
             )
         state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
         if not duplicate:
-            slot = state.slot
-            stored_id = encode_call_id(slot.call_id)
-            conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
+            _write_slot(conn, session, state.slot, at)
             conn.execute(
                 policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, at))
             )
@@ -334,6 +334,12 @@ class StateStore:
                 self._prune(conn, at)
                 conn.execute(policy_rows.POLICY_PRUNE)  # policy rows whose streak row is gone
         return verdict_of_policy(state, session, call_id, duplicate)
+
+    def _live_slot(self, row: Any, at: float) -> Slot | None:
+        """A row's slot, or None (no row, one past the TTL, one not ours): a new streak."""
+        if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
+            return Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+        return None
 
     def _prune(self, conn: sqlite3.Connection, at: float) -> None:
         """Drop expired sessions, then the oldest beyond the cap (index on ``updated``)."""
