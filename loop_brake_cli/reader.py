@@ -23,6 +23,7 @@ __all__ = [
     "Source",
     "TOO_LONG",
     "UnreadableInputError",
+    "cannot_open",
     "open_source",
 ]
 
@@ -198,3 +199,9 @@ def open_source(
         unzipped = gzip.GzipFile(fileobj=raw, mode="rb")
         source = Source(unzipped, name, max_line_bytes, on_wait, underlying=raw)
     return source
+
+
+def cannot_open(path: str, exc: OSError) -> str:
+    """What to say when ``open_source(path)`` raised: ``cannot open NAME: reason``."""
+    shown = "<stdin>" if path == "-" else path
+    return f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}"

@@ -34,7 +34,7 @@ def print_verdicts(
     from ..formats._detect import choose
     from ..output import LineWriter
     from ..pipeline import Tally, write_verdicts
-    from ..reader import UnreadableInputError, open_source
+    from ..reader import UnreadableInputError, cannot_open, open_source
 
     brake = LoopBrake(value, source=source, policy=policy)
     out = LineWriter(sys.stdout.buffer)
@@ -49,8 +49,7 @@ def print_verdicts(
             src = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            shown = "<stdin>" if path == "-" else path
-            _fail(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
+            _fail(cannot_open(path, exc))
             unreadable = True
             continue
         file_label = src.name if label else None

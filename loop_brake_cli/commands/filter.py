@@ -19,7 +19,7 @@ from ..formats import UnknownFormatError, get, names
 from ..formats._detect import FormatCheck, peek
 from ..output import LineWriter
 from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
-from ..reader import UnreadableInputError, open_source
+from ..reader import UnreadableInputError, cannot_open, open_source
 from ._options import (
     Count,
     Errors,
@@ -156,8 +156,7 @@ def filter_command(
             source = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            shown = "<stdin>" if path == "-" else path
-            _say(f"cannot open {shown}: {exc.strerror or exc.__class__.__name__}")
+            _say(cannot_open(path, exc))
             unreadable_file = True
             continue
         file_label = source.name if label else None
