@@ -26,7 +26,7 @@ from ..config import (
 )
 from ..exitcodes import ExitStatus, epilog
 from ..limits import InvalidMaxRepeatsError
-from ._options import Count, JsonCommand, unopenable
+from ._options import Count, JsonCommand, policy_option, unopenable
 
 PROG = "loop-brake check-config"
 DEFAULT_CANDIDATES = (DEFAULT_PATCH_FILE, "cordis.patch.yaml")
@@ -62,13 +62,8 @@ NO_PATCH_FILE = (
     metavar="N",
     help="Exit 1 unless the effective maxRepeats is N.",
 )
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Check this policy file instead (located errors, shadowed rules; see docs/policies.md).",
+@policy_option(
+    "Check this policy file instead (located errors, shadowed rules; see docs/policies.md)."
 )
 def check_config_command(
     patch_files: tuple[str, ...],

@@ -13,6 +13,7 @@ import click
 
 from .. import agents
 from ..exitcodes import ExitStatus
+from ._options import policy_option
 
 
 @click.command(
@@ -64,14 +65,9 @@ INSTALL_EXIT_HELP = (
     help="The loop-brake program the agent should run (e.g. an absolute path); "
     "one path, quoted for the agent's shell.",
 )
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Check this policy file now (exit 2 if unusable) and add --policy with its "
-    "absolute path to the hook command.",
+@policy_option(
+    "Check this policy file now (exit 2 if unusable) and add --policy with its "
+    "absolute path to the hook command."
 )
 def install_command(
     agent: str, scope: str, dry_run: bool, executable: str, policy_path: str | None = None
