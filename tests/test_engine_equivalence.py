@@ -195,12 +195,15 @@ def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> bytes:
     return body
 
 
-@settings(
+SETTINGS = settings(
     max_examples=12,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+@SETTINGS
 @given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
 def test_hook_and_hook_log_replay_equal_filter(
     tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
@@ -236,12 +239,7 @@ def test_hook_and_hook_log_replay_equal_filter(
         ], agent
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@SETTINGS
 @given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
 def test_mcp_proxy_log_and_traffic_replay_equal_filter(
     tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
