@@ -124,6 +124,13 @@ def replay_verdicts(path: Path, fmt: str, policy: str) -> bytes:
     return done.stdout
 
 
+def write_policy(folder: Path) -> Path:
+    """POLICY as ``folder/policy.toml``."""
+    policy = folder / "policy.toml"
+    policy.write_text(POLICY)
+    return policy
+
+
 def run_hook(agent: str, inputs: list[str], tmp: Path, policy: str) -> list[str]:
     state, log = tmp / f"{agent}.db", tmp / f"{agent}.log"
     decisions = []
@@ -158,8 +165,7 @@ def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
     tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
 ) -> None:
     tmp = tmp_path_factory.mktemp("policy-hooks")
-    policy = tmp / "policy.toml"
-    policy.write_text(POLICY)
+    policy = write_policy(tmp)
     for agent in AGENTS:
         plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
         reference = filter_verdicts(
@@ -189,8 +195,7 @@ def test_proxy_log_and_traffic_replay_equal_filter_under_a_policy(
     tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
 ) -> None:
     tmp = tmp_path_factory.mktemp("policy-mcp")
-    policy = tmp / "policy.toml"
-    policy.write_text(POLICY)
+    policy = write_policy(tmp)
     requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
     for number, call in enumerate(sequence, 1):
         if call["id"] is None:
@@ -214,8 +219,7 @@ def test_proxy_log_and_traffic_replay_equal_filter_under_a_policy(
 
 
 def test_the_fixed_sequence_gives_the_documented_verdicts(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
+    policy = write_policy(tmp_path)
     lines = [event_line(call, call["session"]) for call in FIXED]
     got = filter_verdicts(tmp_path, lines, str(policy))
     kinds = [(v["verdict"], v["rule"]) for v in got]
