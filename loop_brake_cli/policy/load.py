@@ -215,29 +215,33 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
     checker.keys("", 0, document, TOP_KEYS)
     rules = _rules(document.get("tools", []), checker)
     cycles = None
-    if "cycles" in document:
-        table = document["cycles"]
-        if not isinstance(table, dict):
-            checker.error("", 0, "cycles", f"cycles must be a table ([cycles]), not {_show(table)}")
-        else:
-            checker.keys("cycles", 0, table, CYCLE_KEYS)
-            period = checker.integer("cycles", 0, table, "max_period", 2, MAX_PERIOD)
-            repeats = checker.integer("cycles", 0, table, "max_repeats", 2)
-            cycles = CycleRule(period or CycleRule.max_period, repeats or CycleRule.max_repeats)
+    if (table := _table(document, "cycles", CYCLE_KEYS, checker)) is not None:
+        period = checker.integer("cycles", 0, table, "max_period", 2, MAX_PERIOD)
+        repeats = checker.integer("cycles", 0, table, "max_repeats", 2)
+        cycles = CycleRule(period or CycleRule.max_period, repeats or CycleRule.max_repeats)
     stop = None
-    if "stop" in document:
-        table = document["stop"]
-        if not isinstance(table, dict):
-            checker.error("", 0, "stop", f"stop must be a table ([stop]), not {_show(table)}")
-        else:
-            checker.keys("stop", 0, table, STOP_KEYS)
-            if "after_denials" not in table and set(table) <= set(STOP_KEYS):
-                checker.error("stop", 0, "", "[stop] needs after_denials (an integer >= 1)")
-            after = checker.integer("stop", 0, table, "after_denials", 1)
-            if after is not None:
-                stop = StopRule(after)
+    if (table := _table(document, "stop", STOP_KEYS, checker)) is not None:
+        if "after_denials" not in table and set(table) <= set(STOP_KEYS):
+            checker.error("stop", 0, "", "[stop] needs after_denials (an integer >= 1)")
+        after = checker.integer("stop", 0, table, "after_denials", 1)
+        if after is not None:
+            stop = StopRule(after)
     _shadowed(rules, checker)
     return Policy(tuple(rules), cycles, stop, path)
+
+
+def _table(
+    document: dict[str, Any], name: str, allowed: tuple[str, ...], checker: _Checker
+) -> dict[str, Any] | None:
+    """``[name]`` with its keys checked, or None: absent, or not a table (said)."""
+    if name not in document:
+        return None
+    table = document[name]
+    if not isinstance(table, dict):
+        checker.error("", 0, name, f"{name} must be a table ([{name}]), not {_show(table)}")
+        return None
+    checker.keys(name, 0, table, allowed)
+    return table
 
 
 def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
