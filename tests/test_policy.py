@@ -360,3 +360,26 @@ def test_check_config_policy(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert done.returncode == 2 and doc["errors"][0]["line"] == 3
     assert "did you mean max_repeats?" in doc["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "--policy"],
+        ["replay", "--json", "--policy"],
+        ["replay", "--verdicts", "--policy"],
+        ["replay", "--compare-policy"],
+        ["replay", "--json", "--compare-policy"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_policy_replays_never_print_an_argument(tmp_path: Path, args: list[str]) -> None:
+    """Cycle, stop and compare summaries name tools and hash prefixes, never arguments."""
+    policy = write(tmp_path, FULL)
+    line = '{"tool":"grep","args":{"secret":"%s","q":%d},"sessionId":"s"}\n'
+    log = tmp_path / "events.jsonl"
+    log.write_text("".join(line % (CANARY, i % 2) for i in range(12)))
+    result = run_cli(*args, policy, str(log), env=cli_env(LOOP_BRAKE_POLICY=""))
+    assert result.returncode in (0, 1), result.stderr
+    assert b"grep" in result.stdout + result.stderr
+    assert CANARY.encode() not in result.stdout + result.stderr
