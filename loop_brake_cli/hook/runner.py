@@ -310,11 +310,11 @@ class _Hook:
             max_repeats, _ = resolve_max_repeats(_explicit_max_repeats(opts.get("max_repeats")))
         except InvalidMaxRepeatsError as exc:
             return self.fail(str(exc), agent)
-        from ..policy import PolicyError, discover_policy
+        from ..policy.discover import discover_policy
 
         try:
             policy = discover_policy(opts.get("policy"))
-        except PolicyError as exc:
+        except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
             return self.fail(f"unusable policy: {'; '.join(str(exc).splitlines())}", agent)
         if policy is not None and policy.empty:
             policy = None

@@ -9,23 +9,36 @@ calls. Core: no click, no rich.
 
 from __future__ import annotations
 
-from .discover import ENV_POLICY, discover_policy, find_policy_file
-from .load import MAX_PERIOD, PolicyError, Problem, check_policy, load_policy, parse_policy
-from .model import CycleRule, Policy, StopRule, ToolRule, glob_match
+import importlib
+from typing import Any
 
-__all__ = [
-    "ENV_POLICY",
-    "MAX_PERIOD",
-    "CycleRule",
-    "Policy",
-    "PolicyError",
-    "Problem",
-    "StopRule",
-    "ToolRule",
-    "check_policy",
-    "discover_policy",
-    "find_policy_file",
-    "glob_match",
-    "load_policy",
-    "parse_policy",
-]
+# Where each public name lives. Imported on first use: the hook looks for a policy
+# file before every tool call and must not pay for the TOML reader and the rule
+# model when there is none.
+_HOME = {
+    "ENV_POLICY": "discover",
+    "discover_policy": "discover",
+    "find_policy_file": "discover",
+    "MAX_PERIOD": "load",
+    "PolicyError": "load",
+    "Problem": "load",
+    "check_policy": "load",
+    "load_policy": "load",
+    "parse_policy": "load",
+    "CycleRule": "model",
+    "Policy": "model",
+    "StopRule": "model",
+    "ToolRule": "model",
+    "glob_match": "model",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

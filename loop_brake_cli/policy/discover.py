@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .load import load_policy
-from .model import Policy
+if TYPE_CHECKING:
+    from .model import Policy
 
 __all__ = ["ENV_POLICY", "discover_policy", "find_policy_file"]
 
@@ -70,4 +71,8 @@ def discover_policy(
 ) -> Policy | None:
     """The policy that applies (loaded and validated), or None; ``PolicyError`` if bad."""
     path = find_policy_file(explicit, env, cwd)
-    return None if path is None else load_policy(path)
+    if path is None:
+        return None
+    from .load import load_policy  # only when there is a file: the hook's common case has none
+
+    return load_policy(path)
