@@ -122,7 +122,7 @@ class LoopBrake:
         self.policy = None if found is None or found.empty else found
         if self.policy is not None:  # chosen once: the seed's path keeps its speed
             self.count_call = self._count_policy  # type: ignore[method-assign]
-            self.slot_verdict = self._policy_verdict  # type: ignore[method-assign]
+            self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -203,11 +203,6 @@ class LoopBrake:
                 slots.move_to_end(session)  # type: ignore[union-attr]
             if not duplicate:
                 slots[session] = slot
-
-    def _policy_verdict(
-        self, state: PolicySlot, session: str, call_id: Any, duplicate: bool
-    ) -> Verdict:
-        return verdict_of_policy(state, session, call_id, duplicate)
 
     def reset(self, session: str | None = None) -> None:
         """Forget one session's streak, or all of them."""

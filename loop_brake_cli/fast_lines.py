@@ -9,11 +9,19 @@ pay is switched off for a while (adaptive: the input may change).
 
 from __future__ import annotations
 
-import json
-
+from .canonical import js_string
+from .output import encode_json
 from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 
-__all__ = ["CACHE_LIMIT", "OFF_LINES", "WINDOW", "CacheSwitch", "VerdictTemplates"]
+__all__ = [
+    "CACHE_LIMIT",
+    "OFF_LINES",
+    "WINDOW",
+    "CacheSwitch",
+    "VerdictTemplates",
+    "deny_head",
+    "json_string",
+]
 
 CACHE_LIMIT = 1 << 12
 # A cache is switched off for OFF_LINES lines when, over a window of WINDOW misses,
@@ -74,34 +82,20 @@ class VerdictTemplates:
         )
         self.deny_line += b'"}\n'
         self.deny_mid = _json_str(_DENY_MID, quoted=False)
-        self.strings: dict[str, bytes] = {}
-        self.deny_tools: dict[str, bytes] = {}
 
-    def string(self, value: str) -> bytes:
-        """``value`` as a JSON string, cached (session keys and tool names repeat)."""
-        cached = self.strings.get(value)
-        if cached is None:
-            if len(self.strings) >= CACHE_LIMIT:
-                self.strings.clear()
-            cached = self.strings[value] = _json_str(value)
-        return cached
 
-    def deny_tool(self, tool: str) -> bytes:
-        """The start of the deny message, which quotes the tool name, cached."""
-        cached = self.deny_tools.get(tool)
-        if cached is None:
-            if len(self.deny_tools) >= CACHE_LIMIT:
-                self.deny_tools.clear()
-            text = _DENY_HEAD.format(tool=json.dumps(tool, ensure_ascii=False))
-            cached = self.deny_tools[tool] = _json_str(text, quoted=False)
-        return cached
+def json_string(value: str) -> bytes:
+    """``value`` as a JSON string in a verdict line (the caller caches it per tool)."""
+    return _json_str(value)
+
+
+def deny_head(tool: str) -> bytes:
+    """The start of the deny message, which quotes the tool name as the core does."""
+    return _json_str(_DENY_HEAD.format(tool=js_string(tool)), quoted=False)
 
 
 def _json_str(value: str, quoted: bool = True) -> bytes:
     """A JSON string as ``output.json_line`` writes it (a lone surrogate, possible in a
-    tool name or session key read by the exact path, as its escape); cached by callers."""
-    data = _encode_str(value).encode("utf-8", "backslashreplace")
+    tool name read by the exact path, as its escape); cached by callers."""
+    data = encode_json(value).encode("utf-8", "backslashreplace")
     return data if quoted else data[1:-1]
-
-
-_encode_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

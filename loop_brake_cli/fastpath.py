@@ -19,9 +19,8 @@ otherwise:
   passed them, so a line whose hashed bytes the cache holds skips them.
 * Event fields: the common shape (``tool``, ``args``, ``sessionId`` strings,
   ``callId`` string) is read directly; other shapes through
-  ``wire.event_line.decode``; a record that is not a clean call, or has an
-  integer call id beyond 2**53 (which ``parse_json`` would read as a double),
-  goes the exact way.
+  ``wire.event_line.decode``; a record that is not a clean call (an integer call
+  id beyond 2**53 included: ``wire.fields.call_id_of`` refuses it) goes the exact way.
 
 ``tests/test_fastpath_node.py`` checks the canonical forms against Node.js and
 ``tests/test_fastpath.py`` checks whole verdict streams against the exact path.
@@ -41,7 +40,7 @@ from . import fast_canonical as _fc
 from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
 from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
-from .fast_lines import CACHE_LIMIT, WINDOW, CacheSwitch, VerdictTemplates
+from .fast_lines import CACHE_LIMIT, WINDOW, CacheSwitch, VerdictTemplates, deny_head, json_string
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
@@ -50,8 +49,6 @@ from .shard import shard_of
 from .wire.event_line import decode as decode_event
 
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
-
-_MAX_SAFE = 2**53
 
 if AVAILABLE:
     _dumps = _fc.dumps
@@ -155,8 +152,7 @@ class _Judge:
         if len(tools) >= CACHE_LIMIT:
             tools.clear()
         hashed = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
-        t = self.templates
-        known = tools[tool] = (hashed, t.string(tool), t.deny_tool(tool))
+        known = tools[tool] = (hashed, json_string(tool), deny_head(tool))
         return known
 
     def digest_miss(self, hashed: bytes, number: int) -> tuple[bytes, bytes, int]:
@@ -219,14 +215,11 @@ class _Judge:
 def _unusual_call(obj: dict, number: int) -> tuple[str, Any, str, Any] | None:
     """Tool, args, session key and call id of an event in any other shape (aliases,
     agent ids, nulls), read by the exact decoder; None when the exact path must judge
-    it: not a clean call, or an integer call id beyond 2**53 (a double to parse_json)."""
+    it: not a clean call (``wire.fields`` refuses an integer call id beyond 2**53)."""
     record = decode_event(obj, number)
     if record.__class__ is not ToolCall:
         return None
-    call_id = record.call_id  # type: ignore[union-attr]
-    if call_id.__class__ is int and not -_MAX_SAFE <= call_id <= _MAX_SAFE:
-        return None
-    return record.tool, record.args, record.session, call_id  # type: ignore[union-attr]
+    return record.tool, record.args, record.session, record.call_id  # type: ignore[union-attr]
 
 
 def _judge_lines(source: Source, judge: _Judge) -> None:

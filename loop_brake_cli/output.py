@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON text, non-ASCII kept: the one encoder of every line this tool writes."""
 
 
 def json_line(obj: dict[str, Any]) -> bytes:
     """One compact JSON line. A lone surrogate (only possible in a tool name or an
     id) is written as its JSON escape, so the line stays valid UTF-8 and JSON."""
-    return (_encode(obj) + "\n").encode("utf-8", "backslashreplace")
+    return (encode_json(obj) + "\n").encode("utf-8", "backslashreplace")
 
 
 class LineWriter:
