@@ -87,10 +87,6 @@ class Decision(NamedTuple):
     repeats: int = 0
     denials: int = 0
 
-    @property
-    def stop(self) -> bool:
-        return self.rule == "stop"
-
 
 class PolicySlot(NamedTuple):
     """A session's state under a policy: the streak slot, the cycle window (empty
@@ -131,9 +127,7 @@ def policy_step(
     if cycles is not None:
         from .policy.cycles import advance, find_cycle
 
-        if prev is None:
-            recent, recent_tools, runs = (), (), ()
-        else:
+        if prev is not None:
             recent, recent_tools, runs = prev.recent, prev.recent_tools, prev.runs
         recent, recent_tools, runs = advance(
             recent, recent_tools, runs, digest, tool, cycles.max_period
@@ -146,7 +140,7 @@ def policy_step(
         decision = Decision(False, "streak", limit, limit, match=match)
         if cycles is not None:
             found_cycle = find_cycle(
-                recent, recent_tools, runs, cycles.max_repeats, _exempt_test(policy)
+                recent, recent_tools, runs, cycles.max_repeats, policy.is_exempt
             )
             if found_cycle is not None:
                 period, repeats = found_cycle
@@ -161,11 +155,3 @@ def policy_step(
         else:
             decision = decision._replace(denials=denials)
     return PolicySlot(slot, decision, recent, recent_tools, runs), False
-
-
-def _exempt_test(policy: Policy) -> Any:
-    def exempt(tool: str) -> bool:
-        found = policy.rule_for(tool)
-        return found is not None and found[0].exempt
-
-    return exempt

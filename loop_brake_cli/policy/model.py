@@ -29,13 +29,6 @@ class ToolRule:
     index: int = 0  # 0-based position among the [[tools]] entries
     line: int | None = None  # where it starts in the file
 
-    def matches(self, tool: str) -> bool:
-        return any(glob_match(tool, pattern) for pattern in self.patterns)
-
-    def pattern_for(self, tool: str) -> str:
-        """The first of this rule's globs that matches ``tool``."""
-        return next(pattern for pattern in self.patterns if glob_match(tool, pattern))
-
 
 @dataclass(frozen=True, slots=True)
 class CycleRule:
@@ -65,6 +58,11 @@ class Policy:
         default_factory=dict, compare=False, repr=False
     )
 
+    def is_exempt(self, tool: str) -> bool:
+        """The first rule matching ``tool`` exempts it (a cycle through it is no loop)."""
+        found = self.rule_for(tool)
+        return found is not None and found[0].exempt
+
     @property
     def empty(self) -> bool:
         """No rule at all: the brake behaves exactly as without a policy."""
@@ -79,11 +77,15 @@ class Policy:
             return cache[tool]
         except KeyError:
             pass
-        found = None
-        for rule in self.tools:
-            if rule.matches(tool):
-                found = (rule, rule.pattern_for(tool))
-                break
+        found = next(
+            (
+                (rule, pattern)
+                for rule in self.tools
+                for pattern in rule.patterns
+                if glob_match(tool, pattern)
+            ),
+            None,
+        )
         if len(cache) >= 4096:
             cache.clear()
         cache[tool] = found
