@@ -140,7 +140,6 @@ class _ReplayView:
         self.report = report
         self.console = console
         self.files = report.opened_files
-        self.unopened = len(report.files) - len(self.files)
         self.base = _common_dir([info.file for info in self.files])
         self.only = self.files[0].file if len(self.files) == 1 else None
 

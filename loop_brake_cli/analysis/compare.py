@@ -93,7 +93,7 @@ def compare_files(
 ) -> Comparison:
     """Replay ``paths`` through the seed's brake and the policy's, side by side."""
     from ..formats._detect import choose
-    from ..reader import UnreadableInputError, open_source
+    from ..reader import UnreadableInputError, cannot_open, open_source
     from .replay import internal_error
 
     result = Comparison(max_repeats, None if policy is None else policy.path)
@@ -109,7 +109,7 @@ def compare_files(
             source = open_source(path, max_line_bytes)
         except OSError as exc:
             result.unreadable += 1
-            result.errors.append(f"cannot open {path}: {exc.strerror or exc.__class__.__name__}")
+            result.errors.append(cannot_open(path, exc))
             continue
         name = source.name
         try:

@@ -52,10 +52,7 @@ def _policy_json(policy: Any) -> dict[str, Any]:
 
 def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
     """Exit 0 (usable), 1 (warnings and --strict), 2 (errors), 3 (cannot be opened)."""
-    if not os.path.exists(path) or os.path.isdir(path):
-        unreadable = True
-    else:
-        unreadable = False
+    unreadable = not os.path.exists(path) or os.path.isdir(path)
     try:
         policy, warnings = check_policy(path)
     except PolicyError as exc:

@@ -183,24 +183,3 @@ def resolve(
         return resolve_max_repeats(explicit)
     except InvalidMaxRepeatsError as exc:
         return errors(str(exc))
-
-
-def resolve_or_report(
-    prog: str, explicit: int | None, config_paths: Sequence[str] = ()
-) -> tuple[int, str] | None:
-    """maxRepeats and where it came from, or None after telling stderr why it is unusable."""
-    try:
-        if config_paths:
-            from ..config import ConfigError, max_repeats_for_cli  # reads YAML: only when asked
-
-            try:
-                return max_repeats_for_cli(explicit, list(config_paths))
-            except ConfigError as exc:
-                message = str(exc)
-        else:
-            return resolve_max_repeats(explicit)
-    except InvalidMaxRepeatsError as exc:
-        message = str(exc)
-    for line in message.splitlines():
-        click.echo(f"{prog}: {line}", err=True)
-    return None

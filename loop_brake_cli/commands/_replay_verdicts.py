@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import sys
 
-import click
-
 from ..brake import LoopBrake
-
-PROG = "loop-brake replay"
-
-
-def _fail(message: str) -> None:
-    click.echo(f"{PROG}: {message}", err=True)
+from .replay import _fail
 
 
 def print_verdicts(

@@ -122,11 +122,12 @@ def filter_command(
     filter` answers each call at once. Bad lines get an error verdict and the run
     goes on. Arguments never appear in the output.
     """
-    resolved = resolve(Errors(PROG), max_repeats, config_paths)
+    errors = Errors(PROG)
+    resolved = resolve(errors, max_repeats, config_paths)
     if isinstance(resolved, ExitStatus):
         return resolved
     value, source = resolved
-    policy = resolve_policy(Errors(PROG), policy_path)
+    policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
     brake = LoopBrake(value, source=source, max_sessions=max_sessions, policy=policy)

@@ -13,7 +13,7 @@ import click
 
 from .. import agents
 from ..exitcodes import ExitStatus
-from ._options import policy_option
+from ._options import Errors, policy_option, resolve_policy
 
 
 @click.command(
@@ -84,15 +84,10 @@ def install_command(
 
     policy = None
     if policy_path is not None:
-        from ..policy import PolicyError, load_policy
-
         policy = os.path.abspath(policy_path)
-        try:
-            load_policy(policy)
-        except PolicyError as exc:
-            for line in str(exc).splitlines():
-                click.echo(f"loop-brake hook install: {line}", err=True)
-            return ExitStatus.USAGE
+        loaded = resolve_policy(Errors("loop-brake hook install"), policy)
+        if isinstance(loaded, ExitStatus):
+            return loaded
     try:
         path = settings_path(agent, scope)
         plan = plan_install(agent, path, executable, policy)

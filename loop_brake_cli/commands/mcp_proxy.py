@@ -18,7 +18,9 @@ from ..mcp_proxy import (
     fill_closed,
     run_proxy,
 )
-from ._options import Errors, max_repeats_option, policy_option, resolve_or_report, resolve_policy
+from ._options import Errors, max_repeats_option, policy_option, resolve, resolve_policy
+
+PROG = "loop-brake mcp-proxy"
 
 PROXY_EXIT_HELP = (
     "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
@@ -84,11 +86,12 @@ def mcp_proxy_command(
     # Before anything is opened: a closed stdin or stderr must not be taken by
     # the log or a pipe to the server (see mcp_proxy/streams.py).
     fill_closed((0, 2))
-    resolved = resolve_or_report("loop-brake mcp-proxy", max_repeats)
-    if resolved is None:
-        return ExitStatus.USAGE
+    errors = Errors(PROG)
+    resolved = resolve(errors, max_repeats)
+    if isinstance(resolved, ExitStatus):
+        return resolved
     limit, _source = resolved
-    policy = resolve_policy(Errors("loop-brake mcp-proxy"), policy_path)
+    policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
     options = ProxyOptions(

@@ -37,6 +37,13 @@ def _fail(message: str) -> None:
     click.echo(f"{PROG}: {message}", err=True)
 
 
+def _write_json(doc: object) -> None:
+    """``doc`` as indented JSON on stdout, flushed."""
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
+
+
 @click.command(
     "replay",
     cls=JsonCommand,
@@ -250,9 +257,7 @@ def replay_command(
             doc = report_to_json(report, rows)
             if policy is not None:
                 doc["policy"] = policy.path
-            text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-            sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-            sys.stdout.flush()
+            _write_json(doc)
         else:
             from ..render import print_replay_summary
 
@@ -381,9 +386,7 @@ def _compare(
     for error in result.errors:
         _fail(error)
     if as_json:
-        text = json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n"
-        sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-        sys.stdout.flush()
+        _write_json(result.to_json())
     else:
         sys.stdout.write(render_comparison(result))
         sys.stdout.flush()

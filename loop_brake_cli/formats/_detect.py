@@ -23,6 +23,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from ..reader import CHUNK_SIZE, JSON_WHITESPACE, Source
 from ._sniff import head_text
@@ -73,6 +74,10 @@ def _read_as(name: str) -> str:
     return "tool-call events" if name == "events" else name
 
 
+_UNDETECTED: Any = object()
+"""``FormatCheck._detected`` until ``detected()`` is first asked."""
+
+
 @dataclass
 class FormatCheck:
     """One input read as a given format: what to say about it, at most once."""
@@ -80,8 +85,7 @@ class FormatCheck:
     adapter: ModuleType
     head: bytes
     said: bool = False
-    _detected: ModuleType | None = field(default=None, init=False)
-    _detection_done: bool = field(default=False, init=False)
+    _detected: ModuleType | None = field(default=_UNDETECTED, init=False)
 
     @property
     def name(self) -> str:
@@ -89,15 +93,12 @@ class FormatCheck:
 
     def detected(self) -> ModuleType | None:
         """The format the head looks like (None: none), computed once and only if asked."""
-        if not self._detection_done:
-            from . import UnknownFormatError, detect
+        if self._detected is _UNDETECTED:
+            from . import detect
 
-            self._detection_done = True
             try:
                 self._detected = detect(self.head, "")
-            except UnknownFormatError:
-                self._detected = None
-            except Exception:  # a sniff's bug must not cost the run: no opinion then
+            except Exception:  # no format (UnknownFormatError), or a sniff's bug: no opinion
                 self._detected = None
         return self._detected
 
@@ -192,8 +193,5 @@ def choose(
     except UnknownFormatError as exc:
         if in_directory and not strict:
             return Choice(skip="not a transcript in any format loop-brake reads")
-        message = str(exc)
-        prefix = f"{path}: "
-        if message.startswith(prefix):
-            message = message[len(prefix) :]
+        message = str(exc).removeprefix(f"{path}: ")
         return Choice(error=f"{known}, not a transcript" if known else message)

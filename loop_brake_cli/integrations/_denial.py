@@ -1,9 +1,11 @@
-"""What every integration hands over with a denial, besides the core's text."""
+"""What every integration hands over with a denial, besides the core's text, and the brake
+it counts with."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..brake import LoopBrake
 from ..verdicts import CODE, PLUGIN, Verdict
 
 META_KEY = "loop-brake/denial"
@@ -20,3 +22,10 @@ def denial_fields(verdict: Verdict) -> dict[str, Any]:
         "maxRepeats": verdict.max_repeats,
         "hashPrefix": verdict.hash_prefix,
     }
+
+
+def make_brake(brake: LoopBrake | None, max_repeats: object) -> LoopBrake:
+    """The given ``brake``, else a new one with ``max_repeats``: never both."""
+    if brake is not None and max_repeats is not None:
+        raise ValueError("give either brake or max_repeats, not both")
+    return LoopBrake(max_repeats) if brake is None else brake

@@ -32,7 +32,7 @@ from langchain_core.messages import ToolMessage
 
 from ..brake import LoopBrake
 from ..verdicts import Verdict
-from ._denial import denial_fields
+from ._denial import denial_fields, make_brake
 
 __all__ = ["LoopBrakeMiddleware", "thread_session_key"]
 
@@ -55,9 +55,7 @@ class LoopBrakeMiddleware(AgentMiddleware):
         session_key: Callable[[Any], str | None] = thread_session_key,
     ) -> None:
         super().__init__()
-        if brake is not None and max_repeats is not None:
-            raise ValueError("give either brake or max_repeats, not both")
-        self.brake = LoopBrake(max_repeats) if brake is None else brake
+        self.brake = make_brake(brake, max_repeats)
         self.session_key = session_key
 
     def _denial(self, request: Any) -> ToolMessage | None:

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..brake import LoopBrake
-from ._denial import META_KEY, denial_fields
+from ._denial import META_KEY, denial_fields, make_brake
 
 __all__ = ["LoopBrakeMiddleware", "attach", "dispose", "mcp_session_key"]
 
@@ -70,9 +70,7 @@ class LoopBrakeMiddleware:
         max_repeats: object = None,
         session_key: Callable[[Any], str] | None = None,
     ) -> None:
-        if brake is not None and max_repeats is not None:
-            raise ValueError("give either brake or max_repeats, not both")
-        self.brake = LoopBrake(max_repeats) if brake is None else brake
+        self.brake = make_brake(brake, max_repeats)
         self.session_key = session_key or mcp_session_key
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:

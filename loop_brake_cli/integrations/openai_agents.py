@@ -35,7 +35,7 @@ from agents import Agent, FunctionTool, ToolGuardrailFunctionOutput, ToolInputGu
 
 from ..brake import LoopBrake
 from ..canonical import parse_arguments
-from ._denial import denial_fields
+from ._denial import denial_fields, make_brake
 
 __all__ = ["LoopBrakeGuardrail", "run_session_key"]
 
@@ -67,9 +67,7 @@ class LoopBrakeGuardrail:
         max_repeats: object = None,
         session_key: Callable[[Any], str] = run_session_key,
     ) -> None:
-        if brake is not None and max_repeats is not None:
-            raise ValueError("give either brake or max_repeats, not both")
-        self.brake = LoopBrake(max_repeats) if brake is None else brake
+        self.brake = make_brake(brake, max_repeats)
         self.session_key = session_key
         self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check, name="loop_brake"

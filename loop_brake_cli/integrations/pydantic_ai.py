@@ -35,6 +35,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
 
 from ..brake import LoopBrake
+from ._denial import make_brake
 
 __all__ = ["LoopBrakeToolset", "conversation_session_key"]
 
@@ -59,10 +60,8 @@ class LoopBrakeToolset(WrapperToolset[Any]):
         max_repeats: object = None,
         session_key: Callable[[Any], str | None] = conversation_session_key,
     ) -> None:
-        if brake is not None and max_repeats is not None:
-            raise ValueError("give either brake or max_repeats, not both")
+        self.brake = make_brake(brake, max_repeats)
         self.wrapped = wrapped
-        self.brake = LoopBrake(max_repeats) if brake is None else brake
         self.session_key = session_key
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
