@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
 from .output import LineWriter
-from .records import BadRecord, Record, ToolCall, error_record, verdict_record
+from .records import BadRecord, Record, ToolCall, ToolResult, Usage, error_record, verdict_record
 from .verdicts import Verdict
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_args", "write_verdicts"]
@@ -76,11 +76,18 @@ class Tally:
 def judge(
     records: Iterable[Record], brake: LoopBrake, tally: Tally | None = None
 ) -> Iterator[tuple[Record, Verdict | None]]:
-    """Yield each record with its verdict (None for a BadRecord), in input order."""
+    """Yield each record with its verdict (None for a BadRecord), in input order.
+
+    Results and usage records are not calls: they pass through with no verdict and
+    no tally, for the consumers that read them."""
     observe = brake.observe
     for record in records:
         verdict: Verdict | None = None
-        if record.__class__ is ToolCall:
+        cls = record.__class__
+        if cls is ToolResult or cls is Usage:
+            yield record, None
+            continue
+        if cls is ToolCall:
             args = record.args  # type: ignore[union-attr]
             try:
                 if _PLAIN and _PLAIN.pop(id(args), None) is args:
@@ -117,7 +124,7 @@ def write_verdicts(
     write = out.write
     for record, verdict in judge(records, brake, tally):
         if verdict is None:
-            if "error" in wanted:
+            if "error" in wanted and record.__class__ is BadRecord:
                 write(error_record(record, file))
         elif ("deny" if verdict.denied else "pass") in wanted:
             write(verdict_record(record, verdict, file))  # type: ignore[arg-type]

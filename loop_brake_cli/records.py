@@ -1,7 +1,10 @@
 """The records that flow from adapters to the brake, and the verdict line schema.
 
-Adapters yield ``ToolCall`` or ``BadRecord``; the verdict line is the one JSON
-shape every command writes (filter, replay --verdicts, hook --shadow, the proxy
+Adapters yield ``ToolCall`` or ``BadRecord``, and where the format records them a
+``ToolResult`` (what a call returned, for the progress mode of a policy) and
+``Usage`` (what a model turn cost, for replay's waste figures); consumers that do
+not use the last two pass over them. The verdict line is the one JSON shape every
+command writes (filter, replay --verdicts, hook --shadow, the proxy
 log). It carries the tool name, ids and the 12-hex prefix, never arguments.
 """
 
@@ -12,7 +15,16 @@ from typing import Any
 
 from .verdicts import CODE, PLUGIN, Verdict
 
-__all__ = ["BadRecord", "Record", "ToolCall", "error_record", "line_too_long", "verdict_record"]
+__all__ = [
+    "BadRecord",
+    "Record",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "error_record",
+    "line_too_long",
+    "verdict_record",
+]
 
 
 @dataclass(slots=True)
@@ -37,7 +49,42 @@ class BadRecord:
     path: str | None = None
 
 
-Record = ToolCall | BadRecord
+@dataclass(slots=True)
+class ToolResult:
+    """What a call returned: ``result`` is the raw JSON value, never written anywhere;
+    the engine only hashes it. ``call_id`` pairs it with its call (None: the
+    session's latest call). ``digest`` is set instead of ``result`` when the host
+    hashed the result itself (``resultDigest``)."""
+
+    session: str
+    call_id: Any = None
+    result: Any = None
+    digest: bytes | None = None
+    line: int | None = None
+    path: str | None = None
+
+
+@dataclass(slots=True)
+class Usage:
+    """The tokens one model turn spent, as the transcript recorded them (None: not
+    recorded, never 0). ``turn`` names the turn (a message or response id) so an
+    adapter that sees the same usage twice reports it once; the calls a turn
+    produced are the session's calls between this record and the next ``Usage``
+    of the session, which adapters ensure by yielding it before those calls."""
+
+    session: str
+    turn: str | None = None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    line: int | None = None
+    path: str | None = None
+
+
+Record = ToolCall | BadRecord | ToolResult | Usage
 
 
 def line_too_long(line: int, limit: int) -> BadRecord:

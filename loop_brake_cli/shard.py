@@ -44,7 +44,7 @@ def select_shard(records: Iterable[Record], index: int, shards: int) -> Iterator
         if record.__class__ is BadRecord:
             if index == 0:
                 yield record
-            continue
+            continue  # results and usage follow their session, below
         session = record.session  # type: ignore[union-attr]
         keep = owned.get(session)
         if keep is None:

@@ -76,7 +76,8 @@ class Analyzer:
     def add(self, record: Record, verdict: Verdict | None) -> None:
         """Count one judged record (a BadRecord when ``verdict`` is None)."""
         if verdict is None:
-            self.bad_record(record)  # type: ignore[arg-type]
+            if record.__class__ is BadRecord:
+                self.bad_record(record)
             return
         info = self._file
         assert info is not None, "start_file first"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..brake import LoopBrake
 from ..canonical import JSONInputError, call_digest
-from ..records import ToolCall
+from ..records import BadRecord, ToolCall
 
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
 
@@ -124,7 +124,8 @@ def compare_files(
             calls = 0
             for record in choice.adapter.parse(source):
                 if record.__class__ is not ToolCall:
-                    result.unreadable += 1
+                    if record.__class__ is BadRecord:
+                        result.unreadable += 1
                     continue
                 try:
                     digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
