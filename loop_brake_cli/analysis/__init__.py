@@ -7,6 +7,9 @@ Where each part is decided:
 - ``report``: the findings as plain data that pickles, and ``merge`` of the
   reports of files replayed separately (``replay -j``);
 - ``sweep``: what every other maxRepeats would have denied, with no second pass;
+- ``waste``: what the calls after each streak's first denial cost (calls, model
+  turns, tokens by kind), per session;
+- ``timeline``: every call of a session, kept only when asked for (``replay --html``);
 - ``summary``: the streak-length histogram and the ``--json`` document;
 - ``replay``: reading files into an analyzer, every failure located in the report.
 
@@ -33,13 +36,18 @@ from .report import (
 )
 from .summary import histogram, report_to_json
 from .sweep import SweepRow, parse_sweep, sweep
+from .timeline import TimelineCall
+from .waste import KINDS, Cost, ModelCost, Tokens, Waste
 
 __all__ = [
+    "KINDS",
     "Alternation",
     "Analyzer",
+    "Cost",
     "Denial",
     "FileInfo",
     "Job",
+    "ModelCost",
     "ReadError",
     "Report",
     "SameToolRun",
@@ -47,6 +55,9 @@ __all__ = [
     "Skipped",
     "Streak",
     "SweepRow",
+    "TimelineCall",
+    "Tokens",
+    "Waste",
     "Where",
     "histogram",
     "internal_error",

@@ -10,7 +10,7 @@ bounded memory.
 
 from __future__ import annotations
 
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, Usage
 from ..verdicts import Verdict
 from .report import (
     DENIALS_KEPT,
@@ -27,14 +27,22 @@ from .report import (
     Streak,
     Where,
 )
+from .timeline import TimelineCall
+from .waste import Cost, Turn, Waste, close_turn
 
 
 class Analyzer:
     """Builds a Report from judged records; one per run (per file unless sessions continue)."""
 
-    def __init__(self, max_repeats: int, max_repeats_source: str, cap: int) -> None:
+    def __init__(
+        self, max_repeats: int, max_repeats_source: str, cap: int, timeline: bool = False
+    ) -> None:
+        """``timeline``: also keep every call of every session (``SessionStats.timeline``)."""
         self.report = Report(max_repeats, max_repeats_source, max(cap, max_repeats, HISTOGRAM_TOP))
         self._sessions: dict[str, SessionStats] = {}
+        self._timeline = timeline
+        # Usage seen for sessions with no call yet: their turns so far, and the open one.
+        self._pending: dict[str, tuple[Cost, Turn | None]] = {}
         self._file: FileInfo | None = None
         self._file_sessions: set[str] = set()
         self._call = 0
@@ -78,6 +86,8 @@ class Analyzer:
         if verdict is None:
             if record.__class__ is BadRecord:
                 self.bad_record(record)
+            elif record.__class__ is Usage:
+                self._usage(record)  # type: ignore[arg-type]
             return
         info = self._file
         assert info is not None, "start_file first"
@@ -87,8 +97,7 @@ class Analyzer:
         key = verdict.session_id
         stats = self._sessions.get(key)
         if stats is None:
-            stats = self._sessions[key] = SessionStats(info.file, key)
-            report.sessions.append(stats)
+            stats = self._new_session(key, info.file)
         if key not in self._file_sessions:
             self._file_sessions.add(key)
             info.sessions += 1
@@ -107,13 +116,72 @@ class Analyzer:
         if verdict.duplicate:
             stats.duplicates += 1
             report.duplicates += 1
+            if stats.timeline is not None:
+                self._mark(stats, verdict, where, False)
             return
         if count <= report.cap and count not in report.first_at:
             report.first_at[count] = where
-        self._streak(stats, verdict, where)
+        wasted = self._streak(stats, verdict, where)
+        if wasted:
+            self._wasted(stats)
+        if stats.timeline is not None:
+            self._mark(stats, verdict, where, wasted)
         self._patterns(stats, verdict, where)
 
-    def _streak(self, stats: SessionStats, verdict: Verdict, where: Where) -> None:
+    def _new_session(self, key: str, file: str) -> SessionStats:
+        stats = self._sessions[key] = SessionStats(file, key)
+        self.report.sessions.append(stats)
+        if self._timeline:
+            stats.timeline = []
+        pending = self._pending.pop(key, None) if self._pending else None
+        if pending is not None:
+            stats.spent, stats.turn = pending
+        return stats
+
+    def _usage(self, usage: Usage) -> None:
+        """A model turn begins: the session's calls from here to its next Usage are its own."""
+        key = usage.session
+        stats = self._sessions.get(key)
+        if stats is None:  # no call yet: keep the turn until the session's first call
+            spent, turn = self._pending.get(key) or (Cost(), None)
+            if turn is not None:
+                close_turn(turn, 0, spent, Waste())
+            ordinal = spent.turns + 1
+            self._pending[key] = (spent, Turn(usage, ordinal, 0))
+            return
+        calls = stats.calls - stats.duplicates
+        if stats.turn is not None:
+            close_turn(stats.turn, calls, stats.spent, stats.waste)
+        stats.turn = Turn(usage, stats.spent.turns + 1, calls)
+
+    @staticmethod
+    def _wasted(stats: SessionStats) -> None:
+        stats.waste.calls += 1
+        if stats.turn is None:
+            stats.waste.unknown_calls += 1
+        else:
+            stats.turn.wasted += 1
+
+    @staticmethod
+    def _mark(stats: SessionStats, verdict: Verdict, where: Where, wasted: bool) -> None:
+        kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"
+        turn = stats.turn
+        stats.timeline.append(  # type: ignore[union-attr]
+            TimelineCall(
+                verdict.tool_name,
+                verdict.hash_prefix,
+                verdict.count,
+                kind,
+                where,
+                wasted,
+                verdict.duplicate,
+                None if turn is None else turn.ordinal,
+            )
+        )
+
+    def _streak(self, stats: SessionStats, verdict: Verdict, where: Where) -> bool:
+        """Count the call into its streak; True when it comes after the streak's first
+        denial (a wasted call, analysis/waste.py)."""
         count = verdict.count
         current = stats.current
         if count == 1 or current is None:
@@ -122,6 +190,8 @@ class Analyzer:
             current = stats.current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
         else:
             current.length = count
+            if stats.open_denial is not None:
+                return True
         # The streak's first denied call (without a policy: count == maxRepeats; under
         # one, the tool's own limit, or a cycle or stop denial at any count).
         if verdict.denied and stats.open_denial is None:
@@ -137,6 +207,7 @@ class Analyzer:
             self.report.denied_streaks += 1
             if len(self.report.denials) < DENIALS_KEPT:
                 self.report.denials.append(stats.open_denial)
+        return False
 
     def _close(self, stats: SessionStats) -> None:
         current = stats.current
@@ -187,8 +258,12 @@ class Analyzer:
         """Close every open streak and return the report (the analyzer is spent)."""
         for stats in self.report.sessions:
             self._close(stats)
+            if stats.turn is not None:
+                close_turn(stats.turn, stats.calls - stats.duplicates, stats.spent, stats.waste)
+                stats.turn = None
             stats.current = stats.open_denial = stats.alt = stats.same = None
             stats.prev_prefix = stats.prev2_prefix = stats.prev_tool = None
             stats.prev_where = None
         self._sessions = {}
+        self._pending = {}
         return self.report

@@ -30,6 +30,7 @@ class Job:
     in_directory: bool = False
     strict: bool = False
     policy: Any = None  # a policy.Policy, or None: the seed's rule
+    timeline: bool = False  # also keep every call (SessionStats.timeline)
 
 
 def replay_file(
@@ -120,7 +121,7 @@ def _position(raw: Any, source: Any) -> int:
 def replay_job(job: Job) -> Report:
     """Replay one file as its own run (the worker-process entry point of ``replay -j``)."""
     brake = LoopBrake(job.max_repeats, source=job.max_repeats_source, policy=job.policy)
-    analyzer = Analyzer(job.max_repeats, job.max_repeats_source, job.cap)
+    analyzer = Analyzer(job.max_repeats, job.max_repeats_source, job.cap, job.timeline)
     replay_file(
         job.path,
         brake,
@@ -147,19 +148,21 @@ def replay_files(
     in_directory: Collection[str] = (),
     strict: bool = False,
     policy: Any = None,
+    timeline: bool = False,
 ) -> Report:
     """Replay files in this process, in order; each its own run unless sessions continue.
 
     ``in_directory``: the paths found by searching a directory (see ``replay_file``);
-    ``policy``: a ``policy.Policy`` or None (the seed's rule)."""
+    ``policy``: a ``policy.Policy`` or None (the seed's rule); ``timeline``: keep
+    every call of every session (``SessionStats.timeline``, for ``replay --html``)."""
     brake = LoopBrake(max_repeats, source=max_repeats_source, policy=policy)
-    analyzer = Analyzer(max_repeats, max_repeats_source, cap)
+    analyzer = Analyzer(max_repeats, max_repeats_source, cap, timeline)
     reports: list[Report] = []
     for index, path in enumerate(paths):
         if index and not continue_sessions:
             reports.append(analyzer.finish())
             brake.reset()
-            analyzer = Analyzer(max_repeats, max_repeats_source, cap)
+            analyzer = Analyzer(max_repeats, max_repeats_source, cap, timeline)
         info = replay_file(
             path,
             brake,

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .waste import Cost, Turn, Waste
+
+if TYPE_CHECKING:
+    from .timeline import TimelineCall
 
 DENIALS_KEPT = 10_000
 """Denials listed in a report; more are counted (``denied_streaks``) but not listed."""
@@ -127,7 +132,14 @@ class SessionStats:
     longest: Streak | None = None
     longest_alternation: Alternation | None = None
     longest_same_tool: SameToolRun | None = None
+    waste: Waste = field(default_factory=Waste)
+    """The calls after each streak's first denial, and their cost (analysis/waste.py)."""
+    spent: Cost = field(default_factory=Cost)
+    """Every model turn of the session with recorded usage (none: no usage recorded)."""
+    timeline: list[TimelineCall] | None = None
+    """Every call, when asked for (analysis/timeline.py); None otherwise."""
     # live state, meaningless once the report is finished
+    turn: Turn | None = None
     current: Streak | None = None
     open_denial: Denial | None = None
     prev_prefix: str | None = None

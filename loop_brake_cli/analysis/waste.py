@@ -1,0 +1,176 @@
+"""What a loop cost: the calls after a streak's first denial, the model turns behind them, and
+their tokens.
+
+The rule (docs/replay.md, "Waste"): a call is *wasted* when it repeats a streak
+after the brake's first denial of that streak (the identical calls the agent
+made after the brake would have said no; the denied call itself is not). A
+model turn is the ``Usage`` record an adapter yields before the calls it
+produced, so a turn's calls are its session's calls up to the next ``Usage`` of
+the session. A turn is *wasted* when every call it produced is wasted, and then
+all of its tokens count, once, however many calls it emitted; a turn some of
+whose calls are wasted and some not is *partly wasted*: counted, but its tokens
+are not, since the turn was needed for its other calls. The figures are thus a
+floor of what the loop cost, never an estimate. Wasted calls with no ``Usage``
+before them in their session have an unknown cost, and are counted as such.
+
+Token counts are kept as the transcript recorded them, per model name and kind;
+a kind no turn recorded stays None ("not recorded"), never 0. Plain data that
+pickles, so ``replay -j`` merges it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import Usage
+
+__all__ = ["KINDS", "Cost", "ModelCost", "Tokens", "Turn", "Waste", "close_turn"]
+
+KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+"""The token kinds, in the order every output lists them."""
+JSON_KINDS = {
+    "input": "input",
+    "output": "output",
+    "cache_read": "cacheRead",
+    "cache_write": "cacheWrite",
+    "reasoning": "reasoning",
+}
+
+
+@dataclass(slots=True)
+class Tokens:
+    """Tokens by kind; None: no turn counted here recorded that kind (never 0 for it)."""
+
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+
+    def add_usage(self, usage: Usage) -> None:
+        self._add(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+
+    def add(self, other: Tokens) -> None:
+        self._add(other.input, other.output, other.cache_read, other.cache_write, other.reasoning)
+
+    def _add(self, *values: int | None) -> None:
+        for kind, value in zip(KINDS, values, strict=True):
+            if value is not None:
+                old = getattr(self, kind)
+                setattr(self, kind, value if old is None else old + value)
+
+    def get(self, kind: str) -> int | None:
+        return getattr(self, kind)  # type: ignore[no-any-return]
+
+    @property
+    def recorded(self) -> bool:
+        """Whether any kind was recorded."""
+        return any(getattr(self, kind) is not None for kind in KINDS)
+
+    def to_json(self) -> dict[str, int | None]:
+        return {JSON_KINDS[kind]: getattr(self, kind) for kind in KINDS}
+
+
+@dataclass(slots=True)
+class ModelCost:
+    """One model's turns and tokens."""
+
+    turns: int = 0
+    tokens: Tokens = field(default_factory=Tokens)
+
+
+@dataclass(slots=True)
+class Cost:
+    """Model turns and their tokens, by model name (None: the transcript named none)."""
+
+    turns: int = 0
+    by_model: dict[str | None, ModelCost] = field(default_factory=dict)
+
+    def add_usage(self, usage: Usage) -> None:
+        self.turns += 1
+        mine = self.by_model.get(usage.model)
+        if mine is None:
+            mine = self.by_model[usage.model] = ModelCost()
+        mine.turns += 1
+        mine.tokens.add_usage(usage)
+
+    def add(self, other: Cost) -> None:
+        self.turns += other.turns
+        for model, theirs in other.by_model.items():
+            mine = self.by_model.get(model)
+            if mine is None:
+                mine = self.by_model[model] = ModelCost()
+            mine.turns += theirs.turns
+            mine.tokens.add(theirs.tokens)
+
+    def tokens(self) -> Tokens:
+        """All models' tokens together."""
+        total = Tokens()
+        for model in self.by_model.values():
+            total.add(model.tokens)
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "tokens": self.tokens().to_json(),
+            "byModel": [
+                {"model": model, "turns": cost.turns, "tokens": cost.tokens.to_json()}
+                for model, cost in self.by_model.items()
+            ],
+        }
+
+
+@dataclass(slots=True)
+class Waste:
+    """The calls after each streak's first denial, and what they cost where it is known."""
+
+    calls: int = 0
+    """Calls after the first denial of their streak (call-id duplicates not counted)."""
+    unknown_calls: int = 0
+    """Of those, calls with no ``Usage`` before them in their session: cost unknown."""
+    partial_turns: int = 0
+    """Turns some, not all, of whose calls are wasted: counted, their tokens not."""
+    cost: Cost = field(default_factory=Cost)
+    """The turns all of whose calls are wasted, and their tokens."""
+
+    def add(self, other: Waste) -> None:
+        self.calls += other.calls
+        self.unknown_calls += other.unknown_calls
+        self.partial_turns += other.partial_turns
+        self.cost.add(other.cost)
+
+
+@dataclass(slots=True)
+class Turn:
+    """A session's open model turn (live state while replaying, never in a finished report).
+
+    ``usage`` is read when the turn closes, not when it opens: an adapter may raise
+    a turn's figures after yielding it (``formats._common.TurnUsage``)."""
+
+    usage: Usage
+    ordinal: int
+    """1-based among the session's turns."""
+    start: int
+    """The session's calls (call-id duplicates not counted) before this turn."""
+    wasted: int = 0
+
+
+def close_turn(turn: Turn, calls: int, spent: Cost, waste: Waste) -> None:
+    """Count a finished turn: in ``spent`` always, in ``waste`` when all its calls were
+    wasted (partly wasted: counted apart, its tokens not). ``calls``: the session's
+    calls so far, duplicates not counted."""
+    spent.add_usage(turn.usage)
+    produced = calls - turn.start
+    if turn.wasted:
+        if turn.wasted == produced:
+            waste.cost.add_usage(turn.usage)
+        else:
+            waste.partial_turns += 1
