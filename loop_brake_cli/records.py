@@ -10,9 +10,9 @@ log). It carries the tool name, ids and the 12-hex prefix, never arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .slotted import Fields
 from .verdicts import CODE, PLUGIN, Verdict
 
 __all__ = [
@@ -27,61 +27,109 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
-class ToolCall:
+class ToolCall(Fields):
     """One tool call as an adapter found it; ``line`` or ``path`` locates it."""
 
-    tool: str
-    args: Any
-    session: str
-    call_id: Any = None
-    line: int | None = None
-    path: str | None = None
-    args_unparsed: bool = False
+    __slots__ = ("tool", "args", "session", "call_id", "line", "path", "args_unparsed")
+
+    def __init__(
+        self,
+        tool: str,
+        args: Any,
+        session: str,
+        call_id: Any = None,
+        line: int | None = None,
+        path: str | None = None,
+        args_unparsed: bool = False,
+    ) -> None:
+        self.tool = tool
+        self.args = args
+        self.session = session
+        self.call_id = call_id
+        self.line = line
+        self.path = path
+        self.args_unparsed = args_unparsed
 
 
-@dataclass(slots=True)
-class BadRecord:
+class BadRecord(Fields):
     """Input that could not be read as a call; ``message`` never quotes the input."""
 
-    message: str
-    line: int | None = None
-    path: str | None = None
+    __slots__ = ("message", "line", "path")
+
+    def __init__(self, message: str, line: int | None = None, path: str | None = None) -> None:
+        self.message = message
+        self.line = line
+        self.path = path
 
 
-@dataclass(slots=True)
-class ToolResult:
+class ToolResult(Fields):
     """What a call returned: ``result`` is the raw JSON value, never written anywhere;
     the engine only hashes it. ``call_id`` pairs it with its call (None: the
     session's latest call). ``digest`` is set instead of ``result`` when the host
     hashed the result itself (``resultDigest``)."""
 
-    session: str
-    call_id: Any = None
-    result: Any = None
-    digest: bytes | None = None
-    line: int | None = None
-    path: str | None = None
+    __slots__ = ("session", "call_id", "result", "digest", "line", "path")
+
+    def __init__(
+        self,
+        session: str,
+        call_id: Any = None,
+        result: Any = None,
+        digest: bytes | None = None,
+        line: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.session = session
+        self.call_id = call_id
+        self.result = result
+        self.digest = digest
+        self.line = line
+        self.path = path
 
 
-@dataclass(slots=True)
-class Usage:
+class Usage(Fields):
     """The tokens one model turn spent, as the transcript recorded them (None: not
     recorded, never 0). ``turn`` names the turn (a message or response id) so an
     adapter that sees the same usage twice reports it once; the calls a turn
     produced are the session's calls between this record and the next ``Usage``
     of the session, which adapters ensure by yielding it before those calls."""
 
-    session: str
-    turn: str | None = None
-    model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    line: int | None = None
-    path: str | None = None
+    __slots__ = (
+        "session",
+        "turn",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "line",
+        "path",
+    )
+
+    def __init__(
+        self,
+        session: str,
+        turn: str | None = None,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        line: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.session = session
+        self.turn = turn
+        self.model = model
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_read_tokens = cache_read_tokens
+        self.cache_write_tokens = cache_write_tokens
+        self.reasoning_tokens = reasoning_tokens
+        self.line = line
+        self.path = path
 
 
 Record = ToolCall | BadRecord | ToolResult | Usage

@@ -8,10 +8,10 @@ names, counts and hash prefixes only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .canonical import hash_prefix, js_string
+from .slotted import FrozenFields
 from .streak import PolicySlot, Slot, is_denied
 
 __all__ = [
@@ -65,25 +65,63 @@ def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> s
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+_set = object.__setattr__
+
+
+class Verdict(FrozenFields):
     """One decision. ``denied`` calls must not run."""
 
-    denied: bool
-    tool_name: str
-    session_id: str
-    count: int
-    max_repeats: int
-    hash_prefix: str
-    call_id: Any = None
-    duplicate: bool = False
-    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
-    limit: int | None = None
-    exempt: bool = False
-    match: str | None = None
-    cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
-    cycle_repeats: int = 0
-    denials: int = 0
+    __slots__ = (
+        "denied",
+        "tool_name",
+        "session_id",
+        "count",
+        "max_repeats",
+        "hash_prefix",
+        "call_id",
+        "duplicate",
+        "rule",
+        "limit",
+        "exempt",
+        "match",
+        "cycle",
+        "cycle_repeats",
+        "denials",
+    )
+
+    def __init__(
+        self,
+        denied: bool,
+        tool_name: str,
+        session_id: str,
+        count: int,
+        max_repeats: int,
+        hash_prefix: str,
+        call_id: Any = None,
+        duplicate: bool = False,
+        rule: str | None = None,  # None: no policy (the seed's verdict, byte for byte)
+        limit: int | None = None,
+        exempt: bool = False,
+        match: str | None = None,
+        cycle: tuple[tuple[str, str], ...] = (),  # (tool, hash prefix) of each call of the cycle
+        cycle_repeats: int = 0,
+        denials: int = 0,
+    ) -> None:
+        _set(self, "denied", denied)
+        _set(self, "tool_name", tool_name)
+        _set(self, "session_id", session_id)
+        _set(self, "count", count)
+        _set(self, "max_repeats", max_repeats)
+        _set(self, "hash_prefix", hash_prefix)
+        _set(self, "call_id", call_id)
+        _set(self, "duplicate", duplicate)
+        _set(self, "rule", rule)
+        _set(self, "limit", limit)
+        _set(self, "exempt", exempt)
+        _set(self, "match", match)
+        _set(self, "cycle", cycle)
+        _set(self, "cycle_repeats", cycle_repeats)
+        _set(self, "denials", denials)
 
     @property
     def stop(self) -> bool:

@@ -20,6 +20,7 @@ CORE = {
     "brake",
     "limits",
     "verdicts",
+    "slotted",
     "fast_canonical",
     "fast_lines",
     "records",
