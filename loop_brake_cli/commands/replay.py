@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -89,6 +90,15 @@ def _write_json(doc: object) -> None:
     default=None,
     help="Also tabulate what each maxRepeats in LOW..HIGH (e.g. 2..10) would deny.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="Also write the report as one self-contained HTML page to FILE (- for stdout, "
+    "instead of the summary): totals, a sortable table, a timeline of each session.",
+)
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call would be denied.")
 @click.option("--expect-deny", is_flag=True, help="Exit 1 unless at least one call would be.")
 @click.option(
@@ -132,6 +142,7 @@ def replay_command(
     strict: bool = False,
     policy_path: str | None = None,
     compare_path: str | None = None,
+    html_path: str | None = None,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -176,6 +187,11 @@ def replay_command(
             return errors(f"--sweep: {exc}")
     if compare_path is not None and (verdicts or sweep_text is not None):
         return errors("--compare-policy is its own output: not with --verdicts or --sweep")
+    if html_path is not None and (verdicts or compare_path is not None):
+        other = "--verdicts" if verdicts else "--compare-policy"
+        return errors(f"--html draws the summary's report, not {other}")
+    if html_path == "-" and as_json:
+        return errors("--html - and --json would both write to stdout: give --html a file")
     if compare_path is not None and policy_path is not None:
         return errors("--compare-policy FILE already names the policy: drop --policy")
     resolved = resolve(errors, max_repeats, config_paths)
@@ -248,17 +264,20 @@ def replay_command(
             in_directory,
             strict,
             policy,
+            timeline=html_path is not None,
         )
         _report_problems(report)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
         rows = sweep(report, limits) if limits else None
+        if html_path is not None and not _write_html(report, html_path, policy):
+            return ExitStatus.OUTPUT
         if as_json:
             doc = report_to_json(report, rows)
             if policy is not None:
                 doc["policy"] = policy.path
             _write_json(doc)
-        else:
+        elif html_path != "-":  # with --html -, the page is stdout's only content
             from ..render import print_replay_summary
 
             print_replay_summary(report, rows)
@@ -267,6 +286,20 @@ def replay_command(
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def _write_html(report: Report, target: str, policy: Any) -> bool:
+    """The HTML report to ``target`` (``-``: stdout), written atomically; False after
+    saying on stderr why it could not be."""
+    from ..html_report import HtmlWriteError, page_data, render_page, write_html
+
+    page = render_page(page_data(report, policy.path if policy is not None else None))
+    try:
+        write_html(page, target)
+    except HtmlWriteError as exc:
+        _fail(str(exc))
+        return False
+    return True
 
 
 def _report_problems(report: Report) -> None:
@@ -315,6 +348,7 @@ def _replay(
     in_directory: set[str],
     strict: bool,
     policy: object = None,
+    timeline: bool = False,
 ) -> Report:
     from ._replay_pool import progress_bar, replay_parallel
 
@@ -332,6 +366,7 @@ def _replay(
                     path in in_directory,
                     strict,
                     policy,
+                    timeline,
                 )
                 for path in files
             ]
@@ -350,6 +385,7 @@ def _replay(
             in_directory=in_directory,
             strict=strict,
             policy=policy,
+            timeline=timeline,
         )
     finally:
         if progress:
