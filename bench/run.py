@@ -12,8 +12,9 @@
   and a check that both wrote the same hashPrefix/count/verdict columns.
 * memory: peak RSS of that run, and of 1,000,000 events over 1,000,000 sessions
   with and without ``--max-sessions 100000``.
-* live: events written one at a time into a pipe at 1,000/s for 10 s; p50/p99 of
-  the time from a write to its verdict line.
+* live: events written one at a time into a pipe at 1,000/s for 10 s; p50/p99/max
+  of the time from a write to its verdict line, alone and again while a CPU hog
+  (``python -c "while True: pass"``) runs.
 * hook: ``bench/hook_startup.py`` where it exists.
 * replay: ``loop-brake replay`` on a generated Claude Code transcript, MB/s.
 * policy: ``bench/policy.py``: filter's throughput with no policy, an empty one
@@ -204,7 +205,35 @@ def _evictions(stderr: str) -> str:
 
 
 def bench_live(seconds: float, rate: int) -> None:
-    """Write events one at a time into the filter's stdin; time each verdict line.
+    """Live latency, once on a quiet machine and once while a CPU hog runs beside it.
+
+    The hog is ``python -c "while True: pass"``: a second CPU-bound process, so the
+    filter must be woken and answer while it competes for a core."""
+    for hog in (False, True):
+        spinner = None
+        if hog:
+            spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            lat = _live_latencies(seconds, rate)
+        finally:
+            if spinner is not None:
+                spinner.kill()
+                spinner.wait()
+        label = "with a CPU hog" if hog else "no hog"
+        if not lat:
+            row(f"live latency, {label}", "n/a", "no verdicts")
+            continue
+        p50 = lat[len(lat) // 2]
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        where = f"{rate}/s for {seconds:g} s, {label}"
+        row(f"live p50, {where} (ms)", f"{p50:.3f}", f"{len(lat)} events")
+        row(f"live p99, {where} (ms)", f"{p99:.3f}", _target(p99 <= 1.0, "<= 1 ms"))
+        row(f"live max, {where} (ms)", f"{lat[-1]:.3f}")
+
+
+def _live_latencies(seconds: float, rate: int) -> list[float]:
+    """Write events one at a time into the filter's stdin; the sorted times (ms) from
+    each write to its verdict line being read.
 
     One thread both paces the writes and waits for output with select(), so the
     timestamps are not delayed by this process's own GIL hand-offs."""
@@ -243,19 +272,7 @@ def bench_live(seconds: float, rate: int) -> None:
     proc.stdin.close()  # type: ignore[union-attr]
     proc.wait()
     n = min(len(got), len(sent))
-    lat = sorted((got[k] - sent[k]) * 1000 for k in range(n))
-    if not lat:
-        row("live latency", "n/a", "no verdicts")
-        return
-    p50 = lat[len(lat) // 2]
-    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-    row(f"live latency p50, {rate}/s for {seconds:g} s (ms)", f"{p50:.3f}", f"{n} events")
-    row(
-        f"live latency p99, {rate}/s for {seconds:g} s (ms)",
-        f"{p99:.3f}",
-        _target(p99 <= 1.0, "<= 1 ms"),
-    )
-    row("live latency max (ms)", f"{lat[-1]:.3f}")
+    return sorted((got[k] - sent[k]) * 1000 for k in range(n))
 
 
 def bench_hook(quick: bool) -> None:
