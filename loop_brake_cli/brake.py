@@ -16,7 +16,7 @@ from typing import Any
 
 from .canonical import call_digest
 from .limits import resolve_max_repeats
-from .streak import PolicySlot, Slot, policy_step, step
+from .streak import PolicySlot, Slot, policy_step, result_step, step
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
 __all__ = [
@@ -123,6 +123,8 @@ class LoopBrake:
         if self.policy is not None:  # chosen once: the seed's path keeps its speed
             self.count_call = self._count_policy  # type: ignore[method-assign]
             self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
+        self.progress = self.policy is not None and self.policy.uses_progress
+        """Results may restart streaks (the policy's progress mode): worth reading."""
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -187,6 +189,33 @@ class LoopBrake:
         )
         self._keep(session, prev, state, duplicate)
         return state, duplicate
+
+    def observe_result(
+        self,
+        session: str,
+        call_id: Any = None,
+        result: Any = None,
+        digest: bytes | None = None,
+    ) -> bool:
+        """Pair a call's result with the session's latest call (``streak.result_step``):
+        by call id, or without one; returns whether it paired (False: ignored).
+
+        ``result`` is the parsed JSON value, hashed with the policy's ignore patterns
+        (``progress.result_digest``) and then forgotten; ``digest`` a 32-byte digest the
+        host computed instead. Without the progress mode nothing is kept: False."""
+        if not self.progress:
+            return False
+        prev = self._slots.get(session)
+        if prev is None:
+            return False
+        if digest is None:
+            from .progress import result_digest
+
+            digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
+        state, paired = result_step(prev, call_id, digest)
+        if state is not prev:
+            self._slots[session] = state
+        return paired
 
     def _keep(
         self, session: str, prev: Slot | PolicySlot | None, slot: Slot | PolicySlot, duplicate: bool

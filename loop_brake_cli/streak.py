@@ -30,6 +30,25 @@ same duplicate rule, and then, in this order, one decision per counted call:
 
 A duplicate returns the previous slot, whose decision is the counted call's.
 Without a policy ``step`` is used, unchanged.
+
+The progress mode (``progress = true``, globally or for the rule of the call's
+tool) lets results restart a streak: identical calls whose results keep
+changing are polling, not a loop. ``result_step`` is its rule, pure like
+``policy_step``:
+
+* a result pairs with the session's latest counted call when its call id equals
+  that call's, or when it has no call id; any other result is ignored (the
+  caller counts it) and changes nothing;
+* the ``PolicySlot`` keeps the digest of the latest call's result and of the
+  latest result seen for an earlier call of the streak (with how many earlier
+  calls had one: all identical, or the streak would have restarted);
+* when the latest call's result differs from that earlier digest, the streak
+  restarts: the latest call counts as 1, so the next identical call is 2. The
+  latest call's own decision stands (a duplicate of it still gets it); the
+  restart shows at the next call. Equal, or no result at all: the counting
+  is exactly ``step``'s;
+* a denial by the streak rule under progress says how many results of the
+  streak were identical (``Decision.results``).
 """
 
 from __future__ import annotations
@@ -39,7 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from .policy.model import Policy
 
-__all__ = ["Decision", "PolicySlot", "Slot", "is_denied", "policy_step", "step"]
+__all__ = ["Decision", "PolicySlot", "Slot", "is_denied", "policy_step", "result_step", "step"]
 
 
 class Slot(NamedTuple):
@@ -75,7 +94,9 @@ class Decision(NamedTuple):
     ``max_repeats`` is the streak limit that applied to the call (its tool rule's,
     else the global one); ``limit`` the limit of the rule named by ``rule``
     (None for an exempt call); ``period``/``repeats`` describe a cycle denial;
-    ``denials`` the consecutive denials in the session, this call included."""
+    ``denials`` the consecutive denials in the session, this call included;
+    ``progress`` whether the call's results may restart its streak, and ``results``
+    how many earlier calls of the streak had a result (all identical)."""
 
     denied: bool
     rule: str
@@ -86,17 +107,36 @@ class Decision(NamedTuple):
     period: int = 0
     repeats: int = 0
     denials: int = 0
+    progress: bool = False
+    results: int = 0
 
 
 class PolicySlot(NamedTuple):
     """A session's state under a policy: the streak slot, the cycle window (empty
-    unless cycles are on), the consecutive denials and the last call's decision."""
+    unless cycles are on), the consecutive denials and the last call's decision.
+
+    Progress mode only (else None, 0, None): ``earlier_result`` the digest of the
+    latest result seen for an earlier call of the streak, ``earlier_results`` how
+    many earlier calls had one, ``latest_result`` the latest call's result."""
 
     slot: Slot
     decision: Decision
     recent: tuple[bytes, ...] = ()
     recent_tools: tuple[str, ...] = ()
     runs: tuple[int, ...] = ()
+    earlier_result: bytes | None = None
+    earlier_results: int = 0
+    latest_result: bytes | None = None
+
+    @property
+    def restarts(self) -> bool:
+        """The latest call's result differs from the streak's earlier one: the next
+        call counts as if the latest call had been the first of its streak."""
+        return (
+            self.latest_result is not None
+            and self.earlier_result is not None
+            and self.latest_result != self.earlier_result
+        )
 
 
 def policy_step(
@@ -109,17 +149,34 @@ def policy_step(
 ) -> tuple[PolicySlot, bool]:
     """The session's state after one call under ``policy``, and whether the call was a
     duplicate. Pure, like ``step`` (which does the counting)."""
-    slot, duplicate = step(None if prev is None else prev.slot, tool, digest, call_id)
+    base = None if prev is None else prev.slot
+    restarted = prev is not None and prev.restarts
+    if restarted:
+        base = base._replace(count=1)  # type: ignore[union-attr]
+    slot, duplicate = step(base, tool, digest, call_id)
     if duplicate:
         assert prev is not None
         return prev, True
     found = policy.rule_for(tool)
     limit, exempt, match = max_repeats, False, None
+    progress = policy.progress
     if found is not None:
         rule, match = found
         exempt = rule.exempt
         if rule.max_repeats is not None:
             limit = rule.max_repeats
+        if rule.progress is not None:
+            progress = rule.progress
+    earlier: bytes | None = None
+    earlier_results = 0
+    if progress and slot.count > 1:  # the streak goes on: carry its results
+        assert prev is not None
+        if restarted:
+            earlier, earlier_results = prev.latest_result, 1
+        elif prev.latest_result is not None:
+            earlier, earlier_results = prev.latest_result, prev.earlier_results + 1
+        else:
+            earlier, earlier_results = prev.earlier_result, prev.earlier_results
     recent: tuple[bytes, ...] = ()
     recent_tools: tuple[str, ...] = ()
     runs: tuple[int, ...] = ()
@@ -138,15 +195,15 @@ def policy_step(
         decision = Decision(True, "streak", limit, limit, match=match)
     else:
         decision = Decision(False, "streak", limit, limit, match=match)
-        if cycles is not None:
-            found_cycle = find_cycle(
-                recent, recent_tools, runs, cycles.max_repeats, policy.is_exempt
+    if progress:
+        decision = decision._replace(progress=True, results=earlier_results)
+    if cycles is not None and not decision.denied and not exempt:
+        found_cycle = find_cycle(recent, recent_tools, runs, cycles.max_repeats, policy.is_exempt)
+        if found_cycle is not None:
+            period, repeats = found_cycle
+            decision = decision._replace(
+                denied=True, rule="cycle", limit=cycles.max_repeats, period=period, repeats=repeats
             )
-            if found_cycle is not None:
-                period, repeats = found_cycle
-                decision = Decision(
-                    True, "cycle", cycles.max_repeats, limit, False, match, period, repeats
-                )
     if decision.denied:
         denials = (prev.decision.denials if prev is not None else 0) + 1
         stop = policy.stop
@@ -154,4 +211,18 @@ def policy_step(
             decision = decision._replace(rule="stop", limit=stop.after_denials, denials=denials)
         else:
             decision = decision._replace(denials=denials)
-    return PolicySlot(slot, decision, recent, recent_tools, runs), False
+    return PolicySlot(slot, decision, recent, recent_tools, runs, earlier, earlier_results), False
+
+
+def result_step(
+    prev: PolicySlot | None, call_id: Any, digest: bytes
+) -> tuple[PolicySlot | None, bool]:
+    """The session's state after a result arrives, and whether it paired with the
+    session's latest call (by call id, or without one). Pure: an unpaired result
+    returns ``prev`` itself, and so does a result of a call whose tool is not in
+    progress mode (paired, but nothing to keep)."""
+    if prev is None or (call_id is not None and call_id != prev.slot.call_id):
+        return prev, False
+    if not prev.decision.progress or prev.latest_result == digest:
+        return prev, True
+    return prev._replace(latest_result=digest), True

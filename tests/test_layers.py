@@ -31,6 +31,7 @@ CORE = {
     "exitcodes",
     "wire",
     "policy",
+    "progress",
 }
 COMMANDS = {"commands", "cli", "entry", "__main__"}
 LAYER = {"core": 0, "front": 1, "commands": 2}

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..progress import DEFAULT_IGNORE
 from .model import CycleRule, Policy, StopRule, ToolRule
 
 __all__ = ["MAX_PERIOD", "PolicyError", "Problem", "check_policy", "load_policy", "parse_policy"]
@@ -21,8 +22,8 @@ __all__ = ["MAX_PERIOD", "PolicyError", "Problem", "check_policy", "load_policy"
 MAX_PERIOD = 16
 """The longest cycle ``[cycles] max_period`` may ask for (memory per session grows with it)."""
 
-TOP_KEYS = ("tools", "cycles", "stop")
-RULE_KEYS = ("match", "max_repeats", "exempt")
+TOP_KEYS = ("tools", "cycles", "stop", "progress", "result_ignore", "result_ignore_defaults")
+RULE_KEYS = ("match", "max_repeats", "exempt", "progress")
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
 PYPROJECT_TABLE = "tool.loop-brake"
@@ -160,6 +161,15 @@ class _Checker:
             return None
         return value
 
+    def boolean(self, table: str, index: int, values: dict[str, Any], key: str) -> bool | None:
+        if key not in values:
+            return None
+        value = values[key]
+        if not isinstance(value, bool):
+            self.error(table, index, key, f"{key} must be true or false, not {_show(value)}")
+            return None
+        return value
+
 
 def _show(value: Any) -> str:
     if isinstance(value, str):
@@ -227,7 +237,39 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         if after is not None:
             stop = StopRule(after)
     _shadowed(rules, checker)
-    return Policy(tuple(rules), cycles, stop, path)
+    progress = checker.boolean("", 0, document, "progress") or False
+    ignore = _result_ignore(document, checker)
+    if not progress and not any(rule.progress for rule in rules):
+        for key in ("result_ignore", "result_ignore_defaults"):
+            if key in document:
+                checker.error(
+                    "", 0, key, f"{key} has no effect without progress = true", warning=True
+                )
+    return Policy(tuple(rules), cycles, stop, path, progress, ignore)
+
+
+def _result_ignore(document: dict[str, Any], checker: _Checker) -> tuple[str, ...]:
+    """The patterns results are cleaned of: the defaults (unless
+    ``result_ignore_defaults = false``), then ``result_ignore``; each must compile."""
+    keep = checker.boolean("", 0, document, "result_ignore_defaults")
+    patterns = DEFAULT_IGNORE if keep is not False else ()
+    raw = document.get("result_ignore", [])
+    if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
+        checker.error(
+            "", 0, "result_ignore", "result_ignore must be an array of regular expressions"
+        )
+        return patterns
+    for position, pattern in enumerate(raw):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            checker.error(
+                "",
+                0,
+                "result_ignore",
+                f"result_ignore[{position}] is not a valid regular expression: {exc}",
+            )
+    return patterns + tuple(raw)
 
 
 def _table(
@@ -274,14 +316,29 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
                 "tools", index, "exempt", f"exempt must be true or false, not {_show(exempt)}"
             )
             exempt = False
+        progress = checker.boolean("tools", index, entry, "progress")
         if exempt and "max_repeats" in entry:
             checker.error(
                 "tools", index, "max_repeats", "an exempt rule is never denied: drop max_repeats"
             )
-        elif not exempt and "max_repeats" not in entry and set(entry) <= set(RULE_KEYS):
-            checker.error("tools", index, "", "a [[tools]] rule needs max_repeats or exempt = true")
+        elif exempt and progress:
+            checker.error(
+                "tools", index, "progress", "an exempt rule is never denied: drop progress"
+            )
+        elif (
+            not exempt
+            and "max_repeats" not in entry
+            and "progress" not in entry
+            and set(entry) <= set(RULE_KEYS)
+        ):
+            checker.error(
+                "tools",
+                index,
+                "",
+                "a [[tools]] rule needs max_repeats or exempt = true, or progress",
+            )
         line = checker.locator.tables.get(("tools", index))
-        rules.append(ToolRule(patterns, limit, exempt, index, line))
+        rules.append(ToolRule(patterns, limit, exempt, index, line, progress))
     return rules
 
 

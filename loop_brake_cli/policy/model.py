@@ -1,4 +1,4 @@
-"""A policy as data: per-tool rules, the cycle brake, the stop after denials.
+"""A policy as data: per-tool rules, the cycle brake, the stop after denials, progress.
 
 Built only by ``policy.load`` (which validates every value and locates every
 mistake); plain frozen data that pickles (``replay -j`` sends it to workers).
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+
+from ..progress import DEFAULT_IGNORE
 
 __all__ = ["CycleRule", "Policy", "StopRule", "ToolRule", "glob_match"]
 
@@ -21,13 +23,15 @@ def glob_match(name: str, pattern: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ToolRule:
-    """One ``[[tools]]`` entry: its globs, and either a limit or ``exempt``."""
+    """One ``[[tools]]`` entry: its globs, and a limit, ``exempt`` or ``progress``
+    (None: the policy's global ``progress``)."""
 
     patterns: tuple[str, ...]
     max_repeats: int | None = None
     exempt: bool = False
     index: int = 0  # 0-based position among the [[tools]] entries
     line: int | None = None  # where it starts in the file
+    progress: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +52,18 @@ class StopRule:
 
 @dataclass(frozen=True)
 class Policy:
-    """A loaded policy file; ``path`` names it in summaries and ``--json``."""
+    """A loaded policy file; ``path`` names it in summaries and ``--json``.
+
+    ``progress``: the global switch of the progress mode (a rule may say otherwise
+    for its tools); ``result_ignore``: the patterns a result is cleaned of before
+    hashing (``progress.result_digest``), the defaults included unless replaced."""
 
     tools: tuple[ToolRule, ...] = ()
     cycles: CycleRule | None = None
     stop: StopRule | None = None
     path: str | None = None
+    progress: bool = False
+    result_ignore: tuple[str, ...] = DEFAULT_IGNORE
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -63,10 +73,23 @@ class Policy:
         found = self.rule_for(tool)
         return found is not None and found[0].exempt
 
+    def progress_for(self, tool: str) -> bool:
+        """Whether results restart ``tool``'s streaks: its first matching rule's
+        ``progress``, else the global one."""
+        found = self.rule_for(tool)
+        if found is not None and found[0].progress is not None:
+            return found[0].progress
+        return self.progress
+
+    @property
+    def uses_progress(self) -> bool:
+        """Some tool's streak can be restarted by a result: results are worth reading."""
+        return self.progress or any(rule.progress for rule in self.tools)
+
     @property
     def empty(self) -> bool:
         """No rule at all: the brake behaves exactly as without a policy."""
-        return not self.tools and self.cycles is None and self.stop is None
+        return not self.tools and self.cycles is None and self.stop is None and not self.progress
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:
         """The first ``[[tools]]`` rule whose glob matches ``tool``, with that glob.
