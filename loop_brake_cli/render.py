@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from .analysis import Report, SessionStats, SweepRow, Where
+    from .prices import Prices
 
 
 def stderr_console() -> Console:
@@ -67,7 +68,10 @@ def replay_console(stderr: bool = False) -> Console:
 
 
 def print_replay_summary(
-    report: Report, sweep_rows: Sequence[SweepRow] | None = None, console: Console | None = None
+    report: Report,
+    sweep_rows: Sequence[SweepRow] | None = None,
+    console: Console | None = None,
+    prices: Prices | None = None,
 ) -> None:
     """The at-a-glance answer: where the brake would have stopped these agents.
 
@@ -84,12 +88,12 @@ def print_replay_summary(
             import sys
 
             buffer = io.StringIO()
-            _ReplayView(report, Console(file=buffer, width=_PLAIN_WIDTH)).draw(sweep_rows)
+            _ReplayView(report, Console(file=buffer, width=_PLAIN_WIDTH), prices).draw(sweep_rows)
             lines = (line.rstrip() for line in buffer.getvalue().splitlines())
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
             return
-    _ReplayView(report, console).draw(sweep_rows)
+    _ReplayView(report, console, prices).draw(sweep_rows)
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -136,9 +140,11 @@ class _Grid:
 class _ReplayView:
     """Draws one report; knows how to name files and locations briefly."""
 
-    def __init__(self, report: Report, console: Console) -> None:
+    def __init__(self, report: Report, console: Console, prices: Prices | None = None) -> None:
         self.report = report
         self.console = console
+        self.prices = prices
+        self.wasted = any(stats.waste.calls for stats in report.sessions)
         self.files = report.opened_files
         self.base = _common_dir([info.file for info in self.files])
         self.only = self.files[0].file if len(self.files) == 1 else None
@@ -227,6 +233,7 @@ class _ReplayView:
             return
         self.sessions()
         self.denials()
+        self.waste()
         self.histogram()
         self.not_caught()
         if sweep_rows is not None:
@@ -265,19 +272,28 @@ class _ReplayView:
             )
         else:
             out("[green]No call would be denied.[/]")
+        if self.wasted:
+            from .analysis.summary import waste_totals
+            from .render_waste import waste_line
+
+            waste, spent = waste_totals(report)
+            without = sum(1 for s in report.sessions if s.waste.calls and not s.spent.turns)
+            out(e(waste_line(waste, spent, without, self.prices)))
 
     def sessions(self) -> None:
         if not self.report.sessions:
             return
         e = _safe
-        table = self.table(
-            "Sessions",
+        columns = [
             ("file", "left"),
             ("session", "left"),
             ("calls", "right"),
             ("longest identical streak", "left"),
             ("denied", "right"),
-        )
+        ]
+        if self.wasted:
+            columns.append(("wasted", "right"))
+        table = self.table("Sessions", *columns)
         for stats in self.report.sessions:
             longest = stats.longest
             if longest is None:
@@ -289,12 +305,46 @@ class _ReplayView:
                     f"{e(longest.tool)} {longest.hash_prefix} x{longest.length} "
                     f"from {e(self.where(longest.start, stats.file))}"
                 )
-            table.add_row(
+            cells = [
                 e(self.name(stats.file)),
                 e(self.session(stats)),
                 str(stats.calls),
                 streak,
                 f"[bold red]{stats.denied}[/]" if stats.denied else "0",
+            ]
+            if self.wasted:
+                cells.append(str(stats.waste.calls))
+            table.add_row(*cells)
+        self.show(table)
+
+    def waste(self) -> None:
+        """Per session with wasted calls: the turns spent only on them, and their tokens."""
+        from .render_waste import session_cells
+
+        rows = [s for s in self.report.sessions if s.waste.calls]
+        if not any(stats.spent.turns for stats in rows):
+            return  # nothing recorded: the header's "no usage recorded" says it all
+        e = _safe
+        columns = [
+            ("file", "left"),
+            ("session", "left"),
+            ("wasted calls", "right"),
+            ("turns", "left"),
+            ("tokens of those turns", "left"),
+            ("unknown cost", "right"),
+        ]
+        if self.prices is not None:
+            columns.append(("cost", "left"))
+        table = self.table(
+            "Waste: the calls after each denial, and the model turns they took", *columns
+        )
+        for stats in rows:
+            cells = session_cells(stats.waste, stats.spent, self.prices)
+            table.add_row(
+                e(self.name(stats.file)),
+                e(self.session(stats)),
+                str(stats.waste.calls),
+                *(e(cell) for cell in cells),
             )
         self.show(table)
 

@@ -80,12 +80,13 @@ EXPECTED_SUMMARY = """\
 loop-brake replay: 1 file (events 1): loop.jsonl; 8 tool calls; 2 sessions
 maxRepeats = 3 (default)
 3 calls would be denied in 1 session (1 streak)
+Waste: 2 calls after a denial; no usage recorded
 
 Sessions
-file         session   calls   longest identical streak             denied
---------------------------------------------------------------------------
-loop.jsonl   s1            5   search 85e568924e5c x5 from line 1        3
-loop.jsonl   s2            3   no repeat                                 0
+file         session   calls   longest identical streak             denied   wasted
+-----------------------------------------------------------------------------------
+loop.jsonl   s1            5   search 85e568924e5c x5 from line 1        3        2
+loop.jsonl   s2            3   no repeat                                 0        0
 
 Denials: where the brake first stopped each streak
 where             tool     hash           streak   what happened
@@ -131,7 +132,7 @@ def test_summary_exact_plain_text(loop_file: Path) -> None:
 def test_json_document_fields(loop_file: Path) -> None:
     result = replay("loop.jsonl", "--json", "--sweep", "2..4")
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "loop-brake.replay/1"
+    assert doc["schema"] == "loop-brake.replay/2"
     assert (doc["maxRepeats"], doc["maxRepeatsSource"]) == (3, "default")
     assert doc["totals"] == {
         "files": 1,
@@ -174,6 +175,9 @@ def test_json_document_fields(loop_file: Path) -> None:
         "errors",
         "errorsNotListed",
         "skipped",
+        "waste",
+        "usage",
+        "prices",
     }
 
 

@@ -6,10 +6,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..prices import Prices
 from .report import HISTOGRAM_TOP, Report
 from .sweep import SweepRow
+from .waste import Cost, Waste, usage_to_json, waste_to_json
 
-SCHEMA = "loop-brake.replay/1"
+SCHEMA = "loop-brake.replay/2"
 
 
 def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]:
@@ -20,9 +22,32 @@ def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]
     return [(str(i + 1) if i + 1 < top else f"{top}+", n) for i, n in enumerate(buckets)]
 
 
-def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None) -> dict[str, Any]:
+def waste_totals(report: Report) -> tuple[Waste, Cost]:
+    """Every session's waste and usage, added up (across files, and workers once merged)."""
+    waste, spent = Waste(), Cost()
+    for stats in report.sessions:
+        waste.add(stats.waste)
+        spent.add(stats.spent)
+    return waste, spent
+
+
+def report_to_json(
+    report: Report, sweep_rows: Sequence[SweepRow] | None = None, prices: Prices | None = None
+) -> dict[str, Any]:
     """The ``--json`` document; field names are documented in docs/replay.md."""
     formats = Counter(info.format for info in report.files if info.format)
+    waste, spent = waste_totals(report)
+    total_waste = waste_to_json(waste, spent, prices)
+    total_waste["sessions"] = sum(1 for s in report.sessions if s.waste.calls)
+    total_waste["sessionsWithoutUsage"] = sum(
+        1 for s in report.sessions if s.waste.calls and not s.spent.turns
+    )
+    sessions = []
+    for stats in report.sessions:
+        session = stats.to_json()
+        session["waste"] = waste_to_json(stats.waste, stats.spent, prices)
+        session["usage"] = usage_to_json(stats.spent, prices)
+        sessions.append(session)
     return {
         "schema": SCHEMA,
         "maxRepeats": report.max_repeats,
@@ -41,8 +66,10 @@ def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None)
             "unparsedArgs": report.unparsed_args,
             "unreadable": report.unreadable,
         },
+        "waste": total_waste,
+        "usage": usage_to_json(spent, prices),
         "files": [info.to_json() for info in report.files],
-        "sessions": [stats.to_json() for stats in report.sessions],
+        "sessions": sessions,
         "denials": [denial.to_json() for denial in report.denials],
         "denialsNotListed": report.denied_streaks - len(report.denials),
         "streakLengths": {str(k): report.streak_lengths[k] for k in sorted(report.streak_lengths)},
@@ -50,4 +77,5 @@ def report_to_json(report: Report, sweep_rows: Sequence[SweepRow] | None = None)
         "errors": [error.to_json() for error in report.errors],
         "skipped": [skipped.to_json() for skipped in report.skipped],
         "errorsNotListed": report.unreadable - len(report.errors),
+        "prices": None if prices is None else prices.path,
     }

@@ -23,9 +23,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..prices import KINDS as PRICED
+from ..prices import Prices
 from ..records import Usage
 
-__all__ = ["KINDS", "Cost", "ModelCost", "Tokens", "Turn", "Waste", "close_turn"]
+__all__ = [
+    "KINDS",
+    "Cost",
+    "Dollars",
+    "ModelCost",
+    "Tokens",
+    "Turn",
+    "Unpriced",
+    "Waste",
+    "close_turn",
+    "dollars",
+]
 
 KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 """The token kinds, in the order every output lists them."""
@@ -174,3 +187,96 @@ def close_turn(turn: Turn, calls: int, spent: Cost, waste: Waste) -> None:
             waste.cost.add_usage(turn.usage)
         else:
             waste.partial_turns += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Unpriced:
+    """A model whose turns got no dollar figure, and why (never a guessed price)."""
+
+    model: str | None
+    turns: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "turns": self.turns, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Dollars:
+    """What turns cost at the user's prices: ``amount`` over the priced turns only."""
+
+    amount: float
+    currency: str
+    priced_turns: int
+    unpriced: tuple[Unpriced, ...]
+
+    @property
+    def unpriced_turns(self) -> int:
+        return sum(item.turns for item in self.unpriced)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "amount": round(self.amount, 6),
+            "currency": self.currency,
+            "pricedTurns": self.priced_turns,
+            "unpricedTurns": self.unpriced_turns,
+            "unpriced": [item.to_json() for item in self.unpriced],
+        }
+
+
+def dollars(cost: Cost, prices: Prices) -> Dollars:
+    """``cost`` at ``prices``: per model, the first matching entry, which must price every
+    kind of token the model's turns recorded (a kind recorded as 0 needs no price);
+    a model with no such entry is listed as unpriced, with its turns and the reason."""
+    amount = 0.0
+    priced = 0
+    unpriced: list[Unpriced] = []
+    for model, spent in cost.by_model.items():
+        if not spent.turns:
+            continue
+        price = prices.for_model(model)
+        if price is None:
+            reason = "no price matches this model" if model else "model not recorded"
+            unpriced.append(Unpriced(model, spent.turns, reason))
+            continue
+        subtotal = 0.0
+        missing = []
+        for kind in PRICED:
+            count = spent.tokens.get(kind)
+            if not count:
+                continue
+            rate = price.of(kind)
+            if rate is None:
+                missing.append(kind)
+            else:
+                subtotal += count * rate / 1_000_000
+        if missing:
+            where = f" (line {price.line})" if price.line else ""
+            reason = f"the matching price{where} has none for {', '.join(missing)} tokens"
+            unpriced.append(Unpriced(model, spent.turns, reason))
+            continue
+        amount += subtotal
+        priced += spent.turns
+    return Dollars(amount, prices.currency, priced, tuple(unpriced))
+
+
+def usage_to_json(spent: Cost, prices: Prices | None) -> dict[str, Any]:
+    """Every turn with recorded usage: ``turns`` 0 and null tokens when none was."""
+    out = spent.to_json()
+    out["cost"] = None if prices is None else dollars(spent, prices).to_json()
+    return out
+
+
+def waste_to_json(waste: Waste, spent: Cost, prices: Prices | None) -> dict[str, Any]:
+    """The ``waste`` object of ``--json`` (docs/replay.md)."""
+    cost = waste.cost
+    return {
+        "calls": waste.calls,
+        "usageRecorded": spent.turns > 0,
+        "turns": cost.turns,
+        "partialTurns": waste.partial_turns,
+        "unknownCostCalls": waste.unknown_calls,
+        "tokens": cost.tokens().to_json(),
+        "byModel": cost.to_json()["byModel"],
+        "cost": None if prices is None else dollars(cost, prices).to_json(),
+    }

@@ -19,6 +19,7 @@ from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, s
 from ..discover import discover
 from ..exitcodes import ExitStatus, epilog
 from ..formats import names
+from ..prices import Prices
 from ._options import (
     Count,
     Errors,
@@ -126,6 +127,15 @@ def _write_json(doc: object) -> None:
     help="Instead of the summary: per session, what the seed's brake (maxRepeats only) "
     "and the policy in FILE would each deny, side by side (--json for a document).",
 )
+@click.option(
+    "--prices",
+    "prices_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Price the tokens in the summary at the prices per million tokens in this TOML "
+    "file (per model-name glob; see samples/prices.example.toml). Never guessed.",
+)
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -143,6 +153,7 @@ def replay_command(
     policy_path: str | None = None,
     compare_path: str | None = None,
     html_path: str | None = None,
+    prices_path: str | None = None,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -194,6 +205,9 @@ def replay_command(
         return errors("--html - and --json would both write to stdout: give --html a file")
     if compare_path is not None and policy_path is not None:
         return errors("--compare-policy FILE already names the policy: drop --policy")
+    if prices_path is not None and (verdicts or compare_path is not None):
+        other = "--verdicts" if verdicts else "--compare-policy"
+        return errors(f"--prices is part of the summary (and --json), not of {other}")
     resolved = resolve(errors, max_repeats, config_paths)
     if isinstance(resolved, ExitStatus):
         return resolved
@@ -201,6 +215,11 @@ def replay_command(
     policy = resolve_policy(errors, compare_path or policy_path)
     if isinstance(policy, ExitStatus):
         return policy
+    prices = None
+    if prices_path is not None:
+        prices = _load_prices(errors, prices_path)
+        if isinstance(prices, ExitStatus):
+            return prices
 
     files: list[str] = []
     in_directory: set[str] = set()
@@ -273,19 +292,30 @@ def replay_command(
         if html_path is not None and not _write_html(report, html_path, policy):
             return ExitStatus.OUTPUT
         if as_json:
-            doc = report_to_json(report, rows)
+            doc = report_to_json(report, rows, prices)
             if policy is not None:
                 doc["policy"] = policy.path
             _write_json(doc)
         elif html_path != "-":  # with --html -, the page is stdout's only content
             from ..render import print_replay_summary
 
-            print_replay_summary(report, rows)
+            print_replay_summary(report, rows, prices=prices)
             if policy is not None:
                 click.echo(f"policy: {policy.path}")
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
+    """The user's prices, or the exit status after ``errors`` gave each located mistake:
+    3 for a file that cannot be opened (as for --config), else 2; before any input is read."""
+    from ..prices import PricesError, load_prices
+
+    try:
+        return load_prices(path)
+    except PricesError as exc:
+        return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
 
 
 def _write_html(report: Report, target: str, policy: Any) -> bool:
