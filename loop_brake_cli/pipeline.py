@@ -54,6 +54,8 @@ class Tally:
     errors: int = 0
     duplicates: int = 0
     unparsed_args: int = 0
+    results: int = 0  # results read (progress mode only)
+    results_ignored: int = 0  # of those, results that paired with no latest call
 
     @property
     def calls(self) -> int:
@@ -78,15 +80,34 @@ def judge(
 ) -> Iterator[tuple[Record, Verdict | None]]:
     """Yield each record with its verdict (None for a BadRecord), in input order.
 
-    Results and usage records are not calls: they pass through with no verdict and
-    no tally, for the consumers that read them."""
+    Results and usage records are not calls: they pass through with no verdict, for
+    the consumers that read them. Under a policy's progress mode each result is
+    first given to the brake (``LoopBrake.observe_result``) and tallied; one that
+    is not JSON becomes a BadRecord, as a call would."""
     observe = brake.observe
+    progress = brake.progress
     for record in records:
         verdict: Verdict | None = None
         cls = record.__class__
-        if cls is ToolResult or cls is Usage:
+        if cls is Usage or (cls is ToolResult and not progress):
             yield record, None
             continue
+        if cls is ToolResult:
+            try:
+                paired = brake.observe_result(
+                    record.session,  # type: ignore[union-attr]
+                    record.call_id,  # type: ignore[union-attr]
+                    record.result,  # type: ignore[union-attr]
+                    record.digest,  # type: ignore[union-attr]
+                )
+            except (JSONInputError, TypeError) as exc:
+                record = BadRecord(f"result: {exc}", record.line, record.path)
+            else:
+                if tally is not None:
+                    tally.results += 1
+                    tally.results_ignored += not paired
+                yield record, None
+                continue
         if cls is ToolCall:
             args = record.args  # type: ignore[union-attr]
             try:

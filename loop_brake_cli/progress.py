@@ -59,8 +59,8 @@ DEFAULT_IGNORE: tuple[str, ...] = (
 order, to each line of every string in the result (``^``/``$`` are the line's
 ends); every match is deleted."""
 
-DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
-"""A ``resultDigest`` as a host sends it: the sha256 in lowercase hex."""
+DIGEST_HEX = re.compile(r"[0-9a-fA-F]{64}")
+"""A ``resultDigest`` as a host sends it: the sha256 in hex."""
 
 
 @lru_cache(maxsize=32)
@@ -115,7 +115,7 @@ def result_digest(result: Any, ignore: tuple[str, ...] = DEFAULT_IGNORE) -> byte
 
 
 def digest_of_hex(text: Any) -> bytes | None:
-    """A host's ``resultDigest`` (64 lowercase hex characters) as bytes, else None."""
+    """A host's ``resultDigest`` (64 hex characters) as bytes, else None."""
     if text.__class__ is str and DIGEST_HEX.fullmatch(text):
         return bytes.fromhex(text)
     return None

@@ -15,7 +15,7 @@ import click
 
 from ..brake import LoopBrake
 from ..exitcodes import ExitStatus, epilog
-from ..formats import UnknownFormatError, get, names
+from ..formats import UnknownFormatError, get, names, parse_records
 from ..formats._detect import FormatCheck, peek
 from ..output import LineWriter
 from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
@@ -187,6 +187,11 @@ def filter_command(
         print_filter_summary(tally, brake, len(paths), sessions, not_read)
         if brake.policy_path is not None:
             _say(f"policy: {brake.policy_path}")
+        if brake.progress:
+            _say(
+                f"results: {tally.results} read, {tally.results_ignored} ignored "
+                "(not for the latest call of their session)"
+            )
     if fail_on_deny and not tally.calls:
         _say("warning: --fail-on-deny: no tool call was read, so nothing was checked")
     if unreadable_file or (strict and (tally.errors or not_read)):
@@ -204,7 +209,7 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
     if adapter.INFO.name == "events" and brake.policy is None and fastpath.enabled():
         fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
         return
-    records = adapter.parse(source)
+    records = parse_records(adapter, source, brake.progress)
     if shard is not None:
         from ..shard import select_shard
 

@@ -10,28 +10,72 @@ Each adapter module has the same small interface:
   read ``source.lines()`` so they stream (and work on ``tail -f``); document
   formats read ``source.read_all()``.
 
-Detection tries the adapters in ``ADAPTERS`` order, most specific first.
+An adapter module is imported only when its format is named (``get``) or when
+detection reaches its sniff, so ``filter`` on tool-call events loads the
+``events`` adapter alone and a replay of a Claude Code transcript loads
+``claude_code`` alone: start-up is paid on every small run (issue 12).
+``ADAPTERS`` imports them all, for the callers that need every one.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..reader import Source
-from ..records import Record
+from ..slotted import FrozenFields
 
-__all__ = ["ADAPTERS", "FormatInfo", "UnknownFormatError", "detect", "get", "names"]
+if TYPE_CHECKING:
+    from ..reader import Source
+    from ..records import Record
+
+__all__ = [
+    "ADAPTERS",
+    "FORMATS",
+    "FormatInfo",
+    "UnknownFormatError",
+    "detect",
+    "get",
+    "names",
+    "parse_records",
+]
+
+FORMATS: dict[str, str] = {
+    "claude-code": "claude_code",
+    "claude-hooks": "hook_log",
+    "codex": "codex",
+    "mcp": "mcp",
+    "otel": "otel",
+    "cassette": "cassette",
+    "gemini-cli": "gemini_cli",
+    "openhands": "openhands",
+    "swe-agent": "swe_agent",
+    # Chat-shaped formats last: their sniffs are the most general.
+    "openai-responses": "openai_responses",
+    "anthropic": "anthropic",
+    "openai-chat": "openai_chat",
+    # Last of all: any line with a tool name looks like an event.
+    "events": "events",
+}
+"""Format name (``INFO.name``) -> module in this package, in detection order."""
 
 
-@dataclass(frozen=True)
-class FormatInfo:
-    name: str
-    description: str
-    line_based: bool
-    patterns: tuple[str, ...] = ("*.jsonl", "*.json")
+class FormatInfo(FrozenFields):
+    __slots__ = ("name", "description", "line_based", "patterns")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        line_based: bool,
+        patterns: tuple[str, ...] = ("*.jsonl", "*.json"),
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "line_based", line_based)
+        _set(self, "patterns", patterns)
 
 
 class Adapter(Protocol):
@@ -46,59 +90,38 @@ class UnknownFormatError(ValueError):
     """No adapter recognised a file; the message names the formats tried."""
 
 
-def _load() -> list[ModuleType]:
-    from . import (
-        anthropic,
-        cassette,
-        claude_code,
-        codex,
-        events,
-        gemini_cli,
-        hook_log,
-        mcp,
-        openai_chat,
-        openai_responses,
-        openhands,
-        otel,
-        swe_agent,
-    )
-
-    # Chat-shaped formats last: their sniffs are the most general.
-    return [
-        claude_code,
-        hook_log,
-        codex,
-        mcp,
-        otel,
-        cassette,
-        gemini_cli,
-        openhands,
-        swe_agent,
-        openai_responses,
-        anthropic,
-        openai_chat,
-        events,
-    ]
-
-
-ADAPTERS: list[ModuleType] = _load()
+def __getattr__(name: str) -> list[ModuleType]:
+    """``ADAPTERS``: every adapter module, imported, in detection order."""
+    if name == "ADAPTERS":
+        return [get(format_name) for format_name in FORMATS]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def names() -> list[str]:
-    return [module.INFO.name for module in ADAPTERS]
+    return list(FORMATS)
 
 
 def get(name: str) -> ModuleType:
-    for module in ADAPTERS:
-        if module.INFO.name == name:
-            return module
-    raise UnknownFormatError(f"unknown format {name!r}; known formats: {', '.join(names())}")
+    module = FORMATS.get(name)
+    if module is None:
+        raise UnknownFormatError(f"unknown format {name!r}; known formats: {', '.join(names())}")
+    return importlib.import_module(f"{__name__}.{module}")
+
+
+def parse_records(adapter: ModuleType, source: Source, results: bool = False) -> Iterator[Record]:
+    """The records of one source. Every adapter yields the results its format records;
+    the event format's result lines only with ``results`` (a policy's progress mode),
+    since elsewhere such a line is the error it was before result lines existed."""
+    if results and adapter.INFO.name == "events":
+        return adapter.parse(source, results=True)
+    return adapter.parse(source)
 
 
 def detect(head: bytes, name: str) -> ModuleType:
-    for module in ADAPTERS:
-        if module.INFO.name != "events" and module.sniff(head):
+    """The first format, in ``FORMATS`` order, whose sniff recognises ``head``; the
+    adapters after it are not imported."""
+    for format_name in FORMATS:
+        module = get(format_name)
+        if module.sniff(head):
             return module
-    if get("events").sniff(head):
-        return get("events")
     raise UnknownFormatError(f"{name}: not a recognised transcript (tried: {', '.join(names())})")

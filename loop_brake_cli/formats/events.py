@@ -3,7 +3,9 @@
     {"tool": "search", "args": {"q": "weather"}, "sessionId": "s1", "callId": "c7"}
 
 Each line is decoded by ``wire.event_line`` (aliases and edge rules there), the
-decoder the fast path of ``filter`` falls back to.
+decoder the fast path of ``filter`` falls back to. Result lines (``"type":
+"result"``) are read only when asked (``formats.parse_records`` under a policy's
+progress mode).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def sniff(head: bytes) -> bool:
     return isinstance(obj, dict) and isinstance(first(obj, TOOL_KEYS), str)
 
 
-def parse(source: Source) -> Iterator[Record]:
+def parse(source: Source, results: bool = False) -> Iterator[Record]:
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -43,4 +45,4 @@ def parse(source: Source) -> Iterator[Record]:
         except JSONInputError as exc:
             yield BadRecord(str(exc), number)
             continue
-        yield decode(obj, number)
+        yield decode(obj, number, results)

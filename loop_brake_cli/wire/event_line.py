@@ -6,13 +6,24 @@ Aliases, the first non-null one wins: ``toolName``/``name`` for ``tool``;
 ``arguments``/``input`` for ``args``; ``session_id``; ``agent_id``;
 ``call_id``/``id``. Arguments are hashed as given (a missing ``args`` is
 ``{}``); the session, call id and tool rules are ``fields``'.
+
+Where results are read (a policy's progress mode), a line with ``"type":
+"result"`` is what a call returned, not a call:
+
+    {"type": "result", "sessionId": "s1", "callId": "c7", "result": {"rows": 3}}
+    {"type": "result", "sessionId": "s1", "callId": "c7", "resultDigest": "<64 hex>"}
+
+with the same session and call id aliases. Elsewhere it is read as it always
+was: a line without a tool name is an error, so without the progress mode every
+verdict stays what it was before result lines existed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..records import BadRecord, Record, ToolCall
+from ..progress import digest_of_hex
+from ..records import BadRecord, Record, ToolCall, ToolResult
 from .fields import FieldError, call_id_of, session_of
 
 __all__ = ["decode", "first"]
@@ -22,6 +33,7 @@ ARGS_KEYS = ("args", "arguments", "input")
 SESSION_KEYS = ("sessionId", "session_id")
 AGENT_KEYS = ("agentId", "agent_id")
 CALL_KEYS = ("callId", "call_id", "id")
+RESULT_TYPE = "result"
 
 
 def first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -33,10 +45,13 @@ def first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def decode(obj: Any, line: int | None = None) -> Record:
-    """One parsed event object as a call; wrong types become a located BadRecord."""
+def decode(obj: Any, line: int | None = None, results: bool = False) -> Record:
+    """One parsed event object as a call (or, with ``results``, a result line); wrong
+    types become a located BadRecord."""
     if not isinstance(obj, dict):
         return BadRecord("not a JSON object", line)
+    if results and obj.get("type") == RESULT_TYPE:
+        return _result(obj, line)
     tool = first(obj, TOOL_KEYS)
     if not isinstance(tool, str):
         what = "missing" if tool is None else "not a string"
@@ -48,3 +63,24 @@ def decode(obj: Any, line: int | None = None) -> Record:
         return BadRecord(str(exc), line)
     args = first(obj, ARGS_KEYS)
     return ToolCall(tool, {} if args is None else args, session, call_id, line)
+
+
+def _result(obj: dict[str, Any], line: int | None) -> ToolResult | BadRecord:
+    """A result line: the value (never looked into here) or the host's digest."""
+    try:
+        session = session_of(first(obj, SESSION_KEYS), first(obj, AGENT_KEYS))
+        call_id = call_id_of(first(obj, CALL_KEYS))
+    except FieldError as exc:
+        return BadRecord(str(exc), line)
+    value = obj.get("result")
+    text = obj.get("resultDigest")
+    if text is None:
+        if value is None:
+            return BadRecord('result line without "result" or "resultDigest"', line)
+        return ToolResult(session, call_id, value, None, line)
+    if value is not None:
+        return BadRecord('result line with both "result" and "resultDigest"', line)
+    digest = digest_of_hex(text)
+    if digest is None:
+        return BadRecord("resultDigest is not 64 hex characters (a sha256)", line)
+    return ToolResult(session, call_id, None, digest, line)
