@@ -2,8 +2,9 @@
 
 As tests/test_formats_registry.py does for formats/: a new agent module fails
 here until it is listed in ``agents.AGENTS`` and has
-tests/fixtures/agents/<name>/ with a pre-tool input (``pre-tool.json``), an
-input of another event (``other-event.json``) and the exact stdout of
+tests/fixtures/agents/<name>/ with a pre-tool input (``pre-tool.json``), a
+post-tool input carrying a result (``post-tool.json``), an input of another
+event (``other-event.json``) and the exact stdout of
 ``loop-brake hook -m 1`` on the pre-tool input (``deny.json``, a golden), and
 until it either installs (``INSTALL``) or says why not (``NO_INSTALL``).
 """
@@ -21,7 +22,7 @@ from conftest import run_cli
 from loop_brake_cli import agents
 from loop_brake_cli.canonical import parse_json
 from loop_brake_cli.hook.install import hook_entry, settings_path
-from loop_brake_cli.records import ToolCall
+from loop_brake_cli.records import ToolCall, ToolResult
 
 FOLDER = Path(agents.__file__).parent
 MODULES = sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))
@@ -64,6 +65,20 @@ def test_pre_tool_fixture_is_detected_and_decoded_as_a_call(stem: str) -> None:
     call = agent.decode(payload)
     assert isinstance(call, ToolCall)
     assert call.tool == payload["tool_name"]
+
+
+@pytest.mark.parametrize("stem", MODULES)
+def test_post_tool_fixture_is_detected_and_decoded_as_a_result(stem: str) -> None:
+    agent = module(stem)
+    payload = parse_json(fixture(stem, "post-tool.json"))
+    assert agents.detect(payload) is agent
+    result = agent.decode(payload)
+    assert isinstance(result, ToolResult)
+    assert result.result is not None and result.digest is None
+    events = [event for event, _field in agent.RESULTS]
+    assert agents.event_of(payload) in events and set(events) <= set(agent.ALL_EVENTS)
+    if agent.INSTALL is not None:
+        assert agent.INSTALL.result_events and set(agent.INSTALL.result_events) <= set(events)
 
 
 @pytest.mark.parametrize("stem", MODULES)

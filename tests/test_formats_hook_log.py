@@ -20,21 +20,31 @@ from adapter_helpers import (
     check_errors_hide,
     judge_all,
     mutated,
-    parse_bytes,
-    read,
 )
+from adapter_helpers import parse_bytes as parse_all
+from adapter_helpers import read as read_all
 from conftest import ROOT
 from hypothesis import given, settings
 
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
 from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import ToolCall
+from loop_brake_cli.records import ToolCall, ToolResult, Usage
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-hooks.jsonl"
 CANARY = "CANARY-9a7b3c-do-not-print"
+
+
+def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
+    """The records but results and usage (tests/test_hook_results.py checks results)."""
+    name, records = read_all(path, fmt)
+    return name, [r for r in records if not isinstance(r, (ToolResult, Usage))]
+
+
+def parse_bytes(fmt: str, data: bytes) -> list:
+    return [r for r in parse_all(fmt, data) if not isinstance(r, (ToolResult, Usage))]
 
 
 def test_real_hook_log_counts_its_pre_tool_use_events() -> None:

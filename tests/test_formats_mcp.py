@@ -18,9 +18,9 @@ from adapter_helpers import (
     first_live_verdict,
     judge_all,
     mutated,
-    parse_bytes,
-    read,
 )
+from adapter_helpers import parse_bytes as parse_all
+from adapter_helpers import read as read_all
 from conftest import ROOT, SHARED_SKIP, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,13 +28,23 @@ from hypothesis import strategies as st
 from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.canonical import call_hash
 from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.records import BadRecord, ToolCall, ToolResult
 
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp"
 SAMPLE = ROOT / "samples" / "formats" / "mcp.jsonl"
 SHARED = shared_dir() / "samples-real" / "mcp"
 DESKTOP = FIXTURES / "real--odoo-mcp-claude-desktop-EXCERPT-lines200-720.log.gz"
 CANARY = "CANARY-7c6d5e-do-not-print"
+
+
+def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
+    """The records but results (tests/test_mcp_results.py checks those)."""
+    name, records = read_all(path, fmt)
+    return name, [r for r in records if not isinstance(r, ToolResult)]
+
+
+def parse_bytes(fmt: str, data: bytes) -> list:
+    return [r for r in parse_all(fmt, data) if not isinstance(r, ToolResult)]
 
 
 GOOSE = [

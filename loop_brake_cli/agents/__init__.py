@@ -8,9 +8,11 @@ reader ``formats/hook_log.py`` use nothing else):
 * ``EVENTS``: its pre-tool event names; ``ALL_EVENTS``: every hook event name it
   sends (what a log of its hook inputs can hold);
 * ``matches(payload) -> bool``: detection, from fields only that agent sends;
-* ``decode(payload, line=None) -> ToolCall | BadRecord | None``: the call of one
-  hook input (None: an event that is not a pre-tool call), with the edge rules
-  of ``wire.fields`` (see ``_common``);
+* ``RESULTS``: its post-tool events and the field holding the result;
+* ``decode(payload, line=None) -> ToolCall | BadRecord | ToolResult | None``:
+  the call of one hook input, or the result of a post-tool event (None: any
+  other event, or a post-tool event without a readable result), with the edge
+  rules of ``wire.fields`` (see ``_common``);
 * ``deny_output(message) -> dict``: the documented deny object;
 * ``stop_output(message) -> dict``: the answer to a policy stop: the agent's own
   stop form where its hook protocol has one (``STOPS`` True), else the denial;

@@ -7,8 +7,9 @@ rules of ``wire.fields``:
 
 * the event name is ``hook_event_name`` (as the agents send it) or ``event``
   (as some loggers store it). An input with a pre-tool event name, or with no
-  event name at all, is a call; any other event (``PostToolUse``, ``Stop``...)
-  is not, and decodes to None;
+  event name at all, is a call; a post-tool event (``PostToolUse``,
+  ``AfterTool``...) is the call's result (``decode_result``); any other event
+  (``Stop``...) is neither, and decodes to None;
 * ``tool_name`` must be a string (``""`` included);
 * the session is the first non-null of the agent's session fields, ``??``
   style (``""`` is a session of its own, a number is an error), joined with
@@ -18,6 +19,15 @@ rules of ``wire.fields``:
 * ``tool_input`` is an object by specification, so a JSON string is parsed
   (``canonical.parse_arguments``); missing or ``null`` is ``{}``.
 
+A post-tool event is a ``ToolResult`` for the progress mode of a policy: the
+same session (and subagent) rule, ``tool_use_id`` as the call id that pairs it
+with its call (none: the session's latest call), and the result as the field
+the agent's module names (``RESULTS``: event -> field). A post-tool event that
+cannot be read as a result (a wrong session or id type, no result field) is no
+result, never an error: the call it follows then counts as the seed counts
+it, and without a progress policy a post-tool event changes nothing at all
+(as before results were read).
+
 Errors name the field, never its value. Cheap to import: the hook runs this.
 """
 
@@ -25,11 +35,17 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..canonical import parse_arguments
-from ..records import BadRecord, Record, ToolCall
+from ..canonical import JSONInputError, parse_arguments, parse_json
+from ..records import BadRecord, Record, ToolCall, ToolResult
 from ..wire.fields import FieldError, call_id_of, session_of, tool_of
 
-__all__ = ["Install", "decode_input", "event_of", "pre_tool_use_deny", "pre_tool_use_stop"]
+__all__ = [
+    "Install",
+    "decode_input",
+    "event_of",
+    "pre_tool_use_deny",
+    "pre_tool_use_stop",
+]
 
 
 class Install(NamedTuple):
@@ -40,6 +56,8 @@ class Install(NamedTuple):
     replaces the user file's directory (Codex's ``$CODEX_HOME``). The entry is
     one matcher group appended to ``hooks.<event>``; ``matcher`` None leaves the
     key out (every tool), and ``handler_fields`` are extra keys of the handler.
+    ``result_events`` are the post-tool events that get the same entry when the
+    policy in effect uses progress (their inputs carry the results).
     """
 
     event: str
@@ -48,6 +66,7 @@ class Install(NamedTuple):
     matcher: str | None = None
     handler_fields: tuple[tuple[str, str], ...] = ()
     user_dir_env: str | None = None
+    result_events: tuple[str, ...] = ()
 
 
 def event_of(payload: dict[str, Any]) -> Any:
@@ -62,19 +81,22 @@ def decode_input(
     events: tuple[str, ...],
     session_fields: tuple[str, ...] = ("session_id",),
     agent_field: str | None = "agent_id",
+    results: tuple[tuple[str, str], ...] = (),
+    encoded: frozenset[str] = frozenset(),
 ) -> Record | None:
-    """One hook input as a call, a located BadRecord, or None for a non pre-tool event."""
+    """One hook input as a call, a located BadRecord, a ToolResult for a post-tool
+    event (``results``: (event, result field) pairs; a field in ``encoded`` holds
+    the result as JSON text, parsed as ``tool_input`` is), or None for any other
+    event."""
     if not isinstance(payload, dict):
         return BadRecord("not a JSON object", line)
     event = event_of(payload)
     if event is not None and event not in events:  # a tuple: == membership never raises
+        for name, field in results:
+            if event == name:
+                return _result(payload, line, field, field in encoded, session_fields, agent_field)
         return None
-    label, session = session_fields[0], None
-    for field in session_fields:
-        session = payload.get(field)
-        if session is not None:
-            label = field
-            break
+    label, session = _session_field(payload, session_fields)
     try:
         tool = tool_of(payload.get("tool_name"), "tool_name")
         key = session_of(
@@ -89,6 +111,47 @@ def decode_input(
         return BadRecord(str(exc), line)
     args, unparsed = parse_arguments(payload.get("tool_input"))
     return ToolCall(tool, args, key, call_id, line, None, unparsed)
+
+
+def _session_field(payload: dict[str, Any], fields: tuple[str, ...]) -> tuple[str, Any]:
+    """The first non-null of the session fields, and its name (for errors)."""
+    for field in fields:
+        session = payload.get(field)
+        if session is not None:
+            return field, session
+    return fields[0], None
+
+
+def _result(
+    payload: dict[str, Any],
+    line: int | None,
+    field: str,
+    encoded: bool,
+    session_fields: tuple[str, ...],
+    agent_field: str | None,
+) -> ToolResult | None:
+    """A post-tool event's result, or None when it has none that can be read."""
+    if field not in payload:
+        return None
+    result = payload[field]
+    if encoded and isinstance(result, str):
+        try:
+            result = parse_json(result)
+        except JSONInputError:
+            pass  # hashed as the text it is
+    label, session = _session_field(payload, session_fields)
+    try:
+        key = session_of(
+            session,
+            payload.get(agent_field) if agent_field else None,
+            subagent=True,
+            session_label=label,
+            agent_label=agent_field or "agent_id",
+        )
+        call_id = call_id_of(payload.get("tool_use_id"), "tool_use_id")
+    except FieldError:
+        return None
+    return ToolResult(key, call_id, result, None, line)
 
 
 def pre_tool_use_deny(message: str) -> dict[str, Any]:

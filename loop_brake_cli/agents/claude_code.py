@@ -19,7 +19,15 @@ stops after the hooks run) with ``stopReason`` (shown to the user, not to
 Claude), sent together with the deny above so the call does not run either.
 
 Install: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
-(user), ``hooks.PreToolUse``; matcher ``*`` is every tool.
+(user), ``hooks.PreToolUse``; matcher ``*`` is every tool. Under a policy that
+uses progress, the same entry in ``hooks.PostToolUse`` and
+``hooks.PostToolUseFailure`` too.
+
+Results (policy ``progress``): ``PostToolUse`` carries the tool's output as
+``tool_response`` (an object for the built-in tools, e.g. Bash's ``stdout``,
+``stderr``, ``interrupted``), ``PostToolUseFailure`` the failure as ``error``;
+both carry the ``tool_use_id`` of their call. Neither can deny the call (it
+has run); the hook only records the result's digest and prints nothing.
 
 Detection: the fallback. Claude Code sends nothing the others lack, so a
 payload no other agent claims is read as Claude Code's (registered last).
@@ -48,11 +56,13 @@ ALL_EVENTS = (
     "SessionEnd",
     "PreCompact",
 )
+RESULTS = (("PostToolUse", "tool_response"), ("PostToolUseFailure", "error"))
 INSTALL = Install(
     event="PreToolUse",
     project=".claude/settings.json",
     user=".claude/settings.json",
     matcher="*",
+    result_events=("PostToolUse", "PostToolUseFailure"),
 )
 
 
@@ -62,7 +72,7 @@ def matches(payload: dict[str, Any]) -> bool:
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS)
 
 
 deny_output = pre_tool_use_deny

@@ -20,6 +20,10 @@ Install: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
 hold only ``description`` and ``hooks``. The matcher is a regex, so it is left
 out (every tool). Codex asks the user to review and trust a new hook first.
 
+Results (policy ``progress``): ``PostToolUse`` carries the tool's output as
+``tool_response`` and the ``tool_use_id`` of its call; the install adds the same
+entry to ``hooks.PostToolUse`` when the policy in effect uses progress.
+
 Detection: ``turn_id``, which only Codex sends.
 """
 
@@ -33,11 +37,13 @@ from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
 NAME = "codex"
 EVENTS = ("PreToolUse",)
 ALL_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+RESULTS = (("PostToolUse", "tool_response"),)
 INSTALL = Install(
     event="PreToolUse",
     project=".codex/hooks.json",
     user=".codex/hooks.json",
     user_dir_env="CODEX_HOME",
+    result_events=("PostToolUse",),
 )
 
 
@@ -46,7 +52,7 @@ def matches(payload: dict[str, Any]) -> bool:
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS)
 
 
 deny_output = pre_tool_use_deny

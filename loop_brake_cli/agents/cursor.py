@@ -27,6 +27,13 @@ Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
 [{"command": ...}]}}``, flat handlers, two events) that has not been checked
 against the vendor's own documentation; docs/hook.md shows the entry to add.
 
+Results (policy ``progress``): ``postToolUse`` carries the output as
+``tool_output``, ``afterMCPExecution`` as ``result_json`` (JSON text, parsed as
+``tool_input`` is). Neither is documented with a call id: a ``tool_use_id``, if
+present, is read; otherwise a result pairs with the session's latest call.
+``afterShellExecution`` follows ``beforeShellExecution``, which is not a call,
+so its output is not a result either.
+
 Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
 """
 
@@ -59,6 +66,9 @@ ALL_EVENTS = (
     "subagentStop",
     "preCompact",
 )
+RESULTS = (("postToolUse", "tool_output"), ("afterMCPExecution", "result_json"))
+_ENCODED = frozenset({"result_json"})
+_DETECTED = EVENTS + tuple(event for event, _field in RESULTS)
 INSTALL = None
 NO_INSTALL = (
     "Cursor's hooks.json has its own shape (version 1, flat handlers, two events) "
@@ -67,11 +77,13 @@ NO_INSTALL = (
 
 
 def matches(payload: dict[str, Any]) -> bool:
-    return "conversation_id" in payload or event_of(payload) in EVENTS
+    return "conversation_id" in payload or event_of(payload) in _DETECTED
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS, ("conversation_id", "session_id"), None)
+    return decode_input(
+        payload, line, EVENTS, ("conversation_id", "session_id"), None, RESULTS, _ENCODED
+    )
 
 
 def deny_output(message: str) -> dict[str, Any]:

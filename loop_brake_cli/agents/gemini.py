@@ -18,7 +18,13 @@ Install: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
 (user), ``hooks.BeforeTool``; the matcher is a regex and is left out (every
 tool); the handler carries a ``name`` and a ``description``.
 
-Detection: the event name ``BeforeTool``.
+Results (policy ``progress``): ``AfterTool`` carries the tool's output as
+``tool_response`` (an object: ``llmContent``, ``returnDisplay``, ``error``) and,
+like ``BeforeTool``, no call id: a result pairs with the session's latest call.
+The install adds the same entry to ``hooks.AfterTool`` when the policy in
+effect uses progress.
+
+Detection: the event name ``BeforeTool`` or ``AfterTool``.
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ ALL_EVENTS = (
     "PreCompress",
     "Notification",
 )
+RESULTS = (("AfterTool", "tool_response"),)
 INSTALL = Install(
     event="BeforeTool",
+    result_events=("AfterTool",),
     project=".gemini/settings.json",
     user=".gemini/settings.json",
     handler_fields=(
@@ -55,11 +63,12 @@ INSTALL = Install(
 
 
 def matches(payload: dict[str, Any]) -> bool:
-    return event_of(payload) == "BeforeTool"
+    event = event_of(payload)
+    return event == "BeforeTool" or event == "AfterTool"
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS)
 
 
 def deny_output(message: str) -> dict[str, Any]:

@@ -23,6 +23,14 @@ elicitation) and every response are traffic, not calls. The label of a
 session is the server name of a Claude Desktop line, ``"mcp"`` otherwise. The
 client lines the proxy reads, recorded as ``STDIN: <line>``, give exactly the
 records the proxy judged.
+
+The server's response to a ``tools/call`` of the same connection (matched by
+its JSON-RPC id; ``wire.mcp``) is that call's result (``ToolResult``), for the
+progress mode of a policy; the proxy reads the same responses, so
+``STDIN:``/``STDOUT:`` lines recorded in the order the proxy saw them replay to
+its verdicts with progress too. A response on a raw line (direction unknown)
+is read as the server's: only a server answers a ``tools/call``. Without a
+progress policy results change nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +101,15 @@ def _is_jsonrpc(value: Any) -> bool:
     return isinstance(value, dict) and value.get("jsonrpc") == "2.0"
 
 
+def _is_response(message: Any) -> bool:
+    """A JSON-RPC response: no method, and a result or an error."""
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and ("result" in message or "error" in message)
+    )
+
+
 def sniff(head: bytes) -> bool:
     """A line in the head that is (or wraps) a JSON-RPC 2.0 message."""
     for line in head_lines(head):
@@ -112,7 +129,7 @@ def sniff(head: bytes) -> bool:
 
 def parse(source: Source) -> Iterator[Record]:
     """Stream the client's tools/call requests, each as soon as its line is read."""
-    connections = Connections()
+    connections = Connections(results=True)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -128,8 +145,10 @@ def parse(source: Source) -> Iterator[Record]:
                 yield BadRecord(str(exc), number)
             continue
         for message, path in messages(value):
-            if direction == SERVER:
-                connections.server_message(message, label)
+            if direction == SERVER or (direction is UNKNOWN and _is_response(message)):
+                result = connections.server_message(message, label, number)
+                if result is not None:
+                    yield result
                 continue
             record = connections.client_message(message, label, number, path)
             if record is not None:

@@ -7,6 +7,13 @@ counters) and ``u``, the ``updated`` stamp of the session's streak row it goes
 with. A row whose stamp is not its streak row's is stale (the streak was
 reset, expired or rewritten without a policy) and starts afresh. Without
 ``[cycles]`` the window is empty; with it a row holds max_period digests.
+
+The progress mode adds the result digests of the streak (``e``: the earlier
+calls' result, ``k``: how many earlier calls had one, ``l``: the latest call's;
+hex, or null) and two more decision fields. That is the layout's only change,
+and it is additive: a row written before it (no ``e``/``k``/``l``, a shorter
+decision) reads as one without results, so an existing state file keeps its
+streaks; no SQL schema changes. Results are never stored, only digests.
 """
 
 from __future__ import annotations
@@ -43,13 +50,27 @@ def encode_policy_state(state: PolicySlot, updated: float) -> str:
         {
             "u": updated,
             "d": [d.denied, d.rule, d.limit, d.max_repeats, d.exempt, d.match]
-            + [d.period, d.repeats, d.denials],
+            + [d.period, d.repeats, d.denials, d.progress, d.results],
             "r": [digest.hex() for digest in state.recent],
             "t": list(state.recent_tools),
             "n": list(state.runs),
+            "e": _hex(state.earlier_result),
+            "k": state.earlier_results,
+            "l": _hex(state.latest_result),
         },
         separators=(",", ":"),
     )
+
+
+def _hex(digest: bytes | None) -> str | None:
+    return None if digest is None else digest.hex()
+
+
+def _digest(text: Any) -> bytes | None:
+    """A stored digest (hex) back as 32 bytes; anything else is no digest."""
+    if not isinstance(text, str) or len(text) != 64:
+        return None
+    return bytes.fromhex(text)
 
 
 def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> PolicySlot:
@@ -67,9 +88,13 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         recent = tuple(bytes.fromhex(h) for h in data["r"])
         tools = tuple(data["t"])
         runs = tuple(int(n) for n in data["n"])
-    except (ValueError, KeyError, TypeError):
+        earlier, latest = _digest(data.get("e")), _digest(data.get("l"))
+        earlier_results = data.get("k", 0)
+        if type(earlier_results) is not int:
+            earlier_results = 0
+    except (ValueError, KeyError, TypeError, AttributeError):
         return fresh
     cycles = policy.cycles
     if cycles is None or len(runs) != cycles.max_period - 1 or len(recent) != len(tools):
         recent, tools, runs = (), (), ()
-    return PolicySlot(slot, decision, recent, tools, runs)
+    return PolicySlot(slot, decision, recent, tools, runs, earlier, earlier_results, latest)

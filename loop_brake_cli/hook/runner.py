@@ -15,6 +15,17 @@ of hook inputs gets, call by call, the verdicts the live hook gave. A decoder's
 BadRecord is a brake failure; an event that is not a pre-tool call is allowed
 with no output.
 
+A post-tool event (``PostToolUse``, ``AfterTool``, Cursor's ``postToolUse`` and
+``afterMCPExecution``) decodes to the call's result. Under a policy that uses
+progress its digest (``progress.result_digest`` with the policy's ignore
+patterns; never the result) is recorded by ``StateStore.observe_result``
+(``streak.result_step``); without one nothing is read or written. Either way
+the answer is exit 0 with nothing on stdout: the call has run, there is
+nothing to deny, and an agent reads a post-tool hook's stdout (a ``decision``
+there would block the agent). A failure is one stderr line saying the result
+was not recorded, even with ``--fail-closed``: a lost result only means the
+call counts as the seed counts it.
+
 Exit codes: 0 (allow = no output, deny = the agent's JSON on stdout), or 2
 with the reason on stderr (every supported agent blocks the call on exit 2)
 for a denial that cannot be answered in JSON: the agent cannot be told (a
@@ -32,7 +43,7 @@ from typing import Any, BinaryIO, TextIO
 from .. import agents
 from ..canonical import JSONInputError, call_digest, parse_json
 from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
-from ..records import BadRecord, ToolCall
+from ..records import BadRecord, ToolCall, ToolResult
 from ..verdicts import Verdict
 from .stdio import Streams
 from .store import (
@@ -217,6 +228,7 @@ class _Hook:
     def __init__(self, opts: dict[str, Any], streams: Streams) -> None:
         self.opts = opts
         self.streams = streams
+        self.result = False  # the input is a post-tool event: never denied
 
     def warn(self, message: str) -> None:
         self.streams.err(f"{PROG}: {message}\n")
@@ -243,7 +255,10 @@ class _Hook:
         return 2
 
     def fail(self, reason: str, agent: ModuleType | None) -> int:
-        """The failure policy: allow with a stderr line, or deny with --fail-closed."""
+        """The failure policy: allow with a stderr line, or deny with --fail-closed
+        (a post-tool event is never denied: its call has run)."""
+        if self.result:
+            return self.not_recorded(reason)
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
             return 0
@@ -280,7 +295,9 @@ class _Hook:
             reason = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
             self.warn(f"could not append to --log {path}: {reason}")
 
-    def read(self, data: bytes) -> tuple[ModuleType | None, ToolCall | BadRecord | None]:
+    def read(
+        self, data: bytes
+    ) -> tuple[ModuleType | None, ToolCall | ToolResult | BadRecord | None]:
         """The agent (None if it cannot be told) and the call its decoder reads."""
         forced = self.opts.get("agent")
         if not data.strip():
@@ -304,6 +321,9 @@ class _Hook:
             return self.fail(call.message, agent)
         if call is None:
             return 0  # not a pre-tool event: nothing to count
+        if isinstance(call, ToolResult):
+            self.result = True
+            return self.record_result(call, errors)
         if errors:
             return self.fail("; ".join(errors), agent)
         try:
@@ -343,6 +363,48 @@ class _Hook:
         if opts["shadow"]:
             return 0
         return self.deny(agent, verdict.message, verdict.stop)
+
+    def record_result(self, result: ToolResult, errors: list[str]) -> int:
+        """A post-tool event: record the result's digest under a progress policy.
+        Always exit 0 and nothing on stdout (see the module docstring)."""
+        opts = self.opts
+        from ..policy.discover import discover_policy
+
+        try:
+            policy = discover_policy(opts.get("policy"))
+        except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
+            return self.not_recorded(f"unusable policy: {'; '.join(str(exc).splitlines())}")
+        if policy is None or policy.empty or not policy.uses_progress:
+            return 0  # without progress a result changes nothing: no state is touched
+        if errors:
+            return self.not_recorded("; ".join(errors))
+        digest = result.digest
+        if digest is None:
+            from ..progress import result_digest
+
+            try:
+                digest = result_digest(result.result, policy.result_ignore)
+            except (ValueError, TypeError) as exc:
+                return self.not_recorded(f"the tool's result cannot be hashed ({exc})")
+        store = StateStore(
+            opts.get("state") or default_state_path(),
+            ttl=opts.get("ttl", DEFAULT_TTL),
+            max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
+            lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+            warn=self.warn,
+        )
+        try:
+            store.observe_result(result.session, result.call_id, digest, policy)
+        except StoreError as exc:
+            return self.not_recorded(str(exc))
+        finally:
+            store.close()
+        return 0
+
+    def not_recorded(self, reason: str) -> int:
+        """A post-tool event's failure: one stderr line, never a denial."""
+        self.warn(f"{reason}; the tool's result was not recorded (the call counts without it)")
+        return 0
 
 
 def main(

@@ -29,6 +29,13 @@ in use, as JSON text stamped with its streak row's ``updated``: a policy row
 whose stamp differs from the streak row's (a reset, an expired or rewritten
 streak) is ignored. Without a policy nothing of it is read or written.
 
+A result (a post-tool event, under a policy that uses progress) is one more
+``BEGIN IMMEDIATE`` transaction: the session's state is read as for a call,
+``streak.result_step`` pairs the result's digest with the latest call, and
+only the policy row is written back (stamped with its streak row's
+``updated``, which stays as it is: a result is not a call). A result for a
+session with no live streak, or that does not pair, writes nothing.
+
 Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
 ``_open``). A lost count after a power cut costs at most one extra repeat.
 """
@@ -39,7 +46,7 @@ import sqlite3
 import time
 from typing import Any
 
-from ..streak import Slot, policy_step, step
+from ..streak import PolicySlot, Slot, policy_step, result_step, step
 from ..verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
 from .store_file import (
@@ -266,6 +273,53 @@ class StateStore:
             return verdict
 
         return self._run(work)
+
+    def observe_result(
+        self, session: str, call_id: Any, digest: bytes, policy: Any, now: float | None = None
+    ) -> bool:
+        """Record a result's digest for the session's latest call (``streak.result_step``)
+        in one transaction; returns whether it paired. Nothing is created for a
+        session the store does not hold."""
+
+        def work(conn: sqlite3.Connection) -> bool:
+            at = time.time() if now is None else now
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                assert self._file is not None
+                claim(conn, self._file, _SCHEMA)
+                paired = self._record_result(conn, session, call_id, digest, at, policy)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self._use_wal(conn)
+            return paired
+
+        return self._run(work, create=False, absent=False)
+
+    def _record_result(
+        self,
+        conn: sqlite3.Connection,
+        session: str,
+        call_id: Any,
+        digest: bytes,
+        at: float,
+        policy: Any,
+    ) -> bool:
+        row = self._read_row(conn, session)
+        slot = self._live_slot(row, at)
+        if slot is None:
+            return False
+        conn.execute(policy_rows.POLICY_SCHEMA)
+        stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
+        prev = policy_rows.decode_policy_state(slot, row[4], stored[0] if stored else None, policy)
+        state, paired = result_step(prev, call_id, digest)
+        if state is not prev and isinstance(state, PolicySlot):
+            conn.execute(
+                policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, row[4]))
+            )
+        return paired
 
     def _read_row(self, conn: sqlite3.Connection, session: str) -> Any:
         """The session's row, or None: the table is created if missing, and a table of

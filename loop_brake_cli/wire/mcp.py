@@ -27,6 +27,16 @@ client message, so a recorded session replays to the verdicts the proxy gave.
   an ``initialize`` request starts connection ``n + 1`` unless nothing was seen
   on the current one yet (a log that opens mid-connection and then reconnects
   reads ``odoo#1``, ``odoo#2``; a log that opens with ``initialize`` stays on 1).
+* A result (the progress mode of a policy) is the server's response to a
+  ``tools/call`` request of the same connection, matched by its JSON-RPC id:
+  a ``result`` member (a ``CallToolResult``: ``content`` and ``isError``; the
+  digest keeps only those, ``progress.result_digest``) or an ``error`` member
+  (a JSON-RPC error: the tool did not run, e.g. an unknown tool; it is the
+  result ``{"error": <the error object>}``, so a call that keeps failing the
+  same way counts as the seed counts it). A response to any other request, to
+  an id not pending (answered already, or never sent as a call), or on another
+  connection is traffic. At most ``MAX_PENDING`` calls wait for their response
+  per connection (the oldest is forgotten first); a reconnect forgets them all.
 """
 
 from __future__ import annotations
@@ -35,12 +45,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..canonical import parse_arguments
-from ..records import BadRecord, Record, ToolCall
+from ..records import BadRecord, Record, ToolCall, ToolResult
 from .fields import FieldError, call_id_of, tool_of
 
-__all__ = ["DEFAULT_LABEL", "Connections", "decode_call", "messages"]
+__all__ = ["DEFAULT_LABEL", "MAX_PENDING", "Connections", "decode_call", "messages"]
 
 DEFAULT_LABEL = "mcp"
+MAX_PENDING = 4096  # tools/call requests per connection waiting for their response
 
 
 def messages(value: Any) -> Iterator[tuple[Any, str | None]]:
@@ -73,11 +84,18 @@ def decode_call(
     return ToolCall(name, args, session, call_id, line, path, unparsed)
 
 
-class Connections:
-    """Per label: which connection the traffic is on and whether it has seen any."""
+def _id_key(call_id: Any) -> tuple[type, Any]:
+    """A pending call's key: 1 and "1" are different ids."""
+    return call_id.__class__, call_id
 
-    def __init__(self) -> None:
+
+class Connections:
+    """Per label: which connection the traffic is on, whether it has seen any, and
+    (when ``results``) the ids of its tools/call requests awaiting a response."""
+
+    def __init__(self, results: bool = False) -> None:
         self._state: dict[str, list[Any]] = {}  # label -> [connection number, seen traffic]
+        self._pending: dict[str, dict[tuple[type, Any], None]] | None = {} if results else None
 
     def _of(self, label: str) -> list[Any]:
         state = self._state.get(label)
@@ -96,12 +114,48 @@ class Connections:
         state = self._of(label)
         if state[1]:
             state[0] += 1
+            if self._pending is not None:
+                self._pending.pop(label, None)
         state[1] = True
 
-    def server_message(self, message: Any, label: str = DEFAULT_LABEL) -> None:
-        """A server-to-client message: never a call, but traffic on the connection."""
-        if isinstance(message, dict):
-            self.touch(label)
+    def server_message(
+        self, message: Any, label: str = DEFAULT_LABEL, line: int | None = None
+    ) -> ToolResult | None:
+        """A server-to-client message: never a call, but traffic on the connection,
+        and (when results are read) the result of a pending tools/call."""
+        if not isinstance(message, dict):
+            return None
+        self.touch(label)
+        if self._pending is None or "method" in message:
+            return None
+        if "result" in message:
+            result = message["result"]
+        elif "error" in message:
+            result = {"error": message["error"]}
+        else:
+            return None
+        pending = self._pending.get(label)
+        try:
+            call_id = call_id_of(message.get("id"))
+        except FieldError:
+            return None
+        if not pending or call_id is None:
+            return None
+        key = _id_key(call_id)
+        if key not in pending:
+            return None
+        del pending[key]
+        return ToolResult(self.session(label), call_id, result, None, line)
+
+    def _await(self, label: str, call_id: Any) -> None:
+        """A forwarded tools/call whose response will be its result."""
+        assert self._pending is not None
+        pending = self._pending.setdefault(label, {})
+        key = _id_key(call_id)
+        pending.pop(key, None)
+        pending[key] = None
+        if len(pending) > MAX_PENDING:
+            del pending[next(iter(pending))]
 
     def client_message(
         self,
@@ -120,4 +174,8 @@ class Connections:
         self.touch(label)
         if method != "tools/call" or "id" not in message:
             return None
-        return decode_call(message, self.session(label), line, path)
+        record = decode_call(message, self.session(label), line, path)
+        if self._pending is not None and record.__class__ is ToolCall:
+            if record.call_id is not None:  # type: ignore[union-attr]
+                self._await(label, record.call_id)  # type: ignore[union-attr]
+        return record
