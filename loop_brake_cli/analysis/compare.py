@@ -5,6 +5,12 @@ Every call is hashed once and counted by two brakes side by side: the seed's
 under the policy. Per session: calls, denials by each, and the policy's
 denials by rule (streak, cycle, stop) and its exempt passes. Only tool names,
 session ids and counts; never arguments.
+
+Under a policy's progress mode the transcripts' results are fed to the policy's
+brake alone (the seed never sees results), and each session also says where
+each brake denied first (the call's number in the session and its line), so a
+poll whose output kept changing is seen passing and a stuck loop is seen denied
+at the same call as before. Without progress the output is unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from ..brake import LoopBrake
 from ..canonical import JSONInputError, call_digest
-from ..records import BadRecord, ToolCall
+from ..records import BadRecord, ToolCall, ToolResult
 
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
 
@@ -36,9 +42,13 @@ class SessionComparison:
     exempt: int = 0
     denied_tools_seed: dict[str, int] = field(default_factory=dict)
     denied_tools_policy: dict[str, int] = field(default_factory=dict)
+    seed_first: tuple[int, int | str | None] | None = None  # (call number, line or path)
+    policy_first: tuple[int, int | str | None] | None = None
+    results: int = 0
+    results_ignored: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, progress: bool = False) -> dict[str, Any]:
+        out = {
             "file": self.file,
             "session": self.session,
             "calls": self.calls,
@@ -49,6 +59,28 @@ class SessionComparison:
             "seedDeniedTools": dict(sorted(self.denied_tools_seed.items())),
             "policyDeniedTools": dict(sorted(self.denied_tools_policy.items())),
         }
+        if progress:
+            out["seedFirstDenial"] = _where_json(self.seed_first)
+            out["policyFirstDenial"] = _where_json(self.policy_first)
+            out["results"] = self.results
+            out["resultsIgnored"] = self.results_ignored
+        return out
+
+
+def _where_json(where: tuple[int, int | str | None] | None) -> dict[str, Any] | None:
+    if where is None:
+        return None
+    call, at = where
+    return {"call": call, ("path" if isinstance(at, str) else "line"): at}
+
+
+def _where_text(where: tuple[int, int | str | None] | None) -> str:
+    if where is None:
+        return "-"
+    call, at = where
+    if at is None:
+        return f"call {call}"
+    return f"call {call} ({'' if isinstance(at, str) else 'line '}{at})"
 
 
 @dataclass(slots=True)
@@ -59,25 +91,39 @@ class Comparison:
     errors: list[str] = field(default_factory=list)
     unreadable: int = 0
     files: int = 0
+    progress: bool = False  # the policy's progress mode: results fed to its brake
+    results: int = 0
+    results_ignored: int = 0
 
     def totals(self) -> dict[str, int]:
-        return {
+        totals = {
             "calls": sum(s.calls for s in self.sessions),
             "seedDenied": sum(s.seed_denied for s in self.sessions),
             "policyDenied": sum(s.policy_denied for s in self.sessions),
         }
+        if self.progress:
+            totals["results"] = self.results
+            totals["resultsIgnored"] = self.results_ignored
+        return totals
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema": SCHEMA,
             "maxRepeats": self.max_repeats,
             "policy": self.policy_path,
-            "files": self.files,
-            "totals": self.totals(),
-            "sessions": [s.to_json() for s in self.sessions],
-            "unreadable": self.unreadable,
-            "errors": self.errors,
         }
+        if self.progress:
+            out["progress"] = True
+        out.update(
+            {
+                "files": self.files,
+                "totals": self.totals(),
+                "sessions": [s.to_json(self.progress) for s in self.sessions],
+                "unreadable": self.unreadable,
+                "errors": self.errors,
+            }
+        )
+        return out
 
 
 def compare_files(
@@ -92,6 +138,7 @@ def compare_files(
     strict: bool = False,
 ) -> Comparison:
     """Replay ``paths`` through the seed's brake and the policy's, side by side."""
+    from ..formats import parse_records
     from ..formats._detect import choose
     from ..reader import UnreadableInputError, cannot_open, open_source
     from .replay import internal_error
@@ -99,6 +146,7 @@ def compare_files(
     result = Comparison(max_repeats, None if policy is None else policy.path)
     seed = LoopBrake(max_repeats, policy=None)
     braked = LoopBrake(max_repeats, policy=policy)
+    result.progress = braked.progress
     rows: dict[tuple[str, str], SessionComparison] = {}
     for index, path in enumerate(paths):
         if index and not continue_sessions:
@@ -122,10 +170,12 @@ def compare_files(
                 continue
             result.files += 1
             calls = 0
-            for record in choice.adapter.parse(source):
+            for record in parse_records(choice.adapter, source, braked.progress):
                 if record.__class__ is not ToolCall:
                     if record.__class__ is BadRecord:
                         result.unreadable += 1
+                    elif record.__class__ is ToolResult and braked.progress:
+                        _result(result, rows, braked, record, name, continue_sessions)  # type: ignore[arg-type]
                     continue
                 try:
                     digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
@@ -141,7 +191,7 @@ def compare_files(
                 if row is None:
                     row = rows[key] = SessionComparison(name, before.session_id)
                     result.sessions.append(row)
-                _add(row, before, after)
+                _add(row, before, after, (record.line if record.path is None else record.path))  # type: ignore[union-attr]
         except UnreadableInputError as exc:
             result.unreadable += 1
             result.errors.append(f"{name}: {exc}")
@@ -153,8 +203,34 @@ def compare_files(
     return result
 
 
-def _add(row: SessionComparison, before: Any, after: Any) -> None:
+def _result(
+    result: Comparison,
+    rows: dict[tuple[str, str], SessionComparison],
+    braked: LoopBrake,
+    record: ToolResult,
+    name: str,
+    continue_sessions: bool,
+) -> None:
+    """Feed one result to the policy's brake; one that is not JSON is unreadable."""
+    try:
+        paired = braked.observe_result(record.session, record.call_id, record.result, record.digest)
+    except (JSONInputError, TypeError):
+        result.unreadable += 1
+        return
+    result.results += 1
+    result.results_ignored += not paired
+    row = rows.get((name if not continue_sessions else "", record.session))
+    if row is not None:
+        row.results += 1
+        row.results_ignored += not paired
+
+
+def _add(row: SessionComparison, before: Any, after: Any, at: int | str | None = None) -> None:
     row.calls += 1
+    if before.denied and row.seed_first is None:
+        row.seed_first = (row.calls, at)
+    if after.denied and row.policy_first is None:
+        row.policy_first = (row.calls, at)
     if before.denied:
         row.seed_denied += 1
         row.denied_tools_seed[before.tool_name] = row.denied_tools_seed.get(before.tool_name, 0) + 1
@@ -170,29 +246,48 @@ def _add(row: SessionComparison, before: Any, after: Any) -> None:
 
 def render_comparison(result: Comparison) -> str:
     """The side-by-side table as plain text (one line per session, then the totals)."""
-    header = ("file", "session", "calls", "seed denies", "policy denies", "policy by rule")
+    header: tuple[str, ...] = (
+        "file",
+        "session",
+        "calls",
+        "seed denies",
+        "policy denies",
+        "policy by rule",
+    )
+    if result.progress:
+        header += ("seed first denial", "policy first denial")
     rows = [header]
     for s in result.sessions:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(s.by_rule.items())) or "-"
         if s.exempt:
             rules += f"; {s.exempt} exempt"
-        rows.append(
-            (s.file, s.session, str(s.calls), str(s.seed_denied), str(s.policy_denied), rules)
+        row: tuple[str, ...] = (
+            s.file,
+            s.session,
+            str(s.calls),
+            str(s.seed_denied),
+            str(s.policy_denied),
+            rules,
         )
+        if result.progress:
+            row += (_where_text(s.seed_first), _where_text(s.policy_first))
+        rows.append(row)
     totals = result.totals()
-    rows.append(
-        (
-            "total",
-            "",
-            str(totals["calls"]),
-            str(totals["seedDenied"]),
-            str(totals["policyDenied"]),
-            "",
-        )
+    total: tuple[str, ...] = (
+        "total",
+        "",
+        str(totals["calls"]),
+        str(totals["seedDenied"]),
+        str(totals["policyDenied"]),
+        "",
     )
+    if result.progress:
+        total += ("", "")
+    rows.append(total)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [
-        f"seed: maxRepeats {result.max_repeats}    policy: {result.policy_path or 'none'}",
+        f"seed: maxRepeats {result.max_repeats}    policy: {result.policy_path or 'none'}"
+        + ("    progress: results fed to the policy" if result.progress else ""),
     ]
     for row in rows:
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
@@ -205,4 +300,9 @@ def render_comparison(result: Comparison) -> str:
                     f"  {s.file} {s.session}: tool {json.dumps(tool, ensure_ascii=False)}: "
                     f"seed denies {a}, policy denies {b}"
                 )
+    if result.progress:
+        lines.append(
+            f"results: {result.results} read, {result.results_ignored} ignored "
+            "(not for the latest call of their session)"
+        )
     return "\n".join(lines) + "\n"

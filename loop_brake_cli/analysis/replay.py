@@ -52,6 +52,7 @@ def replay_file(
     error and is not read; so is one that gives no call. ``on_progress`` is called
     now and then with the bytes read from the file so far.
     """
+    from ..formats import parse_records
     from ..formats._detect import choose
     from ..pipeline import judge
     from ..reader import UnreadableInputError, open_source
@@ -84,7 +85,7 @@ def replay_file(
         info.format = adapter.INFO.name
         add = analyzer.add
         n = 0
-        for record, verdict in judge(adapter.parse(source), brake):
+        for record, verdict in judge(parse_records(adapter, source, brake.progress), brake):
             add(record, verdict)
             n += 1
             if on_progress is not None and not n & 1023:

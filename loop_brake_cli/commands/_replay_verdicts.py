@@ -24,6 +24,7 @@ def print_verdicts(
 
     (unreadable, calls, denied), or None when every file was skipped."""
     from ..analysis import internal_error
+    from ..formats import parse_records
     from ..formats._detect import choose
     from ..output import LineWriter
     from ..pipeline import Tally, write_verdicts
@@ -65,7 +66,8 @@ def print_verdicts(
             if check is not None and (mismatch := check.mismatch()) is not None:
                 _fail(f"{src.name}: {mismatch}")
                 unreadable = True
-            write_verdicts(choice.adapter.parse(src), brake, tally, out, file=file_label)
+            records = parse_records(choice.adapter, src, brake.progress)
+            write_verdicts(records, brake, tally, out, file=file_label)
             if check is not None and tally.calls == before and (nothing := check.nothing_read()):
                 out.flush()
                 _fail(f"{src.name}: {nothing}")
