@@ -10,6 +10,7 @@ import click
 
 from ..exitcodes import ExitStatus
 from ..policy import PolicyError, check_policy
+from ..progress import DEFAULT_IGNORE
 
 PROG = "loop-brake check-config"
 
@@ -19,7 +20,9 @@ def _describe(policy: Any) -> list[str]:
     if policy.empty:
         lines.append("  no rules: the brake behaves exactly as without a policy")
     for rule in policy.tools:
-        what = "exempt" if rule.exempt else f"max_repeats {rule.max_repeats}"
+        what = "exempt" if rule.exempt else f"max_repeats {rule.max_repeats or 'global'}"
+        if rule.progress is not None:
+            what += ", progress" if rule.progress else ", no progress"
         where = f"line {rule.line}" if rule.line else f"rule {rule.index + 1}"
         lines.append(f"  tools ({where}): {', '.join(rule.patterns)} -> {what}")
     if policy.cycles is not None:
@@ -29,25 +32,42 @@ def _describe(policy: Any) -> list[str]:
         )
     if policy.stop is not None:
         lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
+    if policy.uses_progress:
+        scope = "every tool" if policy.progress else "the tools whose rule says so"
+        lines.append(f"  progress: on for {scope} (a changed result restarts the streak)")
+        defaults = policy.result_ignore[: len(DEFAULT_IGNORE)] == DEFAULT_IGNORE
+        own = len(policy.result_ignore) - (len(DEFAULT_IGNORE) if defaults else 0)
+        lines.append(
+            f"  result_ignore: {'the defaults' if defaults else 'no defaults'}"
+            f" + {own} pattern(s) of this file"
+        )
     return lines
 
 
+def _rule_json(rule: Any) -> dict[str, Any]:
+    out = {
+        "match": list(rule.patterns),
+        "maxRepeats": rule.max_repeats,
+        "exempt": rule.exempt,
+        "line": rule.line,
+    }
+    if rule.progress is not None:
+        out["progress"] = rule.progress
+    return out
+
+
 def _policy_json(policy: Any) -> dict[str, Any]:
-    return {
-        "tools": [
-            {
-                "match": list(rule.patterns),
-                "maxRepeats": rule.max_repeats,
-                "exempt": rule.exempt,
-                "line": rule.line,
-            }
-            for rule in policy.tools
-        ],
+    out = {
+        "tools": [_rule_json(rule) for rule in policy.tools],
         "cycles": None
         if policy.cycles is None
         else {"maxPeriod": policy.cycles.max_period, "maxRepeats": policy.cycles.max_repeats},
         "stop": None if policy.stop is None else {"afterDenials": policy.stop.after_denials},
     }
+    if policy.uses_progress:  # else the document is what it was before progress existed
+        out["progress"] = policy.progress
+        out["resultIgnore"] = list(policy.result_ignore)
+    return out
 
 
 def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
