@@ -27,6 +27,7 @@ SAME_TOOL_SHOWN = 3
 lists them (render.py's "What the exact brake does not catch")."""
 
 _VERDICT_CODES = {"pass": "p", "deny": "d", "stop": "s"}
+"""One letter per call; upper case for a call-id duplicate (the same call logged twice)."""
 
 
 class _Index:
@@ -123,7 +124,8 @@ def _timeline(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, An
         ordinals.append(where.call)
         locations.append(where.line if where.line is not None else where.path)
         file_ids.append(files(where.file))
-        verdicts.append("u" if call.duplicate else _VERDICT_CODES.get(call.verdict, "p"))
+        code = _VERDICT_CODES.get(call.verdict, "p")
+        verdicts.append(code.upper() if call.duplicate else code)
         position[(where.file, where.call)] = index
     out: dict[str, Any] = {
         "t": tool_ids,

@@ -259,7 +259,7 @@ SCRIPT = r"""
     // One mark per call, coloured by tool; a denied call gets a dark outline.
     var ww = w.toFixed(2);
     for (var i = 0; i < n; i++) {
-      var v = tl.v.charCodeAt(i), denied = v === 100 || v === 115;  // "d", "s"
+      var v = tl.v.charCodeAt(i) | 32, denied = v === 100 || v === 115;  // d, s, D, S
       rect(denied ? "lb-mark lb-d" : "lb-mark", x(i).toFixed(2), ROW.top, ww, ROW.mark,
         ' fill="' + colour[tl.t[i]] + '"');
     }
@@ -326,7 +326,8 @@ SCRIPT = r"""
   var tip = document.getElementById("lb-tip");
   function showTip(s, i, ev) {
     var tl = s.tl, v = tl.v[i];
-    var status = {d: "denied", s: "stop", u: "duplicate call id"}[v] || "passed";
+    var status = {d: "denied", s: "stop"}[v.toLowerCase()] || "passed";
+    if (v !== v.toLowerCase()) status += " (duplicate call id: the same call logged twice)";
     if (tl.fd.indexOf(i) >= 0) status += " (first denial)";
     if (inWaste(tl, i)) status += " \u00b7 wasted";
     var lines = [
