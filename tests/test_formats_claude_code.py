@@ -30,7 +30,7 @@ from loop_brake_cli.formats import claude_code
 from loop_brake_cli.formats._common import RecentIds
 from loop_brake_cli.pipeline import judge
 from loop_brake_cli.reader import Source
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-code.jsonl"
@@ -87,6 +87,8 @@ def test_edge_cases() -> None:
     _, records = read(FIXTURES / "synthetic--edge-cases.jsonl")
     got = []
     for record, verdict in judge(records, LoopBrake(3)):
+        if isinstance(record, (ToolResult, Usage)):
+            continue  # tests/test_formats_results_usage.py checks those
         if verdict is None:
             got.append(("bad", record.line, record.path))
         else:
@@ -149,6 +151,8 @@ def test_streams_each_call_as_its_line_arrives() -> None:
     first = next(records)
     assert isinstance(first, ToolCall) and first.line == 2
     assert stream.reads == 2  # nothing after the call's own line was read
+    result = next(records)  # the call's result, as its line arrives
+    assert isinstance(result, ToolResult) and result.line == 3 and stream.reads == 3
     second = next(records)
     assert second.line == 4 and stream.reads == 4
 

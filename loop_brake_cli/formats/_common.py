@@ -10,12 +10,13 @@ from typing import Any
 
 from ..canonical import JSONInputError, call_digest, parse_arguments, parse_json
 from ..reader import TOO_LONG, Source, UnreadableInputError
-from ..records import BadRecord, Record, ToolCall, line_too_long
+from ..records import BadRecord, Record, ToolCall, Usage, line_too_long
 from ._sniff import WHITESPACE, head_text
 
 __all__ = [
     "CallLedger",
     "RecentIds",
+    "TurnUsage",
     "file_calls",
     "file_session",
     "json_path",
@@ -24,6 +25,7 @@ __all__ = [
     "never_raises",
     "parse_arguments",
     "read_values",
+    "tokens",
     "values_calls",
 ]
 
@@ -248,4 +250,54 @@ class RecentIds:
         self._ids[key] = None
         if len(self._ids) > self._size:
             self._ids.popitem(last=False)
+        return False
+
+
+def tokens(value: Any) -> int | None:
+    """A token count as recorded: a non-negative integer, else None (not recorded, never 0)."""
+    if value.__class__ is int and value >= 0:
+        return value
+    return None
+
+
+_FIGURES = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+class TurnUsage:
+    """The turns a file has reported usage for, so each turn is reported once.
+
+    Some formats write one turn's usage more than once, with figures that grow
+    (Claude Code writes a message over several lines, each with the usage known
+    when it was written: the output count of the last line is the final one).
+    The first sighting is reported, before the turn's calls; a later one raises
+    the figures of that same ``Usage`` object to the larger values instead of
+    being reported again, so a consumer reads a turn's figures when the
+    session's next ``Usage`` arrives or the input ends. Bounded like
+    ``RecentIds``: repeats come close together.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self._turns: OrderedDict[Hashable, Usage] = OrderedDict()
+        self._size = size
+
+    def first(self, key: Hashable, usage: Usage) -> bool:
+        """True when ``usage`` is the first of turn ``key`` (report it); else merge it in."""
+        earlier = self._turns.get(key)
+        if earlier is None:
+            self._turns[key] = usage
+            if len(self._turns) > self._size:
+                self._turns.popitem(last=False)
+            return True
+        for name in _FIGURES:
+            value = getattr(usage, name)
+            if value is not None:
+                old = getattr(earlier, name)
+                if old is None or value > old:
+                    setattr(earlier, name, value)
         return False

@@ -14,9 +14,18 @@ One JSON object per line; a tool call is a ``tool_use`` block of an assistant li
   their own streak, ``"<sessionId>/<agentId>"`` (``"<sessionId>/sidechain"``
   when an old version wrote no ``agentId``), so a subagent polling never
   counts against its parent or the other way round.
-* ``user``, ``summary``, ``system``, ``file-history-snapshot``,
-  ``queue-operation`` and ``progress`` lines hold no calls and are skipped, as
-  are assistant lines whose ``message.content`` is a plain string.
+* ``summary``, ``system``, ``file-history-snapshot``, ``queue-operation`` and
+  ``progress`` lines hold no calls and are skipped.
+* Results: the ``tool_result`` blocks of ``user`` lines, each a ``ToolResult``
+  paired by ``tool_use_id`` (the result is ``{"content", "isError"}`` of the
+  block; the top-level ``toolUseResult`` is the harness's own view and ignored).
+* Usage: ``message.usage`` of an assistant line (``input_tokens``,
+  ``output_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``;
+  thinking is counted in the output). Every line of a split response repeats
+  it, with the output count known when that line was written: the turn
+  (``message.id``) is reported once, at its first line, so before its calls,
+  and the larger figures of its later lines are merged into that same record
+  (``_common.TurnUsage``): the last line's output count is the final one.
 
 The hook-event log (``session_id``/``tool_name``/``tool_input``) is a different
 format: see ``hook_log`` (format ``claude-hooks``).
@@ -30,9 +39,9 @@ from typing import Any
 
 from ..brake import session_key, subagent_session_key
 from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, line_too_long
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
 from . import FormatInfo
-from ._common import RecentIds, json_path, load_json_line, parse_arguments
+from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments, tokens
 from ._sniff import head_objects
 
 INFO = FormatInfo(
@@ -88,11 +97,6 @@ def _session(obj: dict[str, Any]) -> str | None:
     return session_key(session)
 
 
-def calls_in_line(obj: Any, number: int | None, seen: RecentIds) -> Iterator[Record]:
-    """The new tool calls of one parsed transcript line (nothing for other line types)."""
-    yield from _calls(obj, number, seen, _keep)
-
-
 def _keep(args: Any) -> Any:
     return args
 
@@ -101,51 +105,137 @@ def _keep(args: Any) -> Any:
 _PATHS = tuple(json_path("message", "content", index) for index in range(64))
 
 
-def _calls(obj: Any, number: int | None, seen: RecentIds, mark: Any) -> list[Record]:
-    """``calls_in_line`` as a list; ``mark`` is applied to each call's arguments."""
+def _path(index: int) -> str:
+    return _PATHS[index] if index < 64 else json_path("message", "content", index)
+
+
+def _calls(
+    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, mark: Any
+) -> list[Record]:
+    """The records of one parsed line; ``mark`` is applied to each call's arguments."""
     if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
         return [BadRecord("not a JSON object", number)]
-    if obj.get("type") != "assistant":
+    kind = obj.get("type")
+    if kind == "user":
+        return _results(obj, number)
+    if kind != "assistant":
         return []
     message = obj.get("message")
     if message.__class__ is not dict:
         return [BadRecord("assistant line without a message object", number, "$.message")]
     content = message.get("content")
-    if content is None or content.__class__ is str:
-        return []
+    usage = message.get("usage")
     if content.__class__ is not list:
-        return [BadRecord("message.content is not a list", number, "$.message.content")]
+        if content is not None and content.__class__ is not str:
+            return [BadRecord("message.content is not a list", number, "$.message.content")]
+        if usage.__class__ is not dict:
+            return []
     session = obj.get("sessionId")
     if session.__class__ is not str or obj.get("isSidechain") is True:
         session = _session(obj)  # the common case above is session_key(session)
         if session is None:
             return [BadRecord("sessionId or agentId is not a string", number)]
     out: list[Record] = []
+    if usage.__class__ is dict:
+        _usage(out, session, message, usage, number, turns)
+    if content.__class__ is not list:
+        return out
     for index, block in enumerate(content):
         if block.__class__ is not dict or block.get("type") != "tool_use":
             continue
-        path = _PATHS[index] if index < 64 else json_path("message", "content", index)
         name = block.get("name")
         if name.__class__ is not str:
-            out.append(BadRecord("tool_use block without a string name", number, path))
+            out.append(BadRecord("tool_use block without a string name", number, _path(index)))
             continue
         call_id = block.get("id")
         if call_id.__class__ is str:
             if seen.seen(call_id):
                 continue
         elif call_id is not None:
-            out.append(BadRecord("tool_use id is not a string", number, path))
+            out.append(BadRecord("tool_use id is not a string", number, _path(index)))
             continue
         args = block.get("input")
         if args.__class__ is dict:  # parse_arguments returns an object as it is
-            out.append(ToolCall(name, mark(args), session, call_id, number, path))
+            out.append(ToolCall(name, mark(args), session, call_id, number, _path(index)))
         else:
             args, unparsed = parse_arguments(args)
-            out.append(ToolCall(name, mark(args), session, call_id, number, path, unparsed))
+            out.append(ToolCall(name, mark(args), session, call_id, number, _path(index), unparsed))
+    return out
+
+
+def _usage(
+    out: list[Record],
+    session: str,
+    message: dict[str, Any],
+    usage: dict[str, Any],
+    number: int | None,
+    turns: TurnUsage,
+) -> None:
+    """The message's usage, once per ``message.id`` (the larger figures of its later lines
+    are merged into the record already yielded, before the message's calls)."""
+    turn = message.get("id")
+    model = message.get("model")
+    record = Usage(
+        session,
+        turn if turn.__class__ is str else None,
+        model if model.__class__ is str else None,
+        tokens(usage.get("input_tokens")),
+        tokens(usage.get("output_tokens")),
+        tokens(usage.get("cache_read_input_tokens")),
+        tokens(usage.get("cache_creation_input_tokens")),
+        None,  # thinking is part of output_tokens: the API reports no separate count
+        number,
+        "$.message.usage",
+    )
+    if record.turn is None or turns.first((session, record.turn), record):
+        out.append(record)
+
+
+def _results(obj: dict[str, Any], number: int | None) -> list[Record]:
+    """The ``tool_result`` blocks of a user line, each paired by its ``tool_use_id``.
+
+    The result is ``{"content": ..., "isError": ...}`` (the block's own values, not
+    copied): the block's id differs for every call, so it is left out of what
+    progress compares. A block without a string id cannot be paired and is skipped."""
+    message = obj.get("message")
+    if message.__class__ is not dict:
+        return []
+    content = message.get("content")
+    if content.__class__ is not list:
+        return []
+    session = None
+    out: list[Record] = []
+    for index, block in enumerate(content):
+        if block.__class__ is not dict or block.get("type") != "tool_result":
+            continue
+        call_id = block.get("tool_use_id")
+        if call_id.__class__ is not str:
+            continue
+        if session is None:
+            session = _session(obj)
+            if session is None:
+                return [BadRecord("sessionId or agentId is not a string", number)]
+        result = {"content": block.get("content"), "isError": block.get("is_error") is True}
+        out.append(ToolResult(session, call_id, result, None, number, _path(index)))
     return out
 
 
 _TOOL_USE = b'"tool_use"'
+_TOOL_RESULT = b'"tool_result"'
+_USAGE = b'"usage"'
+
+
+def _may_hold_records(raw: bytes) -> bool:
+    """A line without these bytes holds no call, result or usage."""
+    return _TOOL_USE in raw or _TOOL_RESULT in raw or _USAGE in raw
+
+
+def _reported(raw: bytes) -> bool:
+    """Whether a line the parser refused is an error: one that may hold a call, or that is
+    not even the outline of an object. A whole line holding only results or usage that
+    the strict parser refuses (say a lone surrogate in a result) is skipped, as it was
+    before results were read: its results and usage are lost, the calls are not."""
+    return _TOOL_USE in raw or not _is_whole_object(raw)
 
 
 def _is_whole_object(raw: bytes) -> bool:
@@ -155,12 +245,12 @@ def _is_whole_object(raw: bytes) -> bool:
 
 
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the calls: each one is yielded as soon as its line is read.
+    """Stream the records: each one is yielded as soon as its line is read.
 
-    A line without the bytes ``"tool_use"`` holds no call; when it also has the
-    outline of a whole object it is not parsed at all (tool results and
-    prompts are most of a transcript's bytes). A truncated or garbled line is
-    still parsed and reported.
+    A line without the bytes ``"tool_use"``, ``"tool_result"`` or ``"usage"``
+    holds no record; when it also has the outline of a whole object it is not
+    parsed at all. A truncated or garbled line is still parsed and reported.
+    Results are attached as parsed, never copied or serialised again.
     """
     from ..fast_canonical import AVAILABLE  # imported when a file is read
 
@@ -172,12 +262,12 @@ def parse(source: Source) -> Iterator[Record]:
     from ..fast_canonical import DecodeError, load_line, loads
     from ..pipeline import plain_args
 
-    seen = RecentIds()
+    seen, turns = RecentIds(), TurnUsage()
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if _TOOL_USE not in raw:
+        if not _may_hold_records(raw):
             if (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw):  # '{' ... '}'
                 continue  # cannot hold a call: not parsed (most of a transcript's bytes)
         obj = None
@@ -189,26 +279,28 @@ def parse(source: Source) -> Iterator[Record]:
         if obj is None:  # orjson never gives None for a line that is not 'null'
             obj, error = load_line(raw)
             if error is not None:
-                yield BadRecord(error, number)
+                if _reported(raw):
+                    yield BadRecord(error, number)
                 continue
-        calls = _calls(obj, number, seen, plain_args)
+        calls = _calls(obj, number, seen, turns, plain_args)
         if calls:
             yield from calls
 
 
 def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
     """``parse`` with the exact parser."""
-    seen = RecentIds()
+    seen, turns = RecentIds(), TurnUsage()
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if _TOOL_USE not in raw and _is_whole_object(raw):
+        if not _may_hold_records(raw) and _is_whole_object(raw):
             continue
         obj, error = load(raw)
         if error is not None:
-            yield BadRecord(error, number)
+            if _reported(raw):
+                yield BadRecord(error, number)
             continue
-        calls = _calls(obj, number, seen, mark)
+        calls = _calls(obj, number, seen, turns, mark)
         if calls:
             yield from calls

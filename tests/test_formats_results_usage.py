@@ -1,0 +1,249 @@
+"""Results and usage: what the adapters yield besides calls (issues 14 and 16).
+
+Every adapter that can pairs each result with its call, and reports each model
+turn's usage once, before the calls that turn produced. The expected totals are
+counted here straight from the raw files (json over the lines, never the
+adapter), and written out as numbers too, so a change in either shows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adapter_helpers import FIXTURES, read
+from conftest import SHARED_SKIP, run_cli, shared_dir
+
+from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
+
+SHARED = shared_dir() / "samples-real"
+FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def totals(records: list) -> dict[str, Any]:
+    """Turns and tokens by kind of the Usage records (None where no turn recorded a kind)."""
+    usage = [r for r in records if isinstance(r, Usage)]
+    out: dict[str, Any] = {"turns": len(usage)}
+    for name in (*FIGURES, "reasoning_tokens"):
+        values = [getattr(u, name) for u in usage if getattr(u, name) is not None]
+        out[name] = sum(values) if values else None
+    return out
+
+
+def turn_of_each_call(records: list) -> list[tuple[int | None, str | None]]:
+    """(line, turn) of each call: the turn of the session's latest Usage before it."""
+    latest: dict[str, str | None] = {}
+    out = []
+    for record in records:
+        if isinstance(record, Usage):
+            latest[record.session] = record.turn
+        elif isinstance(record, ToolCall):
+            out.append((record.line, latest.get(record.session, "none")))
+    return out
+
+
+def assert_results_pair(records: list) -> list[ToolResult]:
+    """Each result names a call its session made before it; returns the results."""
+    made: set[tuple[str, Any]] = set()
+    results = []
+    for record in records:
+        if isinstance(record, ToolCall):
+            made.add((record.session, record.call_id))
+        elif isinstance(record, ToolResult):
+            assert (record.session, record.call_id) in made, record
+            results.append(record)
+    return results
+
+
+# --- Claude Code ------------------------------------------------------------------
+
+
+def _claude_session(obj: dict) -> str:
+    if obj.get("isSidechain"):
+        return f"{obj['sessionId']}/{obj.get('agentId') or 'sidechain'}"
+    return obj["sessionId"]
+
+
+def claude_hand_count(path: Path) -> dict[str, Any]:
+    """Per (session, message.id) the largest figure of its lines; a line without an id alone."""
+    turns: dict[Any, dict[str, int]] = {}
+    keys = {
+        "input_tokens": "input_tokens",
+        "output_tokens": "output_tokens",
+        "cache_read_tokens": "cache_read_input_tokens",
+        "cache_write_tokens": "cache_creation_input_tokens",
+    }
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        obj = json.loads(text)
+        if obj.get("type") != "assistant" or "usage" not in obj["message"]:
+            continue
+        usage = obj["message"]["usage"]
+        key = (_claude_session(obj), obj["message"].get("id") or number)
+        seen = turns.setdefault(key, {})
+        for mine, theirs in keys.items():
+            if theirs in usage:
+                seen[mine] = max(seen.get(mine, 0), usage[theirs])
+    out: dict[str, Any] = {"turns": len(turns)}
+    for mine in keys:
+        values = [t[mine] for t in turns.values() if mine in t]
+        out[mine] = sum(values) if values else None
+    out["reasoning_tokens"] = None
+    return out
+
+
+def claude_results_by_hand(path: Path) -> list[tuple[int, str, Any]]:
+    """(line, tool_use_id, content) of every tool_result block with a string id."""
+    out = []
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        obj = json.loads(text)
+        content = obj.get("message", {}).get("content") if obj.get("type") == "user" else None
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                out.append((number, block["tool_use_id"], block.get("content")))
+    return out
+
+
+def claude_turn_of_call_lines(path: Path) -> list[tuple[int, str]]:
+    """(line, message.id) of each new tool_use block: the turn that produced the call."""
+    out, seen = [], set()
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        obj = json.loads(text)
+        if obj.get("type") != "assistant" or not isinstance(obj["message"].get("content"), list):
+            continue
+        for block in obj["message"]["content"]:
+            if block.get("type") == "tool_use" and block["id"] not in seen:
+                seen.add(block["id"])
+                out.append((number, obj["message"].get("id")))
+    return out
+
+
+CLAUDE = FIXTURES / "claude-code"
+# file: turns, input, output, cache reads, cache writes (counted with jq, see claude_hand_count)
+CLAUDE_USAGE = {
+    "real--fasthooks-main-transcript.jsonl": (12, 132, 1480, 223265, 8467),
+    "real--fasthooks-agent-sidechain.jsonl": (1, 728, 152, 0, 0),
+    "real--codemie-4c2ddfdc.jsonl": (7, 33, 806, 214627, 37172),
+    "real--codemie-incremental-subagents-turn-1.jsonl": (7, 82, 1244, 154285, 61416),
+    "synthetic--results-usage.jsonl": (4, 23, 80, 2100, 100),
+}
+
+
+def _as_tuple(counted: dict[str, Any]) -> tuple:
+    return (counted["turns"], *(counted[name] for name in FIGURES))
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE_USAGE))
+def test_claude_code_usage_equals_the_hand_count(name: str) -> None:
+    _, records = read(CLAUDE / name, "claude-code")
+    assert totals(records) == claude_hand_count(CLAUDE / name)
+    assert _as_tuple(totals(records)) == CLAUDE_USAGE[name]
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE_USAGE))
+def test_claude_code_usage_comes_before_the_calls_of_its_turn(name: str) -> None:
+    _, records = read(CLAUDE / name, "claude-code")
+    assert turn_of_each_call(records) == claude_turn_of_call_lines(CLAUDE / name)
+
+
+@pytest.mark.parametrize("name", sorted(CLAUDE_USAGE))
+def test_claude_code_results_pair_with_their_calls(name: str) -> None:
+    _, records = read(CLAUDE / name, "claude-code")
+    results = assert_results_pair(records)
+    got = [(r.line, r.call_id, r.result["content"]) for r in results]
+    assert got == claude_results_by_hand(CLAUDE / name)
+    assert all(r.digest is None and isinstance(r.result["isError"], bool) for r in results)
+
+
+def test_claude_code_split_response_is_one_turn_with_its_final_output_count() -> None:
+    _, records = read(CLAUDE / "synthetic--results-usage.jsonl", "claude-code")
+    usage = [
+        (u.line, u.session, u.turn, u.model, u.output_tokens)
+        for u in records
+        if isinstance(u, Usage)
+    ]
+    assert usage == [
+        (2, "sess-R", "msg_1", "claude-sonnet-4-5", 40),  # line 4's count, reported at line 2
+        (7, "sess-R", "msg_2", "claude-sonnet-4-5", 30),
+        (10, "sess-R/ag1", "msg_s", "claude-sonnet-4-5", 9),
+        (13, "sess-R", None, "claude-sonnet-4-5", 1),
+    ]
+    errors = [r for r in records if isinstance(r, ToolResult) and r.result["isError"]]
+    assert [r.call_id for r in errors] == ["toolu_2"]
+    assert not [r for r in records if isinstance(r, BadRecord)]
+
+
+# --- every format --------------------------------------------------------------------
+
+CANARY = "CANARY-results-7d41-never-print"
+# a fixture per format whose results hold CANARY
+CANARY_FILES = [
+    ("claude-code", CLAUDE / "synthetic--results-usage.jsonl"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "path"), CANARY_FILES, ids=[f for f, _ in CANARY_FILES])
+def test_results_hold_the_canary_and_no_output_does(fmt: str, path: Path, tmp_path: Path) -> None:
+    _, records = read(path, fmt)
+    held = [r for r in records if isinstance(r, ToolResult) and CANARY in json.dumps(r.result)]
+    assert held, "the fixture's results must hold the canary"
+    written = tmp_path / "report.html"
+    runs = [
+        run_cli("filter", "--format", fmt, str(path)),
+        run_cli("filter", "--format", fmt, "--summary", str(path)),
+        run_cli("replay", "--format", fmt, str(path)),
+        run_cli("replay", "--format", fmt, "--json", str(path)),
+        run_cli("replay", "--format", fmt, "--verdicts", str(path)),
+        run_cli("replay", "--format", fmt, "--html", str(written), str(path)),
+    ]
+    for result in runs:
+        assert CANARY.encode() not in result.stdout + result.stderr
+    assert CANARY not in written.read_text()
+
+
+# --- the real samples in ../shared (read there, never copied) ------------------------
+
+SharedCase = tuple[str, str, Callable[[Path], dict[str, Any]], tuple]
+SHARED_USAGE: list[SharedCase] = [
+    (
+        "claude-code",
+        "claude-code/oneryalcin-fasthooks__specs-data__sample_main_transcript.jsonl",
+        claude_hand_count,
+        (12, 132, 1480, 223265, 8467),
+    ),
+    (
+        "claude-code",
+        "claude-code/oneryalcin-fasthooks__specs-data__sample_agent_sidechain.jsonl",
+        claude_hand_count,
+        (1, 728, 152, 0, 0),
+    ),
+    (
+        "claude-code",
+        "claude-code/codemie-ai-codemie-code__tests-integration-metrics-fixtures-claude__"
+        "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
+        claude_hand_count,
+        (7, 33, 806, 214627, 37172),
+    ),
+    (
+        "claude-code",
+        "claude-code/codemie-ai-codemie-code__tests-integration-session-fixtures-claude-"
+        "incremental-subagents__turn-1.jsonl",
+        claude_hand_count,
+        (7, 82, 1244, 154285, 61416),
+    ),
+]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_SKIP)
+@pytest.mark.parametrize(
+    ("fmt", "name", "hand_count", "expected"), SHARED_USAGE, ids=[c[1] for c in SHARED_USAGE]
+)
+def test_shared_samples_usage_equals_the_hand_count(
+    fmt: str, name: str, hand_count: Callable[[Path], dict[str, Any]], expected: tuple
+) -> None:
+    _, records = read(SHARED / name, fmt)
+    assert totals(records) == hand_count(SHARED / name)
+    assert _as_tuple(totals(records)) == expected
+    assert_results_pair(records)
