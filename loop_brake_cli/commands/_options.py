@@ -56,11 +56,11 @@ def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
 def resolve_policy(errors: Errors, explicit: str | None) -> Any:
     """The policy that applies (a ``policy.Policy``, or None), or the exit status 2 after
     ``errors`` gave its located errors: always before any input is read."""
-    from ..policy import PolicyError, discover_policy
+    from .. import policy  # PolicyError is looked up only when raised: it loads the rule model
 
     try:
-        return discover_policy(explicit)
-    except PolicyError as exc:
+        return policy.discover_policy(explicit)
+    except policy.PolicyError as exc:
         return errors(str(exc))
 
 
