@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -78,14 +77,16 @@ _UNDETECTED: Any = object()
 """``FormatCheck._detected`` until ``detected()`` is first asked."""
 
 
-@dataclass
 class FormatCheck:
     """One input read as a given format: what to say about it, at most once."""
 
-    adapter: ModuleType
-    head: bytes
-    said: bool = False
-    _detected: ModuleType | None = field(default=_UNDETECTED, init=False)
+    __slots__ = ("adapter", "head", "said", "_detected")
+
+    def __init__(self, adapter: ModuleType, head: bytes, said: bool = False) -> None:
+        self.adapter = adapter
+        self.head = head
+        self.said = said
+        self._detected: ModuleType | None = _UNDETECTED
 
     @property
     def name(self) -> str:
@@ -138,8 +139,9 @@ class FormatCheck:
         )
 
 
-_GEMINI_LOG_KEYS = (re.compile(rb'"sessionId"\s*:'), re.compile(rb'"messageId"\s*:'))
-_GEMINI_TRANSCRIPT = re.compile(rb'"toolCalls"\s*:')
+# Patterns, compiled (and cached by re) on the first logs.json seen, not at start-up.
+_GEMINI_LOG_KEYS = (rb'"sessionId"\s*:', rb'"messageId"\s*:')
+_GEMINI_TRANSCRIPT = rb'"toolCalls"\s*:'
 
 
 def not_a_transcript(head: bytes, path: str) -> str | None:
@@ -152,24 +154,35 @@ def not_a_transcript(head: bytes, path: str) -> str | None:
     body = head_text(head)
     if body.startswith(b"["):
         empty = body.rstrip(JSON_WHITESPACE) == b"[]"
-        shaped = all(key.search(body) for key in _GEMINI_LOG_KEYS)
-        if empty or (shaped and not _GEMINI_TRANSCRIPT.search(body)):
+        shaped = all(re.search(key, body) for key in _GEMINI_LOG_KEYS)
+        if empty or (shaped and not re.search(_GEMINI_TRANSCRIPT, body)):
             return "Gemini CLI's prompt log (logs.json holds the user's prompts, no tool call)"
     return None
 
 
-@dataclass
 class Choice:
-    """How to read one file: an adapter (and, when forced, its check), or why not."""
+    """How to read one file: an adapter (and, when forced, its check), or why not.
 
-    adapter: ModuleType | None = None
-    check: FormatCheck | None = None
-    skip: str | None = None
-    """Not a transcript, found in a directory: not read, named once on stderr."""
-    quiet: bool = False
-    """Skipped without a word (a file agents keep beside their transcripts)."""
-    error: str | None = None
-    """Not a transcript, named on the command line (or ``--strict``): unreadable."""
+    ``skip``: not a transcript, found in a directory: not read, named once on stderr
+    (``quiet``: skipped without a word, a file agents keep beside their transcripts).
+    ``error``: not a transcript, named on the command line (or ``--strict``): unreadable.
+    """
+
+    __slots__ = ("adapter", "check", "skip", "quiet", "error")
+
+    def __init__(
+        self,
+        adapter: ModuleType | None = None,
+        check: FormatCheck | None = None,
+        skip: str | None = None,
+        quiet: bool = False,
+        error: str | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.check = check
+        self.skip = skip
+        self.quiet = quiet
+        self.error = error
 
 
 def choose(

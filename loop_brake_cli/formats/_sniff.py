@@ -19,8 +19,9 @@ __all__ = ["foreign", "head_lines", "head_objects", "head_text"]
 WHITESPACE = b" \t\r\n"
 
 # Markers of formats whose lines also hold chat-like messages but are read by other
-# adapters. A key written by JSON itself, not one quoted inside a string (those are \"escaped\").
-_FOREIGN = re.compile(
+# adapters (compiled, and cached by re, on first use: not every run sniffs).
+# A key written by JSON itself, not one quoted inside a string (those are \"escaped\").
+_FOREIGN = (
     rb'(?<!\\)"(parentUuid|isSidechain|jsonrpc|resourceSpans|fncall_messages|fncall_response'
     rb'|tool_call_metadata|toolCalls|projectHash)"\s*:'
     rb'|(?<!\\)"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context)"'
@@ -37,7 +38,7 @@ def head_text(head: bytes) -> bytes:
 
 def foreign(head: bytes) -> bool:
     """Does the head carry a marker of a format another adapter owns?"""
-    return _FOREIGN.search(head) is not None
+    return re.search(_FOREIGN, head) is not None
 
 
 def head_lines(head: bytes, limit: int = 200) -> Iterator[bytes]:
