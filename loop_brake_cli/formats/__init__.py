@@ -30,7 +30,16 @@ if TYPE_CHECKING:
     from ..reader import Source
     from ..records import Record
 
-__all__ = ["ADAPTERS", "FORMATS", "FormatInfo", "UnknownFormatError", "detect", "get", "names"]
+__all__ = [
+    "ADAPTERS",
+    "FORMATS",
+    "FormatInfo",
+    "UnknownFormatError",
+    "detect",
+    "get",
+    "names",
+    "parse_records",
+]
 
 FORMATS: dict[str, str] = {
     "claude-code": "claude_code",
@@ -97,6 +106,15 @@ def get(name: str) -> ModuleType:
     if module is None:
         raise UnknownFormatError(f"unknown format {name!r}; known formats: {', '.join(names())}")
     return importlib.import_module(f"{__name__}.{module}")
+
+
+def parse_records(adapter: ModuleType, source: Source, results: bool = False) -> Iterator[Record]:
+    """The records of one source. Every adapter yields the results its format records;
+    the event format's result lines only with ``results`` (a policy's progress mode),
+    since elsewhere such a line is the error it was before result lines existed."""
+    if results and adapter.INFO.name == "events":
+        return adapter.parse(source, results=True)
+    return adapter.parse(source)
 
 
 def detect(head: bytes, name: str) -> ModuleType:
