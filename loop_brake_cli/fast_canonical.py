@@ -80,8 +80,14 @@ def fast_canonical(args: Any) -> bytes | None:
 def fast_digest(tool: str, args: Any) -> bytes:
     """``canonical.call_digest(tool, args)`` for a value from ``parse_json`` or
     ``orjson.loads``, by orjson where that is provably the same bytes."""
-    out = fast_canonical(args)
-    if out is None:
+    try:
+        out = dumps(args, option=OPTIONS)
+    except EncodeError:
+        return call_digest(tool, args)
+    find = out.find  # fast_canonical inline: is_exact only where a cheap look finds a risk
+    if (
+        find(b".0") >= 0 or find(b"e+") >= 0 or find(b"e-") >= 0 or not out.isascii()
+    ) and not is_exact(out):
         return call_digest(tool, args)
     head = _HEADS.get(tool)
     if head is None:

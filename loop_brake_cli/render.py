@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -160,7 +159,7 @@ class _ReplayView:
             if where.line is not None:
                 return f"line {where.line}"
             return where.path if where.path is not None else f"call {where.call}"
-        return str(replace(where, file=self.name(where.file)))
+        return str(where._replace(file=self.name(where.file)))
 
     def session(self, stats: SessionStats) -> str:
         return "(the file)" if stats.session == stats.file else stats.session

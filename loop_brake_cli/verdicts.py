@@ -8,10 +8,9 @@ names, counts and hash prefixes only.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .canonical import hash_prefix, js_string
-from .slotted import FrozenFields
 from .streak import PolicySlot, Slot, is_denied
 
 __all__ = [
@@ -65,63 +64,27 @@ def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> s
     )
 
 
-_set = object.__setattr__
+class Verdict(NamedTuple):
+    """One decision. ``denied`` calls must not run.
 
+    A named tuple: one is built for every call judged (replay builds hundreds of
+    thousands), and a tuple is built in one step where a class sets 15 attributes."""
 
-class Verdict(FrozenFields):
-    """One decision. ``denied`` calls must not run."""
-
-    __slots__ = (
-        "denied",
-        "tool_name",
-        "session_id",
-        "count",
-        "max_repeats",
-        "hash_prefix",
-        "call_id",
-        "duplicate",
-        "rule",
-        "limit",
-        "exempt",
-        "match",
-        "cycle",
-        "cycle_repeats",
-        "denials",
-    )
-
-    def __init__(
-        self,
-        denied: bool,
-        tool_name: str,
-        session_id: str,
-        count: int,
-        max_repeats: int,
-        hash_prefix: str,
-        call_id: Any = None,
-        duplicate: bool = False,
-        rule: str | None = None,  # None: no policy (the seed's verdict, byte for byte)
-        limit: int | None = None,
-        exempt: bool = False,
-        match: str | None = None,
-        cycle: tuple[tuple[str, str], ...] = (),  # (tool, hash prefix) of each call of the cycle
-        cycle_repeats: int = 0,
-        denials: int = 0,
-    ) -> None:
-        _set(self, "denied", denied)
-        _set(self, "tool_name", tool_name)
-        _set(self, "session_id", session_id)
-        _set(self, "count", count)
-        _set(self, "max_repeats", max_repeats)
-        _set(self, "hash_prefix", hash_prefix)
-        _set(self, "call_id", call_id)
-        _set(self, "duplicate", duplicate)
-        _set(self, "rule", rule)
-        _set(self, "limit", limit)
-        _set(self, "exempt", exempt)
-        _set(self, "match", match)
-        _set(self, "cycle", cycle)
-        _set(self, "cycle_repeats", cycle_repeats)
-        _set(self, "denials", denials)
+    denied: bool
+    tool_name: str
+    session_id: str
+    count: int
+    max_repeats: int
+    hash_prefix: str
+    call_id: Any = None
+    duplicate: bool = False
+    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
+    limit: int | None = None
+    exempt: bool = False
+    match: str | None = None
+    cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
+    cycle_repeats: int = 0
+    denials: int = 0
 
     @property
     def stop(self) -> bool:
@@ -158,16 +121,30 @@ def verdict_of(
 
     The slot's tool and digest are the counted call's, which is what a duplicate
     reports; for any other call they are the call's own."""
-    return Verdict(
-        denied=is_denied(slot.count, max_repeats),
-        tool_name=slot.tool,
-        session_id=session,
-        count=slot.count,
-        max_repeats=max_repeats,
-        hash_prefix=hash_prefix(slot.digest),
-        call_id=call_id,
-        duplicate=duplicate,
+    count = slot.count
+    return _new_verdict(
+        Verdict,
+        (
+            is_denied(count, max_repeats),
+            slot.tool,
+            session,
+            count,
+            max_repeats,
+            hash_prefix(slot.digest),
+            call_id,
+            duplicate,
+            None,
+            None,
+            False,
+            None,
+            (),
+            0,
+            0,
+        ),
     )
+
+
+_new_verdict = tuple.__new__  # Verdict's fields in order, with no Python-level __new__
 
 
 def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: bool) -> Verdict:

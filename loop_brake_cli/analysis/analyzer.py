@@ -30,6 +30,8 @@ from .report import (
 from .timeline import TimelineCall
 from .waste import Cost, Turn, Waste, close_turn
 
+_new_where = tuple.__new__  # Where's fields in order, with no Python-level __new__
+
 
 class Analyzer:
     """Builds a Report from judged records; one per run (per file unless sessions continue)."""
@@ -93,7 +95,7 @@ class Analyzer:
         assert info is not None, "start_file first"
         report = self.report
         self._call += 1
-        where = Where(info.file, record.line, record.path, self._call)
+        where = _new_where(Where, (info.file, record.line, record.path, self._call))
         key = verdict.session_id
         stats = self._sessions.get(key)
         if stats is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .waste import Cost, Turn, Waste
 
@@ -27,9 +27,10 @@ HISTOGRAM_TOP = 10
 """The streak-length histogram's last bucket is ``10+``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Where:
-    """Where a call is: its file, line or JSON path, and its ordinal among the file's calls."""
+class Where(NamedTuple):
+    """Where a call is: its file, line or JSON path, and its ordinal among the file's calls.
+
+    A named tuple: the analyzer builds one for every call it counts."""
 
     file: str
     line: int | None
