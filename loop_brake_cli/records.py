@@ -172,6 +172,10 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
         out["match"] = verdict.match
     if verdict.exempt:
         out["exempt"] = True
+    if verdict.progress:
+        out["progress"] = True
+        if verdict.denied and verdict.rule == "streak":
+            out["identicalResults"] = verdict.identical_results
     if verdict.cycle:
         out["cycle"] = [{"toolName": tool, "hashPrefix": prefix} for tool, prefix in verdict.cycle]
         out["cycleRepeats"] = verdict.cycle_repeats

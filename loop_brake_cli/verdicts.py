@@ -18,10 +18,12 @@ __all__ = [
     "CYCLE_TEMPLATE",
     "DENY_TEMPLATE",
     "PLUGIN",
+    "PROGRESS_TEMPLATE",
     "STOP_TEMPLATE",
     "Verdict",
     "cycle_message",
     "deny_message",
+    "progress_message",
     "verdict_of",
     "verdict_of_policy",
 ]
@@ -51,6 +53,13 @@ STOP_TEMPLATE = (
 )
 """A stop (policy ``[stop]``): said to the agent, and as the stop reason where the
 agent's hook protocol has one."""
+
+PROGRESS_TEMPLATE = (
+    "loop brake: tool {tool} called {count} times in a row with identical arguments "
+    "and {results} (call {prefix}\u2026, limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""A streak denial in the progress mode: the results did not change either."""
 
 
 def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
@@ -85,6 +94,8 @@ class Verdict(NamedTuple):
     cycle: tuple[tuple[str, str], ...] = ()  # (tool, hash prefix) of each call of the cycle
     cycle_repeats: int = 0
     denials: int = 0
+    progress: bool = False  # the progress mode applied to the call's tool
+    identical_results: int = 0  # results of the streak's earlier calls, all identical
 
     @property
     def stop(self) -> bool:
@@ -101,7 +112,29 @@ class Verdict(NamedTuple):
             )
         if self.rule == "cycle":
             return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
+        if self.progress:
+            return progress_message(
+                self.tool_name,
+                self.count,
+                self.max_repeats,
+                self.hash_prefix,
+                self.identical_results,
+            )
         return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
+
+
+def progress_message(
+    tool_name: str, count: int, max_repeats: int, prefix: str, identical: int
+) -> str:
+    """The streak denial of the progress mode: how many results were identical (the
+    streak's earlier calls that reported one); never a result."""
+    if identical >= 2:
+        results = f"the last {identical} results identical"
+    else:
+        results = "1 result reported" if identical == 1 else "no result reported"
+    return PROGRESS_TEMPLATE.format(
+        tool=js_string(tool_name), count=count, results=results, prefix=prefix, limit=max_repeats
+    )
 
 
 def cycle_message(cycle: tuple[tuple[str, str], ...], repeats: int, limit: int) -> str:
@@ -140,6 +173,8 @@ def verdict_of(
             (),
             0,
             0,
+            False,
+            0,
         ),
     )
 
@@ -177,4 +212,6 @@ def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: 
         cycle=cycle,
         cycle_repeats=decision.repeats,
         denials=decision.denials,
+        progress=decision.progress,
+        identical_results=decision.results,
     )
