@@ -1,17 +1,17 @@
 """Record classes without ``dataclasses``: equality, repr and pickling from ``__slots__``.
 
-The hook imports ``ToolCall`` before every tool call an agent
-makes, and importing ``dataclasses`` (which pulls in ``inspect``, ``dis`` and
-``tokenize``) cost 7-8 ms of the hook's start-up. So those classes list their
-fields in ``__slots__``, in the order their ``__init__`` takes them, and write
-that ``__init__`` by hand; this base gives them what the dataclasses gave:
-field-by-field equality within one class, the same repr, and pickling (for
-``replay -j`` workers).
+The hook imports ``ToolCall`` before every tool call an agent makes (and every
+command imports ``FormatInfo``), and importing ``dataclasses`` (which pulls in
+``inspect``, ``dis`` and ``tokenize``) cost 7-8 ms of the hook's start-up. So
+those classes list their fields in ``__slots__``, in the order their
+``__init__`` takes them, and write that ``__init__`` by hand; these bases give
+them what the dataclasses gave: field-by-field equality within one class, the
+same repr, and pickling (for ``replay -j`` workers).
 """
 
 from __future__ import annotations
 
-__all__ = ["Fields"]
+__all__ = ["Fields", "FrozenFields"]
 
 
 class Fields:
@@ -36,3 +36,19 @@ class Fields:
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         return self.__class__, self._values()
+
+
+class FrozenFields(Fields):
+    """A ``Fields`` whose attributes cannot change after ``__init__`` (which sets them
+    with ``object.__setattr__``), hashable by its values, as a frozen dataclass."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
