@@ -20,7 +20,7 @@ from loop_brake_cli.brake import LoopBrake
 from loop_brake_cli.formats import detect, get
 from loop_brake_cli.pipeline import judge
 from loop_brake_cli.reader import Source, open_source
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "samples" / "formats"
@@ -40,6 +40,11 @@ def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
 def parse_bytes(fmt: str, data: bytes) -> list:
     """The records of ``data`` read by the ``fmt`` adapter (the source is named fuzz.json)."""
     return list(get(fmt).parse(Source(io.BytesIO(data), "fuzz.json")))
+
+
+def calls_and_errors(records: list) -> list:
+    """``records`` without results and usage (tests/test_formats_results_usage.py checks those)."""
+    return [r for r in records if not isinstance(r, (ToolResult, Usage))]
 
 
 def calls(records: list) -> list[ToolCall]:
@@ -81,10 +86,11 @@ def check_errors_hide(fmt: str, data: bytes, canary: str) -> tuple[int, bytes]:
 
 
 def assert_never_raises(fmt: str, data: bytes) -> None:
-    """sniff answers a bool; parse yields only calls and located errors, never a read failure."""
+    """sniff answers a bool; parse yields only records (calls, located errors, results,
+    usage), never a read failure."""
     assert isinstance(get(fmt).sniff(data), bool)
     for record in parse_bytes(fmt, data):
-        assert isinstance(record, (ToolCall, BadRecord))
+        assert isinstance(record, (ToolCall, BadRecord, ToolResult, Usage))
         assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
 
 

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from adapter_helpers import (
     assert_never_raises,
+    calls_and_errors,
     check_errors_hide,
     first_live_verdict,
     judge_all,
     mutated,
-    parse_bytes,
-    read,
 )
+from adapter_helpers import parse_bytes as parse_records
+from adapter_helpers import read as read_records
 from conftest import ROOT, SHARED_SKIP, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,6 +38,16 @@ POLLS = FIXTURES / "real--codemie-rollout-019e1625-EXCERPT-write-stdin-polls.jso
 NAMESPACE = FIXTURES / "real--codemie-rollout-019e1695-EXCERPT-mcp-namespace.jsonl.gz"
 SHELL = FIXTURES / "real--codemie-rollout-019b7f94-shell.jsonl"
 CANARY = "CANARY-3d2e1f-do-not-print"
+
+
+def read(path: Path) -> tuple[str, list]:
+    """The calls and errors of a file (results and usage: test_formats_results_usage.py)."""
+    fmt, records = read_records(path)
+    return fmt, calls_and_errors(records)
+
+
+def parse_bytes(fmt: str, data: bytes) -> list:
+    return calls_and_errors(parse_records(fmt, data))
 
 
 REAL = [

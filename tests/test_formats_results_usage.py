@@ -8,6 +8,7 @@ adapter), and written out as numbers too, so a change in either shows.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -33,16 +34,23 @@ def totals(records: list) -> dict[str, Any]:
     return out
 
 
-def turn_of_each_call(records: list) -> list[tuple[int | None, str | None]]:
-    """(line, turn) of each call: the turn of the session's latest Usage before it."""
-    latest: dict[str, str | None] = {}
+def turn_of_each_call(records: list, key: Callable[[Usage], Any] = lambda u: u.turn) -> list:
+    """(line, key of the turn) of each call: the session's latest Usage before it."""
+    latest: dict[str, Any] = {}
     out = []
     for record in records:
         if isinstance(record, Usage):
-            latest[record.session] = record.turn
+            latest[record.session] = record
         elif isinstance(record, ToolCall):
-            out.append((record.line, latest.get(record.session, "none")))
+            usage = latest.get(record.session)
+            out.append((record.line, "none" if usage is None else key(usage)))
     return out
+
+
+def raw_lines(path: Path) -> list[tuple[int, Any]]:
+    """(line number, parsed JSON) of each line of a JSON-lines file, gzip or not."""
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return [(n, json.loads(t)) for n, t in enumerate(data.decode().splitlines(), 1) if t.strip()]
 
 
 def assert_results_pair(records: list) -> list[ToolResult]:
@@ -175,12 +183,124 @@ def test_claude_code_split_response_is_one_turn_with_its_final_output_count() ->
     assert not [r for r in records if isinstance(r, BadRecord)]
 
 
+# --- Codex ------------------------------------------------------------------------
+
+
+def _codex_events(path: Path) -> list[tuple[int, dict]]:
+    """(line, info) of each token_count event that starts a new turn (its total changed)."""
+    out, total = [], None
+    for number, obj in raw_lines(path):
+        payload = obj.get("payload") or {}
+        info = payload.get("info") if payload.get("type") == "token_count" else None
+        if isinstance(info, dict) and info.get("total_token_usage") != total:
+            out.append((number, info))
+            total = info.get("total_token_usage")
+    return out
+
+
+def codex_hand_count(path: Path) -> dict[str, Any]:
+    """Per new event, last_token_usage (else the total's change); input without the cached part."""
+    out: dict[str, Any] = dict.fromkeys(("turns", *FIGURES, "reasoning_tokens"), 0)
+    out["cache_write_tokens"] = None
+    before: dict = {}
+    for _, info in _codex_events(path):
+        total = info["total_token_usage"]
+        last = info.get("last_token_usage") or {k: v - before.get(k, 0) for k, v in total.items()}
+        before = total
+        out["turns"] += 1
+        out["input_tokens"] += last["input_tokens"] - last["cached_input_tokens"]
+        out["cache_read_tokens"] += last["cached_input_tokens"]
+        out["output_tokens"] += last["output_tokens"]
+        out["reasoning_tokens"] += last["reasoning_output_tokens"]
+    if not out["turns"]:
+        return {"turns": 0, **dict.fromkeys((*FIGURES, "reasoning_tokens"))}
+    return out
+
+
+def codex_turn_of_call_lines(path: Path) -> list[tuple[int, Any]]:
+    """(line, line of its turn's event) of each call: the first new event after the call,
+    once the rollout has shown any token_count event ("none" before that)."""
+    events = [n for n, _ in _codex_events(path)]
+    armed_at = min(
+        (n for n, o in raw_lines(path) if (o.get("payload") or {}).get("type") == "token_count"),
+        default=None,
+    )
+    kinds = ("function_call", "custom_tool_call", "local_shell_call")
+    out = []
+    for number, obj in raw_lines(path):
+        if obj.get("type") == "response_item" and obj["payload"].get("type") in kinds:
+            if armed_at is None or number < armed_at:
+                out.append((number, "none"))
+            else:
+                out.append((number, min(n for n in events if n > number)))
+    return out
+
+
+def codex_results_by_hand(path: Path) -> list[tuple[int, str, Any]]:
+    kinds = ("function_call_output", "custom_tool_call_output")
+    return [
+        (n, o["payload"]["call_id"], o["payload"]["output"])
+        for n, o in raw_lines(path)
+        if o.get("type") == "response_item" and o["payload"].get("type") in kinds
+    ]
+
+
+CODEX = FIXTURES / "codex"
+# file: turns, input (without cached), output, cache reads, cache writes, reasoning (jq)
+CODEX_USAGE = {
+    "real--codemie-rollout-019b7f94-shell.jsonl": (3, 7626, 300, 14848, None, 128),
+    "real--codemie-rollout-019e1625-EXCERPT-write-stdin-polls.jsonl.gz": (
+        28,
+        17510,
+        3209,
+        3530240,
+        None,
+        551,
+    ),
+    "real--codemie-rollout-019e1695-EXCERPT-mcp-namespace.jsonl.gz": (
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+    ),
+    "synthetic--results-usage.jsonl": (3, 400, 90, 2900, None, 25),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CODEX_USAGE))
+def test_codex_usage_equals_the_hand_count(name: str) -> None:
+    _, records = read(CODEX / name, "codex")
+    assert totals(records) == codex_hand_count(CODEX / name)
+    assert (*_as_tuple(totals(records)), totals(records)["reasoning_tokens"]) == CODEX_USAGE[name]
+
+
+@pytest.mark.parametrize("name", sorted(CODEX_USAGE))
+def test_codex_usage_comes_before_the_calls_its_event_follows(name: str) -> None:
+    _, records = read(CODEX / name, "codex")
+    by_event = turn_of_each_call(records, lambda usage: usage.line)
+    assert by_event == codex_turn_of_call_lines(CODEX / name)
+
+
+@pytest.mark.parametrize("name", sorted(CODEX_USAGE))
+def test_codex_results_pair_with_their_calls(name: str) -> None:
+    _, records = read(CODEX / name, "codex")
+    results = [r for r in records if isinstance(r, ToolResult)]
+    assert [(r.line, r.call_id, r.result) for r in results] == codex_results_by_hand(CODEX / name)
+    if "EXCERPT-write-stdin" in name:  # line 3 answers a call made before the excerpt
+        results = results[1:]
+        records = [r for r in records if r.line != 3]
+    assert assert_results_pair(records) == results
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
 # a fixture per format whose results hold CANARY
 CANARY_FILES = [
     ("claude-code", CLAUDE / "synthetic--results-usage.jsonl"),
+    ("codex", CODEX / "synthetic--results-usage.jsonl"),
 ]
 
 
@@ -233,6 +353,20 @@ SHARED_USAGE: list[SharedCase] = [
         claude_hand_count,
         (7, 82, 1244, 154285, 61416),
     ),
+    (
+        "codex",
+        "codex-cli/codemie-ai-codemie-code__tests-integration-metrics-fixtures-codex__"
+        "rollout-2026-01-02T18-39-45-019b7f94.jsonl",
+        codex_hand_count,
+        (3, 7626, 300, 14848, None),
+    ),
+    (
+        "codex",
+        "codex-cli/codemie-ai-codemie-code__rollout-2026-05-11T11-26-55-019e1625__"
+        "EXCERPT-lines1+250-386.jsonl",
+        codex_hand_count,
+        (28, 17510, 3209, 3530240, None),
+    ),
 ]
 
 
@@ -246,4 +380,3 @@ def test_shared_samples_usage_equals_the_hand_count(
     _, records = read(SHARED / name, fmt)
     assert totals(records) == hand_count(SHARED / name)
     assert _as_tuple(totals(records)) == expected
-    assert_results_pair(records)

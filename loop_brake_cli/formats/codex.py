@@ -22,6 +22,28 @@ Every line is an envelope ``{timestamp, type, payload}``; calls are the
   forked rollout keeps the id it started with); calls before any are "default".
 * Legacy rollouts (first line ``{id, timestamp, instructions}``, then bare
   response items, ``{"record_type":"state"}`` lines) are read the same way.
+* Results: ``function_call_output`` (which also answers ``local_shell_call``)
+  and ``custom_tool_call_output``, each a ``ToolResult`` paired by ``call_id``;
+  the result is ``output`` as recorded (a string; older versions wrote a JSON
+  string ``{"output", "metadata"}``, kept as that string).
+* Usage: ``event_msg`` ``token_count`` events. ``info.total_token_usage`` is the
+  session's running total and ``info.last_token_usage`` the latest model
+  response's own figures; Codex writes the same event more than once (the total
+  unchanged), so an event is a new turn only when the total changed, and the
+  turn's figures are ``last_token_usage`` (the change of the total where it is
+  missing). OpenAI's ``input_tokens`` include ``cached_input_tokens``: input is
+  reported as their difference, the cached part as cache reads; reasoning is
+  ``reasoning_output_tokens`` (a part of the output); no cache writes are
+  recorded. The model is the latest ``turn_context``'s ``payload.model``.
+* Attribution: the event follows the calls of its response, so once a rollout
+  has shown a ``token_count`` event, the first call of each turn (the first
+  since the last event) is preceded by a ``Usage`` with no figures yet, which
+  the turn's event fills in place (``records.Usage``: figures are read when the
+  session's next ``Usage`` arrives or the input ends). An event with no open
+  turn (a response without calls) is a ``Usage`` of its own. Calls before a
+  rollout's first ``token_count`` event have no turn (their cost is unknown):
+  a rollout of a version without the events then reports no usage at all,
+  never a turn of zeros.
 """
 
 from __future__ import annotations
@@ -32,9 +54,9 @@ from typing import Any
 
 from ..brake import DEFAULT_SESSION
 from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, line_too_long
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
 from . import FormatInfo
-from ._common import RecentIds, load_json_line, parse_arguments
+from ._common import RecentIds, load_json_line, parse_arguments, tokens
 from ._sniff import head_objects
 
 INFO = FormatInfo(
@@ -47,6 +69,7 @@ INFO = FormatInfo(
 # Tuples, not sets: membership by ==, so a list or object "type" never raises.
 _ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _PREFIX = re.compile(rb'^\s*\{"timestamp":"[^"]*","type":"(session_meta|response_item|event_msg)"')
 
 
@@ -70,6 +93,10 @@ class _Reader:
     def __init__(self) -> None:
         self.session: str | None = None
         self.seen = RecentIds()
+        self.model: str | None = None
+        self.counting = False  # a token_count event was seen: turns are reported
+        self.total: Any = None  # the running total of the last token_count event
+        self.open: Usage | None = None  # the turn whose calls await its event
 
     def line(self, obj: Any, number: int) -> Iterator[Record]:
         if not isinstance(obj, dict):
@@ -89,10 +116,54 @@ class _Reader:
             if not isinstance(payload, dict):
                 yield BadRecord("response_item without a payload object", number, "$.payload")
                 return
-            if payload.get("type") in _CALLS:
+            item = payload.get("type")
+            if item in _CALLS:
                 yield from self.call(payload, number, "$.payload")
+            elif item in _OUTPUTS:
+                yield from self.result(payload, number, "$.payload")
+        elif kind == "event_msg":
+            payload = obj.get("payload")
+            if isinstance(payload, dict) and payload.get("type") == "token_count":
+                yield from self.token_count(payload.get("info"), number)
+        elif kind == "turn_context":
+            payload = obj.get("payload")
+            model = payload.get("model") if isinstance(payload, dict) else None
+            if isinstance(model, str):
+                self.model = model
         elif kind in _CALLS and "payload" not in obj:  # legacy: a bare response item
             yield from self.call(obj, number, None)
+        elif kind in _OUTPUTS and "payload" not in obj:
+            yield from self.result(obj, number, None)
+
+    def _session(self) -> str:
+        return DEFAULT_SESSION if self.session is None else self.session
+
+    def result(self, item: dict[str, Any], number: int, path: str | None) -> Iterator[Record]:
+        """A call's output, paired by ``call_id`` (without a string id it cannot be: skipped)."""
+        call_id = item.get("call_id")
+        if isinstance(call_id, str):
+            yield ToolResult(self._session(), call_id, item.get("output"), None, number, path)
+
+    def token_count(self, info: Any, number: int) -> Iterator[Record]:
+        """A new turn's figures, into the turn its calls opened or as a turn of its own."""
+        self.counting = True
+        if not isinstance(info, dict):
+            return  # info null: rate limits only, before the first response
+        total = info.get("total_token_usage")
+        if total is not None and total == self.total:
+            return  # the same event written again
+        last = info.get("last_token_usage")
+        if not isinstance(last, dict):
+            last = _difference(total, self.total)
+        self.total = total
+        usage = self.open
+        self.open = None
+        if usage is None:
+            usage = Usage(self._session(), None, self.model)
+            yield usage
+        usage.line = number
+        usage.path = "$.payload.info.last_token_usage"
+        _fill(usage, last)
 
     def call(self, item: dict[str, Any], number: int, path: str | None) -> Iterator[Record]:
         kind = item["type"]
@@ -123,16 +194,53 @@ class _Reader:
                 args = "" if raw is None else raw
         if call_id is not None and self.seen.seen(call_id):
             return
-        session = DEFAULT_SESSION if self.session is None else self.session
+        session = self._session()
+        if self.counting and self.open is None:
+            self.open = Usage(session, None, self.model, line=number, path=path)
+            yield self.open
         yield ToolCall(name, args, session, call_id, number, None, unparsed)
 
 
-# A line that holds a call or the session id contains one of these.
-_NEEDED = (b'_call"', b'"session_meta"', b'"instructions"')
+def _difference(total: Any, before: Any) -> dict[str, Any]:
+    """``total`` minus ``before`` per key (an event without ``last_token_usage``)."""
+    if not isinstance(total, dict):
+        return {}
+    if not isinstance(before, dict):
+        return total
+    out = {}
+    for key, value in total.items():
+        old = before.get(key, 0)
+        if tokens(value) is not None and tokens(old) is not None and value >= old:
+            out[key] = value - old
+    return out
+
+
+def _fill(usage: Usage, figures: dict[str, Any]) -> None:
+    """Set a turn's figures from OpenAI-style counts (input includes the cached part)."""
+    total_input = tokens(figures.get("input_tokens"))
+    cached = tokens(figures.get("cached_input_tokens"))
+    if total_input is not None and cached is not None and cached <= total_input:
+        usage.input_tokens = total_input - cached
+    elif cached is None:
+        usage.input_tokens = total_input
+    usage.cache_read_tokens = cached
+    usage.output_tokens = tokens(figures.get("output_tokens"))
+    usage.reasoning_tokens = tokens(figures.get("reasoning_output_tokens"))
+
+
+# A line that holds a call, a result, usage, the model or the session id contains one of these.
+_NEEDED = (
+    b'_call"',
+    b'_output"',
+    b'"token_count"',
+    b'"turn_context"',
+    b'"session_meta"',
+    b'"instructions"',
+)
 
 
 def _skippable(raw: bytes) -> bool:
-    """No call or session id in it, and the outline of a whole object (else parse and report)."""
+    """Nothing read in it, and the outline of a whole object (else parse and report)."""
     if any(needle in raw for needle in _NEEDED):
         return False
     stripped = raw.strip()
@@ -140,11 +248,11 @@ def _skippable(raw: bytes) -> bool:
 
 
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the calls: each one is yielded as soon as its line is read.
+    """Stream the records: each one is yielded as soon as its line is read.
 
-    Lines that cannot hold a call or the session id (outputs, reasoning,
-    ``event_msg`` echoes: most of a rollout's bytes) are not parsed unless
-    they look truncated or garbled, which is reported.
+    Lines that cannot hold a record, the model or the session id (reasoning,
+    messages, ``event_msg`` echoes) are not parsed unless they look truncated
+    or garbled, which is reported.
     """
     reader = _Reader()
     for number, raw in source.lines():
