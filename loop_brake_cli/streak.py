@@ -39,6 +39,9 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
 * a result pairs with the session's latest counted call when its call id equals
   that call's, or when it has no call id; any other result is ignored (the
   caller counts it) and changes nothing;
+* the result of a call the brake denied is kept nowhere: the call did not run,
+  so what came back is the denial itself (the proxy's answer, the agent's
+  tool_result carrying the deny reason), never progress;
 * the ``PolicySlot`` keeps the digest of the latest call's result and of the
   latest result seen for an earlier call of the streak (with how many earlier
   calls had one: all identical, or the streak would have restarted);
@@ -220,9 +223,10 @@ def result_step(
     """The session's state after a result arrives, and whether it paired with the
     session's latest call (by call id, or without one). Pure: an unpaired result
     returns ``prev`` itself, and so does a result of a call whose tool is not in
-    progress mode (paired, but nothing to keep)."""
+    progress mode or that was denied (paired, but nothing to keep)."""
     if prev is None or (call_id is not None and call_id != prev.slot.call_id):
         return prev, False
-    if not prev.decision.progress or prev.latest_result == digest:
+    decision = prev.decision
+    if not decision.progress or decision.denied or prev.latest_result == digest:
         return prev, True
     return prev._replace(latest_result=digest), True
