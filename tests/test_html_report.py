@@ -187,3 +187,34 @@ def test_canary_in_arguments_and_results_is_nowhere(tmp_path: Path) -> None:
     to_stdout = run_cli("replay", str(source), "--html", "-")
     for blob in (out.read_bytes(), result.stdout, result.stderr, to_stdout.stdout):
         assert CANARY.encode() not in blob
+
+
+def test_waste_figures_are_the_json_documents(tmp_path: Path) -> None:
+    """Tokens and cost per session come from the same waste as --json, at the user's prices."""
+    sample = str(ROOT / "tests" / "fixtures" / "waste" / "claude-code-loop.jsonl")
+    prices = ("--prices", str(ROOT / "samples" / "prices.example.toml"))
+    out = tmp_path / "r.html"
+    result = run_cli("replay", sample, *prices, "--json", "--html", str(out))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    data = page_json(out.read_text(encoding="utf-8"))
+    assert data["currency"] == "USD" and data["prices"] == prices[1]
+    for session, row in zip(doc["sessions"], data["sessions"], strict=True):
+        waste = session["waste"]
+        kinds = ("input", "output", "cacheRead", "cacheWrite")
+        assert row["wc"] == waste["calls"]
+        if not waste["usageRecorded"]:
+            assert row["wt"] is None and row["wd"] is None  # not 0
+            continue
+        assert row["wt"] == sum(waste["tokens"][kind] or 0 for kind in kinds)
+        assert round(row["wd"], 6) == waste["cost"]["amount"]
+    assert data["totals"]["wasteCalls"] == doc["waste"]["calls"] > 0
+    assert data["totals"]["wasteTokens"] > 0 and data["totals"]["wasteDollars"] > 0
+    plain = page_json(run_cli("replay", sample, "--html", "-").stdout.decode())
+    assert plain["currency"] is None and plain["sessions"][0]["wd"] is None
+
+
+def test_no_usage_recorded_is_not_zero(tmp_path: Path) -> None:
+    data = page_json(run_cli("replay", str(STUCK), "--html", "-").stdout.decode())
+    assert data["sessions"][0]["wc"] == 1
+    assert data["sessions"][0]["wt"] is None and data["totals"]["wasteTokens"] is None

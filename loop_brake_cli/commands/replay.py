@@ -289,7 +289,7 @@ def replay_command(
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
         rows = sweep(report, limits) if limits else None
-        if html_path is not None and not _write_html(report, html_path, policy):
+        if html_path is not None and not _write_html(report, html_path, policy, prices):
             return ExitStatus.OUTPUT
         if as_json:
             doc = report_to_json(report, rows, prices)
@@ -318,12 +318,12 @@ def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
         return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
 
 
-def _write_html(report: Report, target: str, policy: Any) -> bool:
+def _write_html(report: Report, target: str, policy: Any, prices: Prices | None) -> bool:
     """The HTML report to ``target`` (``-``: stdout), written atomically; False after
     saying on stderr why it could not be."""
     from ..html_report import HtmlWriteError, page_data, render_page, write_html
 
-    page = render_page(page_data(report, policy.path if policy is not None else None))
+    page = render_page(page_data(report, policy.path if policy is not None else None, prices))
     try:
         write_html(page, target)
     except HtmlWriteError as exc:

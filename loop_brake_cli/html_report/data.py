@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis import Report, SessionStats, TimelineCall, Where
+from ..analysis.waste import KINDS, dollars
+from ..prices import Prices
 
 ALTERNATION_SHOWN = 4
 SAME_TOOL_SHOWN = 3
@@ -49,12 +51,15 @@ class _Index:
         return list(self.ids)
 
 
-def page_data(report: Report, policy: str | None = None) -> dict[str, Any]:
-    """The page's JSON for ``report`` (a finished replay; timelines where kept)."""
+def page_data(
+    report: Report, policy: str | None = None, prices: Prices | None = None
+) -> dict[str, Any]:
+    """The page's JSON for ``report`` (a finished replay; timelines where kept); ``policy``
+    names the policy file, ``prices`` gives dollars (none without)."""
     files, tools = _Index(), _Index()
     for info in report.opened_files:
         files(info.file)
-    sessions = [_session(stats, files, tools) for stats in report.sessions]
+    sessions = [_session(stats, files, tools, prices) for stats in report.sessions]
     base = _common_dir(files.names())
     waste_tokens = [s["wt"] for s in sessions if s["wt"] is not None]
     waste_dollars = [s["wd"] for s in sessions if s["wd"] is not None]
@@ -62,6 +67,8 @@ def page_data(report: Report, policy: str | None = None) -> dict[str, Any]:
         "maxRepeats": report.max_repeats,
         "maxRepeatsSource": report.max_repeats_source,
         "policy": policy,
+        "prices": None if prices is None else prices.path,
+        "currency": None if prices is None else prices.currency,
         "totals": {
             "files": len(report.opened_files),
             "sessions": len(report.sessions),
@@ -80,10 +87,13 @@ def page_data(report: Report, policy: str | None = None) -> dict[str, Any]:
     }
 
 
-def _session(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, Any]:
+def _session(
+    stats: SessionStats, files: _Index, tools: _Index, prices: Prices | None
+) -> dict[str, Any]:
     longest = stats.longest
     timeline = _timeline(stats, files, tools)
-    waste_calls, waste_tokens, waste_dollars = _waste(stats)
+    waste_calls, waste_tokens, waste_dollars = _waste(stats, prices)
+    kinds = stats.waste.cost.tokens()
     return {
         "f": files(stats.file),
         "s": None if stats.session == stats.file else stats.session,  # None: "(the file)"
@@ -92,6 +102,8 @@ def _session(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, Any
         "wc": waste_calls,
         "wt": waste_tokens,
         "wd": waste_dollars,
+        "wn": stats.waste.cost.turns,
+        "wk": None if waste_tokens is None else [kinds.get(kind) for kind in KINDS],
         "ls": longest.length if longest else 0,
         "lt": tools(longest.tool) if longest else None,
         "lh": longest.hash_prefix if longest else None,
@@ -99,13 +111,20 @@ def _session(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, Any
     }
 
 
-def _waste(stats: SessionStats) -> tuple[int, int | None, float | None]:
-    """Wasted calls, and their tokens and dollars where known (None: not recorded/priced)."""
+def _waste(stats: SessionStats, prices: Prices | None) -> tuple[int, int | None, float | None]:
+    """Wasted calls, and their tokens and cost where known: None when the transcript
+    recorded no usage for the session (never 0), or, for the cost, without prices.
+
+    The tokens are one figure, the sum of the kinds that do not overlap: input,
+    output (reasoning is part of it), cache reads and writes (analysis/waste.py)."""
     waste = stats.waste
+    if not stats.spent.turns:
+        return waste.calls, None, None
     tokens = waste.cost.tokens()
     kinds = [tokens.get(kind) for kind in ("input", "output", "cache_read", "cache_write")]
-    recorded = [n for n in kinds if n is not None]
-    return waste.calls, (sum(recorded) if recorded else None), None
+    total = sum(n for n in kinds if n is not None)
+    amount = None if prices is None else dollars(waste.cost, prices).amount
+    return waste.calls, total, amount
 
 
 def _timeline(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, Any] | None:

@@ -38,9 +38,17 @@ SCRIPT = r"""
     return node;
   }
   function fmt(n) { return n === null || n === undefined ? "\u2014" : n.toLocaleString("en-US"); }
-  function dollars(n) {
+  function money(n) {  // as the text summary: 4 decimals below one unit
     if (n === null || n === undefined) return "\u2014";
-    return "$" + n.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
+    var digits = n >= 0.995 ? 2 : 4;
+    var places = {minimumFractionDigits: digits, maximumFractionDigits: digits};
+    return n.toLocaleString("en-US", places) + " " + DATA.currency;
+  }
+  function tokens(s) {  // "19,620 tokens in 3 turns: 48 input, 72 output, ..."
+    var names = ["input", "output", "cache read", "cache write", "reasoning"], kinds = [];
+    s.wk.forEach(function (n, k) { if (n !== null) kinds.push(fmt(n) + " " + names[k]); });
+    return fmt(s.wt) + " tokens in " + fmt(s.wn) + (s.wn === 1 ? " turn" : " turns") +
+      (kinds.length ? ": " + kinds.join(", ") : "");
   }
   function where(s, i) {
     var tl = s.tl, loc = tl.l[i];
@@ -57,7 +65,8 @@ SCRIPT = r"""
       ["denied calls", fmt(t.denied)], ["sessions with a denial", fmt(t.sessionsWithDenial)],
       ["wasted calls", fmt(t.wasteCalls)],
       ["wasted tokens", t.wasteTokens === null ? "no usage recorded" : fmt(t.wasteTokens)],
-      ["wasted dollars", t.wasteDollars === null ? "no prices given" : dollars(t.wasteDollars)]
+      ["wasted cost", DATA.prices === null ? "no prices given"
+        : t.wasteDollars === null ? "no usage recorded" : money(t.wasteDollars)]
     ];
     cards.forEach(function (c) {
       var card = el("div", "lb-card");
@@ -110,7 +119,7 @@ SCRIPT = r"""
     {label: "Denied", get: function (s) { return s.d; }},
     {label: "Wasted calls", get: function (s) { return s.wc; }},
     {label: "Wasted tokens", get: function (s) { return s.wt; }},
-    {label: "Wasted $", get: function (s) { return s.wd; }, money: true},
+    {label: "Wasted cost", get: function (s) { return s.wd; }, money: true},
     {label: "Longest streak", get: function (s) { return s.ls; }}
   ];
   var state = {sort: 3, desc: true, page: 0, query: "", deniedOnly: false};
@@ -167,8 +176,9 @@ SCRIPT = r"""
       COLUMNS.forEach(function (col) {
         var v = col.get(s);
         var td = el("td", col.text ? "lb-text" : "lb-num",
-          col.text ? v : col.money ? dollars(v) : fmt(v));
+          col.text ? v : col.money ? money(v) : fmt(v));
         if (col.text) td.title = v;
+        else if (col.label === "Wasted tokens" && s.wk) td.title = tokens(s);
         tr.appendChild(td);
       });
       tr.addEventListener("click", function () {
@@ -208,7 +218,7 @@ SCRIPT = r"""
       if (s.s !== "(the file)") head.appendChild(el("span", "lb-session-id", s.s));
       var facts = fmt(s.n) + " calls \u00b7 " + fmt(s.d) + " denied";
       if (s.wc) facts += " \u00b7 " + fmt(s.wc) + " wasted calls";
-      if (s.wt !== null && s.wt !== undefined && s.wc) facts += " (" + fmt(s.wt) + " tokens)";
+      if (s.wk) facts += " (" + tokens(s) + ")";
       if (s.ls > 1) {
         facts += " \u00b7 longest streak \u00d7" + s.ls + " " + tools[s.lt] + " " + s.lh;
       }
@@ -249,7 +259,7 @@ SCRIPT = r"""
     // Streak bands behind the marks, with a bracket and its length above.
     tl.st.forEach(function (b) {
       var bx = x(b[0]) - pad, bw = b[1] * step;
-      rect("lb-band", bx, ROW.top - 2, bw, ROW.mark + 4, ' data-len="' + b[1] + '"');
+      rect("lb-band", bx, ROW.top - 3, bw, ROW.mark + 6, ' rx="3" data-len="' + b[1] + '"');
       rect("lb-bracket", bx, ROW.bracket, bw, 4);
       if (bw >= 22) {
         parts.push('<text class="lb-band-label" x="' + (bx + 2) + '" y="' + (ROW.bracket - 3) +
@@ -308,7 +318,7 @@ SCRIPT = r"""
         tl.hs[tl.h[i]] + ", its " + ordinal(tl.c[i]) + " identical call)");
     });
     var wasted = tl.w.reduce(function (a, r) { return a + r[1]; }, 0);
-    if (wasted) notes.push(wasted + " tries after it wasted");
+    if (wasted) notes.push(wasted + (wasted === 1 ? " try" : " tries") + " after it wasted");
     if (tl.alt) notes.push("A/B alternation \u00d7" + tl.alt[1] + " from call " + tl.o[tl.alt[0]]);
     if (tl.same) {
       notes.push("same tool, arguments changing \u00d7" + tl.same[1] + " from call " +
@@ -345,7 +355,9 @@ SCRIPT = r"""
     tip.hidden = false;
     var left = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
     tip.style.left = Math.max(4, left) + "px";
-    tip.style.top = (ev.clientY + 16) + "px";
+    var below = ev.clientY + 16, above = ev.clientY - tip.offsetHeight - 12;
+    var fits = below + tip.offsetHeight <= window.innerHeight || above < 0;
+    tip.style.top = (fits ? below : above) + "px";
   }
   function hideTip() { tip.hidden = true; }
   function inWaste(tl, i) {
@@ -370,5 +382,6 @@ SCRIPT = r"""
   legend();
   refresh();
   document.body.dataset.ready = "1";
+  if (window.performance && performance.mark) performance.mark("lb-ready");
 })();
 """

@@ -9,12 +9,13 @@ body { margin: 0; padding: 20px 28px 40px; font: 14px/1.45 system-ui, -apple-sys
 h1 { font-size: 20px; margin: 0 0 2px; }
 h2 { font-size: 16px; margin: 26px 0 10px; }
 .lb-meta { color: var(--muted); margin: 0 0 14px; }
-.lb-totals { display: flex; flex-wrap: wrap; gap: 10px; }
+.lb-totals { display: grid; grid-template-columns: repeat(auto-fit, minmax(104px, 1fr)); gap: 8px; }
 .lb-card { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
-  padding: 8px 14px; min-width: 120px; }
-.lb-card-value { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
+  padding: 8px 12px; }
+.lb-card-value { font-size: 19px; font-weight: 600; font-variant-numeric: tabular-nums;
+  white-space: nowrap; }
 .lb-card-value.lb-unknown { font-size: 14px; font-weight: 500; color: var(--muted);
-  padding: 5px 0 4px; }
+  padding: 4px 0 3px; white-space: normal; line-height: 1.2; }
 .lb-card-label { color: var(--muted); font-size: 12px; }
 .lb-controls { display: flex; gap: 14px; align-items: center; flex-wrap: wrap; margin: 0 0 8px; }
 .lb-controls input[type=search] { padding: 4px 8px; border: 1px solid var(--line);
@@ -59,7 +60,7 @@ th.lb-num .lb-sort { text-align: right; }
 .lb-scroll { overflow-x: auto; }
 .lb-svg { display: block; }
 .lb-mark.lb-d { stroke: var(--denial); stroke-width: 1; }
-.lb-band { fill: var(--streak); opacity: .55; }
+.lb-band { fill: var(--streak); fill-opacity: .6; stroke: var(--bracket); stroke-width: 1.2; }
 .lb-bracket { fill: var(--bracket); }
 .lb-band-label { font-size: 11px; fill: var(--bracket); font-weight: 600; }
 .lb-waste { fill: url(#lb-hatch); }
