@@ -8,6 +8,7 @@ command only passes its arguments through.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -74,7 +75,9 @@ def install_command(
 ) -> int:
     """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
 
-    The entry is inserted into the file's text; every other byte is kept
+    When the policy in effect (--policy, else the one found from here) uses
+    progress, the entry goes to AGENT's post-tool hooks too, which carry the
+    results. The entry is inserted into the file's text; every other byte is kept
     (numbers, escapes, key order, layout). A file that does not parse, or that
     cannot be edited exactly, is refused untouched; installing twice changes
     nothing; a symbolic link is kept (its target is edited); a read-only file
@@ -88,9 +91,12 @@ def install_command(
         loaded = resolve_policy(Errors("loop-brake hook install"), policy)
         if isinstance(loaded, ExitStatus):
             return loaded
+    else:
+        loaded = _found_policy()
+    progress = loaded is not None and loaded.uses_progress
     try:
         path = settings_path(agent, scope)
-        plan = plan_install(agent, path, executable, policy)
+        plan = plan_install(agent, path, executable, policy, progress)
     except InstallError as exc:
         click.echo(f"loop-brake hook install: {exc}", err=True)
         return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
@@ -114,5 +120,20 @@ def install_command(
         )
         return ExitStatus.UNREADABLE
     note = f" (backup: {backup})" if backup else ""
-    click.echo(f"loop-brake hook install: added the hook to {path}{note}", err=True)
+    what = "the hook (pre-tool and post-tool events: the policy uses progress)"
+    click.echo(
+        f"loop-brake hook install: added {what if progress else 'the hook'} to {path}{note}",
+        err=True,
+    )
     return ExitStatus.OK
+
+
+def _found_policy() -> Any:
+    """The policy the hook would find from here, or None; a file that does not load is
+    the hook's failure to report (it fails open), not install's."""
+    from ..policy.discover import discover_policy
+
+    try:
+        return discover_policy(None)
+    except ValueError:
+        return None

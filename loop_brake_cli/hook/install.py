@@ -22,6 +22,13 @@ Where each agent reads its hooks is the agent module's ``INSTALL`` (``agents/``:
 the settings file for ``--project`` and ``--user``, the event key, the matcher,
 with the vendor's documentation); an agent whose ``INSTALL`` is None (Cursor)
 is refused with the reason its module gives.
+
+When the policy in effect uses progress (``progress``), the same entry is added
+to the agent's post-tool events too (``Install.result_events``: Claude Code
+``PostToolUse`` and ``PostToolUseFailure``, Codex ``PostToolUse``, Gemini CLI
+``AfterTool``), whose inputs carry the results the hook records; each event is
+edited as the pre-tool one is, and one already holding our entry is left as it
+is. Without progress the file gets exactly the pre-tool entry, as before.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
     "InstallError",
     "InstallPlan",
     "hook_entry",
+    "install_events",
     "install_target",
     "plan_install",
     "settings_path",
@@ -143,11 +151,23 @@ def _is_ours(command: str) -> bool:
     return _OURS.search(command) is not None
 
 
+def install_events(agent: str, progress: bool = False) -> tuple[str, ...]:
+    """The events the entry goes to: the pre-tool one, and with ``progress`` the
+    post-tool ones that carry results."""
+    target = install_target(agent)
+    return (target.event, *target.result_events) if progress else (target.event,)
+
+
 def plan_install(
-    agent: str, path: str, executable: str = "loop-brake", policy: str | None = None
+    agent: str,
+    path: str,
+    executable: str = "loop-brake",
+    policy: str | None = None,
+    progress: bool = False,
 ) -> InstallPlan:
-    """Read ``path`` (if any) and compute the edited text; raises InstallError."""
-    event = install_target(agent).event
+    """Read ``path`` (if any) and compute the edited text; raises InstallError.
+    ``progress``: the policy in effect uses progress (post-tool events too)."""
+    events = install_events(agent, progress)
     entry = hook_entry(agent, executable, policy)
     try:
         settings = read_settings(path)
@@ -159,14 +179,17 @@ def plan_install(
         raise InstallError(
             f"{path} is not UTF-8 text (byte {exc.start + 1}): left untouched"
         ) from None
-    try:
-        text = add_hook_entry(original, event, entry, _is_ours)
-    except EditError as exc:
-        hint = "fix or move it and run install again, or add the entry yourself"
-        raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
-    if text is None:
-        return InstallPlan(agent, path, settings.existed, False, original, settings)
-    return InstallPlan(agent, path, settings.existed, True, text, settings)
+    text = original
+    for event in events:
+        try:
+            edited = add_hook_entry(text, event, entry, _is_ours)
+        except EditError as exc:
+            hint = "fix or move it and run install again, or add the entry yourself"
+            raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
+        if edited is not None:
+            text = edited
+    changed = text != original
+    return InstallPlan(agent, path, settings.existed, changed, text, settings)
 
 
 def write_plan(plan: InstallPlan) -> str | None:

@@ -196,6 +196,23 @@ class _ServerProcess:
             self.note(f"internal error while deciding a line ({type(exc).__name__}); forwarded")
             return Routed(line)
 
+    def relay(self, line: bytes) -> None:
+        """A server line to the client, then its result to the brake (progress mode);
+        a failure of the latter is one stderr line, never a lost or held response."""
+        written = False
+
+        def write(data: bytes) -> None:
+            nonlocal written
+            written = True
+            self.to_client(data)
+
+        try:
+            self.router.relay_server_line(line, write)
+        except Exception as exc:  # noqa: BLE001 - a broken brake must not break the server
+            if not written:
+                self.to_client(line)
+            self.note(f"internal error while reading a response ({type(exc).__name__})")
+
     def client_to_server(self) -> None:
         server_input = self.server_input
         assert server_input is not None
@@ -218,7 +235,8 @@ class _ServerProcess:
         assert proc is not None and proc.stdout is not None
         try:
             for line in iter_lines(proc.stdout.fileno()):
-                self.to_client(line)  # after the client has gone: drained and dropped
+                # after the client has gone: drained and dropped
+                self.relay(line)
         except OSError:
             pass
 

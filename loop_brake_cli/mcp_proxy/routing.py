@@ -15,11 +15,26 @@ stop its client's agent): the tool error carries the stop message.
 What is forwarded keeps the client's bytes: a single message is the line as
 read; a batch with a withheld element is rebuilt from the other elements' own
 bytes; a denial answer carries the request's ``id`` as the client wrote it.
+
+Under a policy that uses progress, each server line is also read, after it has
+been written to the client (``relay_server_line``): a response to a forwarded
+``tools/call`` of the connection is that call's result (``wire.mcp``), given to
+the brake through ``pipeline.judge`` as ``replay`` gives it, digest only. A call
+the proxy answered itself gets no result (the tool did not run). Without
+progress server lines are not parsed at all.
+
+The client's and the server's threads share the decoder and the brake under one
+lock, and a response that reached the client is judged before the client's next
+line: the client thread waits (at most ``RESULT_WAIT`` seconds, for a client
+that does not read its responses) while a server line is being written or read.
+So the order is the one a recording of both directions shows, and a replay of
+it agrees; a response itself is never held.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +50,10 @@ from ..verdicts import Verdict
 from ..wire.mcp import DEFAULT_LABEL, Connections, messages
 from .spans import array_element_spans, member_span
 
-__all__ = ["ClientRouter", "MAX_ANSWERED_IDS", "Routed", "denial_answer"]
+__all__ = ["ClientRouter", "MAX_ANSWERED_IDS", "RESULT_WAIT", "Routed", "denial_answer"]
 
 MAX_ANSWERED_IDS = 4096  # ids answered by the proxy, remembered to drop their cancellations
+RESULT_WAIT = 1.0  # seconds a client line waits for a response being written or read
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +104,10 @@ class ClientRouter:
         policy: Any = None,
     ) -> None:
         self.brake = LoopBrake(max_repeats, policy=policy)
-        self.connections = Connections()
+        self.results = self.brake.progress  # server lines are read for results
+        self.connections = Connections(results=self.results)
+        self.lock = threading.Condition()
+        self.relaying = 0  # server lines being written to the client or read
         self.session = self.connections.session(DEFAULT_LABEL)
         self.log = log
         self.note = note
@@ -98,6 +117,47 @@ class ClientRouter:
 
     def route_line(self, line: bytes) -> Routed:
         """One line from the client (with its line end, if any)."""
+        if not self.results:
+            return self._route_line(line)
+        with self.lock:
+            if self.relaying:
+                self.lock.wait_for(lambda: not self.relaying, RESULT_WAIT)
+            return self._route_line(line)
+
+    def relay_server_line(self, line: bytes, write: Callable[[bytes], None]) -> None:
+        """One line from the server: ``write`` it to the client, then (progress mode
+        only; else nothing is read) give the brake the result it carries, if any."""
+        if not self.results:
+            write(line)
+            return
+        with self.lock:
+            self.relaying += 1
+        try:
+            write(line)
+            self._read_result(line)
+        finally:
+            with self.lock:
+                self.relaying -= 1
+                self.lock.notify_all()
+
+    def _read_result(self, line: bytes) -> None:
+        payload = _payload(line)
+        if b'"id"' not in payload:  # a notification, or not JSON-RPC at all
+            return
+        try:
+            value = parse_json(payload)
+        except JSONInputError:
+            return  # not ours to judge: the client got what the server wrote
+        with self.lock:
+            for message, _path in messages(value):
+                result = self.connections.server_message(message, DEFAULT_LABEL)
+                if result is None:
+                    continue
+                ((record, _verdict),) = judge((result,), self.brake)
+                if record.__class__ is BadRecord:
+                    self.log(error_record(record))  # type: ignore[arg-type]
+
+    def _route_line(self, line: bytes) -> Routed:
         self.line_number += 1
         payload = _payload(line)
         if not payload.strip(JSON_WHITESPACE):
@@ -178,6 +238,7 @@ class ClientRouter:
             self._forwarding(message)
             return True, None
         self.note(f"denied {what}")
+        self.connections.forget(record.call_id, DEFAULT_LABEL)
         self._remember_answered(message["id"])
         return False, denial_answer(id_bytes, verdict.message)
 

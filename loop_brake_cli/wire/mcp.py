@@ -147,6 +147,13 @@ class Connections:
         del pending[key]
         return ToolResult(self.session(label), call_id, result, None, line)
 
+    def forget(self, call_id: Any, label: str = DEFAULT_LABEL) -> None:
+        """A call that will get no response from the server (the proxy answered it)."""
+        if self._pending is not None and call_id is not None:
+            pending = self._pending.get(label)
+            if pending:
+                pending.pop(_id_key(call_id), None)
+
     def _await(self, label: str, call_id: Any) -> None:
         """A forwarded tools/call whose response will be its result."""
         assert self._pending is not None
