@@ -277,7 +277,19 @@ class _ReplayView:
 
             waste, spent = waste_totals(report)
             without = sum(1 for s in report.sessions if s.waste.calls and not s.spent.turns)
-            out(e(waste_line(waste, spent, without, self.prices)))
+            self.words(waste_line(waste, spent, without, self.prices))
+
+    def words(self, text: str) -> None:
+        """A line of plain text; on a terminal wrapped between words, a word wider than
+        the terminal (a file or model name) shortened in its middle, never split."""
+        from rich.text import Text
+
+        console = self.console
+        if not console.is_terminal:
+            console.print(Text(text), no_wrap=True, overflow="ignore", crop=False)
+            return
+        for line in _wrap(text, console.width, 0, 2):
+            console.print(Text(line), no_wrap=True, overflow="ignore", crop=False)
 
     def sessions(self) -> None:
         if not self.report.sessions:
