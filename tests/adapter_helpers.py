@@ -58,12 +58,13 @@ def longest_streak(records: list, max_repeats: int = 3) -> tuple[int, int]:
 
 
 def summary(records: list) -> list[tuple]:
-    """Each record as a tuple: a call's fields, or ("BAD", line, path)."""
+    """Each call or error as a tuple: a call's fields, or ("BAD", line, path); results and
+    usage are left out (tests/test_formats_results_usage.py checks those)."""
     return [
         (r.tool, r.args, r.call_id, r.line, r.path, r.args_unparsed)
         if isinstance(r, ToolCall)
         else ("BAD", r.line, r.path)
-        for r in records
+        for r in calls_and_errors(records)
     ]
 
 

@@ -13,6 +13,7 @@ from adapter_helpers import (
     assert_never_raises,
     bytes_or_json,
     calls,
+    calls_and_errors,
     json_shapes,
     longest_streak,
     parse_bytes,
@@ -236,6 +237,7 @@ def test_sdk_v1_history() -> None:
     """Agent-SDK ActionEvents: tool_call arguments, else the action without its kind."""
     fmt, records = read(FIXTURES / "openhands/synthetic--sdk-v1-output.jsonl")
     assert fmt == "openhands"
+    records = calls_and_errors(records)  # results: test_formats_results_usage.py
     assert [(r.tool, r.args, r.call_id, r.path) for r in records] == [
         ("terminal", {"command": "pytest -q"}, "call_1", "$.history[1]"),
         ("terminal", {"command": "pytest -q"}, "call_2", "$.history[3]"),
@@ -265,6 +267,7 @@ def test_older_resolver_output_flat_actions() -> None:
     """As the resolver's mock output.jsonl: actions written flat, sessions from the issue."""
     fmt, records = read(FIXTURES / "openhands/synthetic--resolver-output.jsonl")
     assert fmt == "openhands"
+    records = calls_and_errors(records)  # results: test_formats_results_usage.py
     assert [(r.session, *summary([r])[0]) for r in records] == [
         ("octo/hello#5", "run", {"command": "ls"}, None, 1, "$.history[1]", False),
         ("octo/hello#5", "run_ipython", {"code": "print(open('README.md').read())"}, None, 1,

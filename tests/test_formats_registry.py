@@ -12,7 +12,7 @@ import importlib
 from pathlib import Path
 
 import pytest
-from adapter_helpers import FIXTURES, SAMPLES, calls, read
+from adapter_helpers import FIXTURES, SAMPLES, calls, calls_and_errors, read
 
 from loop_brake_cli import formats
 
@@ -72,4 +72,4 @@ def test_own_sample_detected(fmt: str, name: str, count: int) -> None:
     """samples/formats: our own small example is recognised and read whole."""
     detected, records = read(SAMPLES / name)
     assert detected == fmt
-    assert len(calls(records)) == count == len(records)
+    assert len(calls(records)) == count == len(calls_and_errors(records))

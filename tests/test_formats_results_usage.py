@@ -294,6 +294,160 @@ def test_codex_results_pair_with_their_calls(name: str) -> None:
     assert assert_results_pair(records) == results
 
 
+# --- OpenHands and the chat-shaped usage it embeds ----------------------------------
+
+
+def chat_figures(usage: dict) -> dict[str, Any]:
+    """A Chat Completions / LiteLLM usage object by hand: prompt_tokens include the cache."""
+    details = usage.get("prompt_tokens_details") or {}
+    read_ = usage.get("cache_read_input_tokens", details.get("cached_tokens"))
+    write = usage.get("cache_creation_input_tokens")
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    return {
+        "input_tokens": usage["prompt_tokens"] - (read_ or 0) - (write or 0),
+        "output_tokens": usage["completion_tokens"],
+        "cache_read_tokens": read_,
+        "cache_write_tokens": write,
+        "reasoning_tokens": reasoning,
+    }
+
+
+def add_up(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"turns": len(turns)}
+    for name in (*FIGURES, "reasoning_tokens"):
+        values = [t[name] for t in turns if t.get(name) is not None]
+        out[name] = sum(values) if values else None
+    return out
+
+
+def _documents(path: Path) -> list[Any]:
+    text = path.read_text()
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def openhands_hand_count(path: Path) -> dict[str, Any]:
+    """Per distinct model_response.id of the actions, its usage; a completion log: its response."""
+    turns = []
+    for value in _documents(path):
+        if isinstance(value, dict) and "fncall_response" in value:
+            turns.append(chat_figures(value["fncall_response"]["usage"]))
+            continue
+        events = value if isinstance(value, list) else value.get("history", [])
+        seen = set()
+        for event in [half for e in events for half in (e if isinstance(e, list) else [e])]:
+            response = (event.get("tool_call_metadata") or {}).get("model_response") or {}
+            if "action" in event and response.get("id") not in seen and "usage" in response:
+                seen.add(response["id"])
+                turns.append(chat_figures(response["usage"]))
+    return add_up(turns)
+
+
+OPENHANDS = FIXTURES / "openhands"
+# file: turns, input, output, cache reads, cache writes (by hand: openhands_hand_count)
+OPENHANDS_USAGE = {
+    "OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl": (
+        33,
+        410169,
+        5156,
+        None,
+        None,
+    ),
+    "OpenHands__tests-runtime-trajs__basic.json": (2, 10, 1312, 3482, 4640),
+    "OpenHands__tests-runtime-trajs__wrong_initial_state.json": (4, 22, 358, 10879, 3927),
+    "synthetic--results-usage.json": (2, 400, 70, 1500, 300),
+    "synthetic--older-pairs.jsonl": (0, None, None, None, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENHANDS_USAGE))
+def test_openhands_usage_equals_the_hand_count(name: str) -> None:
+    _, records = read(OPENHANDS / name, "openhands")
+    assert totals(records) == openhands_hand_count(OPENHANDS / name)
+    assert _as_tuple(totals(records)) == OPENHANDS_USAGE[name]
+
+
+def test_openhands_turns_add_up_to_the_running_total() -> None:
+    """The record's metrics.accumulated_token_usage is the sum of its responses' usage."""
+    path = OPENHANDS / (
+        "OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl"
+    )
+    total = json.loads(path.read_text())["metrics"]["accumulated_token_usage"]
+    _, records = read(path, "openhands")
+    assert (totals(records)["input_tokens"], totals(records)["output_tokens"]) == (
+        total["prompt_tokens"],
+        total["completion_tokens"],
+    )
+
+
+def openhands_by_hand(path: Path) -> tuple[list, list]:
+    """(path, response id) of each metadata action; (path, tool_call_id) of each observation."""
+    calls, results = [], []
+    for value in _documents(path):
+        events, prefix = (
+            (value, "$") if isinstance(value, list) else (value["history"], "$.history")
+        )
+        for index, event in enumerate(events):
+            metadata = event.get("tool_call_metadata")
+            if not metadata:
+                continue
+            where = f"{prefix}[{index}]"
+            if "action" in event:
+                calls.append((where, metadata["model_response"]["id"]))
+            else:
+                results.append((where, metadata["tool_call_id"]))
+    return calls, results
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl",
+        "OpenHands__tests-runtime-trajs__basic.json",
+        "OpenHands__tests-runtime-trajs__wrong_initial_state.json",
+        "synthetic--results-usage.json",
+    ],
+)
+def test_openhands_results_pair_and_usage_precedes_its_calls(name: str) -> None:
+    _, records = read(OPENHANDS / name, "openhands")
+    calls, results = openhands_by_hand(OPENHANDS / name)
+    got = [(r.path, r.call_id) for r in assert_results_pair(records)]
+    assert got == results
+    latest: dict[str, Any] = {}
+    turns = []
+    for record in records:
+        if isinstance(record, Usage):
+            latest[record.session] = record.turn
+        elif isinstance(record, ToolCall):
+            turns.append((record.path, latest.get(record.session)))
+    assert turns == calls
+
+
+@pytest.mark.parametrize(
+    ("name", "paths"),
+    [
+        # [action, observation] pairs: the observation half of a call's pair
+        ("synthetic--older-pairs.jsonl", 6),
+        # flat actions without ids: an observation right after a call
+        ("synthetic--resolver-output.jsonl", 7),
+        # older serialized events: the observation whose cause is a call's id
+        ("synthetic--older-event-stream.json", 3),
+    ],
+)
+def test_openhands_older_observations_answer_the_latest_call(name: str, paths: int) -> None:
+    _, records = read(OPENHANDS / name, "openhands")
+    previous = None
+    answered = 0
+    for record in records:
+        if isinstance(record, ToolResult):
+            assert record.call_id is None and isinstance(previous, ToolCall)
+            answered += 1
+        previous = record
+    assert answered == paths == len([r for r in records if isinstance(r, ToolCall)])
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -301,6 +455,7 @@ CANARY = "CANARY-results-7d41-never-print"
 CANARY_FILES = [
     ("claude-code", CLAUDE / "synthetic--results-usage.jsonl"),
     ("codex", CODEX / "synthetic--results-usage.jsonl"),
+    ("openhands", OPENHANDS / "synthetic--results-usage.json"),
 ]
 
 
@@ -366,6 +521,33 @@ SHARED_USAGE: list[SharedCase] = [
         "EXCERPT-lines1+250-386.jsonl",
         codex_hand_count,
         (28, 17510, 3209, 3530240, None),
+    ),
+    (
+        "openhands",
+        "trajectories/openhands/gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__"
+        "django__django-16667__STUCK-LOOP.json",
+        openhands_hand_count,
+        (1, 41695, 4096, None, None),
+    ),
+    (
+        "openhands",
+        "trajectories/openhands/gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__"
+        "django__django-12713__STUCK-LOOP.json",
+        openhands_hand_count,
+        (1, 40593, 331, None, None),
+    ),
+    (
+        "openhands",
+        "trajectories/openhands/OpenHands__evaluation-benchmarks-multi_swe_bench-examples-"
+        "output__LINE2-ponyc-4593.jsonl",
+        openhands_hand_count,
+        (33, 410169, 5156, None, None),
+    ),
+    (
+        "openhands",
+        "trajectories/openhands/OpenHands__tests-runtime-trajs__wrong_initial_state.json",
+        openhands_hand_count,
+        (4, 22, 358, 10879, 3927),
     ),
 ]
 

@@ -16,6 +16,16 @@ A tool call is an entry of an assistant message's ``tool_calls``::
 * A call whose id, name and arguments all equal an earlier call's in the same
   file is the same call recorded twice and is emitted once; an id reused for a
   different call is dropped from that call (it names nothing), the call is kept.
+* Results: a ``tool`` message is a ``ToolResult`` of its ``content`` (as
+  recorded), paired by ``tool_call_id``; a legacy ``function`` message has no
+  id and answers the latest call.
+* Usage: a completion response's ``usage`` (``chat_usage``), reported before
+  the response's calls, the turn named by the response ``id``. A message list
+  records none. ``prompt_tokens`` include the cached part
+  (``prompt_tokens_details.cached_tokens``, or LiteLLM's
+  ``cache_read_input_tokens``) and LiteLLM's ``cache_creation_input_tokens``:
+  input is what remains; reasoning is ``completion_tokens_details.reasoning_tokens``
+  (a part of the output).
 
 The Chat Completions ``tool_calls`` shape is shared by OpenHands completion
 logs, SWE-agent trajectories and recorded API responses, so those adapters
@@ -29,9 +39,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_calls, json_path, make_call, never_raises
+from ._common import CallLedger, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text
 
 INFO = FormatInfo(
@@ -81,7 +91,15 @@ def message_calls(
     if not isinstance(message, dict):
         yield BadRecord("message is not an object", line, json_path(*parts))
         return
-    if message.get("role") not in (None, "assistant"):
+    role = message.get("role")
+    if role == "tool" or role == "function":
+        call_id = message.get("tool_call_id") if role == "tool" else None
+        if role == "function" or (isinstance(call_id, str) and call_id):
+            yield ToolResult(
+                session, call_id, message.get("content"), None, line, json_path(*parts)
+            )
+        return
+    if role is not None and role != "assistant":
         return
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
@@ -122,7 +140,10 @@ def response_calls(
     line: int | None,
     parts: tuple[str | int, ...],
 ) -> Iterator[Record]:
-    """The calls of a completion response: ``choices[].message``."""
+    """The usage and calls of a completion response: ``usage``, ``choices[].message``."""
+    usage = response_usage(response, session, line, parts)
+    if usage is not None:
+        yield usage
     choices = response.get("choices")
     if not isinstance(choices, list):
         return
@@ -131,6 +152,46 @@ def response_calls(
             yield from message_calls(
                 choice["message"], ledger, session, line, (*parts, "choices", index, "message")
             )
+
+
+def response_usage(
+    response: dict[str, Any], session: str, line: int | None, parts: tuple[str | int, ...]
+) -> Usage | None:
+    """A completion response's ``usage`` as one turn (None when it records none)."""
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    turn, model = response.get("id"), response.get("model")
+    record = Usage(
+        session,
+        turn if isinstance(turn, str) and turn else None,
+        model if isinstance(model, str) and model else None,
+        line=line,
+        path=json_path(*parts, "usage"),
+    )
+    chat_usage(record, usage)
+    return record
+
+
+def _detail(usage: dict[str, Any], key: str, name: str) -> int | None:
+    details = usage.get(key)
+    return tokens(details.get(name)) if isinstance(details, dict) else None
+
+
+def chat_usage(record: Usage, usage: dict[str, Any]) -> None:
+    """Set ``record``'s figures from a Chat Completions (or LiteLLM) ``usage`` object."""
+    prompt = tokens(usage.get("prompt_tokens"))
+    cache_read = tokens(usage.get("cache_read_input_tokens"))
+    if cache_read is None:
+        cache_read = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    cache_write = tokens(usage.get("cache_creation_input_tokens"))
+    if prompt is not None:
+        rest = prompt - (cache_read or 0) - (cache_write or 0)
+        record.input_tokens = rest if rest >= 0 else prompt
+    record.output_tokens = tokens(usage.get("completion_tokens"))
+    record.cache_read_tokens = cache_read
+    record.cache_write_tokens = cache_write
+    record.reasoning_tokens = _detail(usage, "completion_tokens_details", "reasoning_tokens")
 
 
 # ---------------------------------------------------------------------------
@@ -166,5 +227,5 @@ def _value_calls(
 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """Every tool call of the file's conversation, in order."""
+    """Every tool call, result and usage of the file's conversation, in order."""
     yield from file_calls(source, _value_calls)

@@ -64,6 +64,24 @@ in a ``history``, an array, or one event per file under
 ``<conversation>/events/`` (session: the conversation folder). The call's
 ``tool_call.arguments`` are used, else the ``action`` object without its
 ``kind``. Written from the SDK's field names: no real V1 file was at hand.
+
+**Results.** An observation answering a call is a ``ToolResult`` of its
+``content`` (an ``ObservationEvent``'s ``observation``), paired by its
+``tool_call_metadata.tool_call_id``; in an older history (no metadata) an
+observation whose ``cause`` is a call's event id, or the observation half of
+a pair whose action half was a call, answers the session's latest call. A
+completion log's ``tool`` messages are results as in ``openai_chat``.
+
+**Usage.** Each action's ``tool_call_metadata.model_response`` carries that
+response's own ``usage`` (the same response is repeated on every action and
+observation it produced): one turn per ``model_response.id``, reported before
+its first call (figures as ``openai_chat.chat_usage``: LiteLLM's
+``prompt_tokens`` include the cache reads and writes). The ``llm_metrics`` of
+an action and a record's ``metrics`` hold running totals
+(``accumulated_token_usage``), not a turn's figures, and are not read: the sum
+of the turns equals their last total where every response produced a call. A
+completion log records the usage of its one ``response`` only, before that
+response's calls; its earlier calls, in ``messages``, have no usage.
 """
 
 from __future__ import annotations
@@ -74,11 +92,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolCall, ToolResult
 from . import FormatInfo
-from ._common import CallLedger, file_session, json_path, make_call, never_raises, values_calls
+from ._common import (
+    CallLedger,
+    TurnUsage,
+    file_session,
+    json_path,
+    make_call,
+    never_raises,
+    values_calls,
+)
 from ._sniff import head_text
-from .openai_chat import messages_calls, response_calls
+from .openai_chat import messages_calls, response_calls, response_usage
 
 INFO = FormatInfo(
     name="openhands",
@@ -252,19 +278,100 @@ def events_calls(
     session: str,
     line: int | None,
     parts: tuple[str | int, ...],
+    turns: TurnUsage | None = None,
 ) -> Iterator[Record]:
-    """The calls of a list of events located at ``parts``."""
-    older = not _has_metadata(events)
+    """The usage, calls and results of a list of events located at ``parts``."""
+    history = _History(ledger, session, line, not _has_metadata(events), turns or TurnUsage())
     for index, event in enumerate(events):
         if isinstance(event, list):  # older output.jsonl: [action, observation] pairs
             for inner, half in enumerate(event):
-                record = event_call(half, ledger, session, line, (*parts, index, inner), older)
-                if record is not None:
-                    yield record
+                yield from history.event(half, (*parts, index, inner))
             continue
-        record = event_call(event, ledger, session, line, (*parts, index), older)
+        yield from history.event(event, (*parts, index))
+
+
+class _History:
+    """One list of events: which event ids were calls, and the turns already reported."""
+
+    def __init__(
+        self, ledger: CallLedger, session: str, line: int | None, older: bool, turns: TurnUsage
+    ) -> None:
+        self.ledger, self.session, self.line, self.older = ledger, session, line, older
+        self.turns = turns
+        self.calls: set[Any] = set()  # ids of the events that were calls (older pairing)
+        self.after_call = False  # the previous event was a call (flat events have no ids)
+
+    def event(self, event: Any, parts: tuple[str | int, ...]) -> Iterator[Record]:
+        """One event's records (usage and a call, or a result)."""
+        after_call, self.after_call = self.after_call, False
+        if isinstance(event, dict) and (
+            "observation" in event or event.get("kind") == "ObservationEvent"
+        ):
+            result = self.result(event, parts, after_call)
+            if result is not None:
+                yield result
+            return
+        if isinstance(event, dict):
+            usage = self.usage(event, parts)
+            if usage is not None:
+                yield usage
+        record = event_call(event, self.ledger, self.session, self.line, parts, self.older)
         if record is not None:
+            if record.__class__ is ToolCall:
+                self.after_call = True
+                event_id = _hashable(event.get("id"))
+                if event_id is not None:
+                    self.calls.add(event_id)
             yield record
+
+    def usage(self, event: dict[str, Any], parts: tuple[str | int, ...]) -> Record | None:
+        """The usage of the response behind an action, the first time that response is seen."""
+        metadata = event.get("tool_call_metadata")
+        response = metadata.get("model_response") if isinstance(metadata, dict) else None
+        if "action" not in event or not isinstance(response, dict):
+            return None
+        path = (*parts, "tool_call_metadata", "model_response")
+        usage = response_usage(response, self.session, self.line, path)
+        if usage is None or (
+            usage.turn is not None and not self.turns.first((self.session, usage.turn), usage)
+        ):
+            return None
+        return usage
+
+    def result(
+        self, event: dict[str, Any], parts: tuple[str | int, ...], follows_call: bool
+    ) -> Record | None:
+        """An observation as the result of the call it answers, or None when it answers none.
+        ``follows_call``: the event before it (or its pair's action half) was a call."""
+        path = json_path(*parts)
+        if event.get("kind") == "ObservationEvent":
+            call_id = event.get("tool_call_id")
+            if isinstance(call_id, str) and call_id:
+                return ToolResult(
+                    self.session, call_id, event.get("observation"), None, self.line, path
+                )
+            return None
+        metadata = event.get("tool_call_metadata")
+        if isinstance(metadata, dict):
+            call_id = metadata.get("tool_call_id")
+            if isinstance(call_id, str) and call_id:
+                return ToolResult(
+                    self.session, call_id, event.get("content"), None, self.line, path
+                )
+            return None
+        cause = _hashable(event.get("cause"))
+        if cause is None and "cause" not in event:
+            answers = follows_call  # flat events: an observation follows its action
+        else:
+            answers = cause is not None and cause in self.calls
+        if self.older and answers:
+            return ToolResult(self.session, None, event.get("content"), None, self.line, path)
+        return None
+
+
+def _hashable(value: Any) -> Any:
+    """An event id as a set member (ids are numbers; anything else matches nothing)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 def _has_metadata(events: list[Any]) -> bool:
@@ -313,9 +420,8 @@ def value_calls(
     elif isinstance(value, dict) and isinstance(value.get("kind"), str):
         # one agent-SDK event per file: <conversation>/events/event-*.json
         session = _conversation_of(file_key)
-        record = event_call(value, ledgers.setdefault(session, CallLedger()), session, line, ())
-        if record is not None:
-            yield record
+        ledger = ledgers.setdefault(session, CallLedger())
+        yield from _History(ledger, session, line, False, TurnUsage()).event(value, ())
     else:
         yield BadRecord("not an OpenHands completion log, output.jsonl record or event list", line)
 
