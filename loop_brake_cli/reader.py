@@ -11,7 +11,6 @@ skipped without ever holding more than that many bytes of it in memory.
 from __future__ import annotations
 
 import errno
-import gzip
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -195,6 +194,8 @@ def open_source(
         name = path
     source = Source(raw, name, max_line_bytes, on_wait)
     if path != "-" and source.head(2) == GZIP_MAGIC:
+        import gzip  # only for a gzipped input: start-up is paid on every small run
+
         raw.seek(0)
         unzipped = gzip.GzipFile(fileobj=raw, mode="rb")
         source = Source(unzipped, name, max_line_bytes, on_wait, underlying=raw)
