@@ -120,6 +120,8 @@ class LoopBrake:
         found = _resolve_policy(policy)
         self.policy_path: str | None = None if found is None else found.path
         self.policy = None if found is None or found.empty else found
+        if max_sessions:
+            self.count_call = self._count_bounded  # type: ignore[method-assign]
         if self.policy is not None:  # chosen once: the seed's path keeps its speed
             self.count_call = self._count_policy  # type: ignore[method-assign]
             self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
@@ -173,7 +175,20 @@ class LoopBrake:
     ) -> tuple[Slot, bool]:
         """Count one call with ``streak.step`` and keep the session's new slot.
 
-        The counting behind observe(), without building a Verdict (fastpath.py)."""
+        The counting behind observe(), without building a Verdict (fastpath.py). This is
+        the unbounded seed's (the hot path with a million sessions: it keeps inline what
+        ``_keep`` does); a bound or a policy picks another at construction."""
+        slots = self._slots
+        prev = slots.get(session)
+        slot, duplicate = step(prev, tool_name, digest, call_id)
+        if not duplicate:  # a duplicate keeps the old slot
+            slots[session] = slot
+        return slot, duplicate
+
+    def _count_bounded(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> tuple[Slot, bool]:
+        """``count_call`` with ``max_sessions``: the slots are an LRU (``_keep``)."""
         prev = self._slots.get(session)
         slot, duplicate = step(prev, tool_name, digest, call_id)
         self._keep(session, prev, slot, duplicate)

@@ -82,8 +82,11 @@ def step(prev: Slot | None, tool: str, digest: bytes, call_id: Any = None) -> tu
         if call_id is not None and call_id == prev.call_id:
             return prev, True
         if prev.digest == digest:
-            return Slot(digest, prev.count + 1, call_id, tool), False
-    return Slot(digest, 1, call_id, tool), False
+            return _new_slot(Slot, (digest, prev.count + 1, call_id, tool)), False
+    return _new_slot(Slot, (digest, 1, call_id, tool)), False
+
+
+_new_slot = tuple.__new__  # Slot's fields in order, without its Python-level __new__
 
 
 def is_denied(count: int, max_repeats: int) -> bool:
