@@ -218,3 +218,18 @@ def test_no_usage_recorded_is_not_zero(tmp_path: Path) -> None:
     data = page_json(run_cli("replay", str(STUCK), "--html", "-").stdout.decode())
     assert data["sessions"][0]["wc"] == 1
     assert data["sessions"][0]["wt"] is None and data["totals"]["wasteTokens"] is None
+
+
+def test_a_session_across_files_names_each_calls_file(tmp_path: Path) -> None:
+    """--continue-sessions: one session's calls come from two files; each call keeps its own."""
+    row = {"tool": "search", "args": {"q": 1}, "sessionId": "s"}
+    first = events(tmp_path / "a.jsonl", [row, row])
+    second = events(tmp_path / "b.jsonl", [row, row])
+    result = run_cli("replay", str(first), str(second), "--continue-sessions", "--html", "-")
+    assert result.returncode == 0, result.stderr
+    data = page_json(result.stdout.decode())
+    (session,) = data["sessions"]
+    timeline = session["tl"]
+    assert [data["files"][i] for i in timeline["fi"]] == ["a.jsonl"] * 2 + ["b.jsonl"] * 2
+    assert timeline["o"] == [1, 2, 1, 2] and timeline["st"] == [[0, 4]]
+    assert [timeline["o"][i] for i in timeline["fd"]] == [1]  # the 3rd call: b.jsonl's first

@@ -181,10 +181,13 @@ SCRIPT = r"""
         else if (col.label === "Wasted tokens" && s.wk) td.title = tokens(s);
         tr.appendChild(td);
       });
-      tr.addEventListener("click", function () {
+      tr.tabIndex = 0;
+      function go() {
         var card = document.getElementById("lb-s" + s.i);
         if (card) card.scrollIntoView({block: "start"});
-      });
+      }
+      tr.addEventListener("click", go);
+      tr.addEventListener("keydown", function (ev) { if (ev.key === "Enter") go(); });
       frag.appendChild(tr);
     });
     tbody.appendChild(frag);
