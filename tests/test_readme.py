@@ -1,18 +1,14 @@
 """The docs cannot go stale silently: every command and option that README.md and
-docs/*.md name exists, every example of the README runs from the checkout as shown,
-and every relative link points at a file and heading that exist."""
+docs/*.md name exists, and every relative link points at a file and heading that
+exist. Every example of README.md and docs/ is run by tests/test_docs_examples.py."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import click
 import pytest
-from conftest import cli_env
 
 from loop_brake_cli.cli import COMMANDS, cli
 from loop_brake_cli.hook.runner import HELP as HOOK_HELP
@@ -21,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ALL_TEXT = "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
-# `loop-brake CMD rest-of-command`, up to the end of the line, a code span or a pipe.
-NAMED = re.findall(r"(?<![\w/-])loop-brake ([a-z][a-z-]*)((?: [^\n`|&;)]*)?)", ALL_TEXT)
+# `loop-brake CMD rest-of-command`, up to the end of the line, a code span, a pipe or
+# a shell comment.
+NAMED = re.findall(r"(?<![\w/-])loop-brake ([a-z][a-z-]*)((?: [^\n`|&;)#]*)?)", ALL_TEXT)
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])(?![\w-])")
 
 
@@ -81,20 +78,6 @@ def readme_examples() -> list[str]:
 def test_the_readme_has_an_example_for_every_command() -> None:
     named = {m for line in readme_examples() for m in re.findall(r"loop-brake ([a-z-]+)", line)}
     assert {"filter", "replay", "check-config", "hook", "mcp-proxy"} <= named
-
-
-@pytest.mark.parametrize("line", readme_examples())
-def test_every_readme_example_runs_from_the_checkout(tmp_path: Path, line: str) -> None:
-    """Run as a user would, in a shell at the checkout's root, with the installed script."""
-    bindir = Path(sys.executable).parent
-    env = cli_env(PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    command = line.replace("/tmp/loop-brake-demo.db", str(tmp_path / "demo.db"))
-    result = subprocess.run(
-        ["bash", "-c", command], capture_output=True, cwd=ROOT, env=env, timeout=120
-    )
-    assert result.returncode == 0, result.stderr.decode()
-    assert b"Traceback" not in result.stderr
-    assert result.stdout or result.stderr
 
 
 def _slug(title: str) -> str:
