@@ -407,6 +407,19 @@ class _Hook:
         return 0
 
 
+_POST_TOOL_EVENTS = tuple(event for agent in agents.AGENTS for event, _field in agent.RESULTS)
+
+
+def _names_a_post_tool_event(head: bytes) -> bool:
+    """Whether the start of an input too long to parse names a post-tool event (its
+    ``hook_event_name`` precedes the tool's input and output in every agent's): never
+    denied."""
+    import re
+
+    match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]+)"', head)
+    return match is not None and match.group(1).decode() in _POST_TOOL_EVENTS
+
+
 def main(
     argv: list[str],
     stdin: BinaryIO | None = None,
@@ -448,6 +461,7 @@ def _decide(
     except OSError as exc:
         return hook.fail(f"could not read stdin ({exc.strerror or exc})", agent)
     if data is None:
+        hook.result = _names_a_post_tool_event(streams.head)
         return hook.fail(f"hook input longer than {limit} bytes (--max-input-bytes)", agent)
     try:
         return hook.run(data, errors)

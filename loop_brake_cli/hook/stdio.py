@@ -9,7 +9,8 @@ filled with ``/dev/null`` first: no file the hook opens (the store, the log)
 can take its number and receive the deny JSON meant for stdout. Writing to a
 stdout that was closed fails like any other write; stderr never fails (a line
 that cannot be written is dropped). Input is read up to a limit plus one byte
-and never held beyond that.
+and never held beyond that; of an input over the limit only the first chunk
+is kept (``head``), to tell a post-tool event, which is never denied.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Streams:
         else:
             self.closed = (False, False, False)
         self.stdin_closed = stdin is None and self.closed[0]
+        self.head = b""  # the first chunk read of the input
 
     def stdin_is_tty(self) -> bool:
         stdin = self._files[0]
@@ -88,6 +90,7 @@ class Streams:
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
+                self.head = chunks[0]
                 return None
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
