@@ -10,8 +10,9 @@ them, so a command's help lists only what that command can return.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from enum import IntEnum
+
+from .slotted import FrozenFields
 
 
 class ExitStatus(IntEnum):
@@ -28,12 +29,14 @@ COMMANDS = ("filter", "replay", "check-config", "hash", "state")
 """The commands that follow this table (``hook`` and ``mcp-proxy`` document their own)."""
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(FrozenFields):
     """One clause of a status's meaning; ``commands`` empty means every command."""
 
-    text: str
-    commands: tuple[str, ...] = ()
+    __slots__ = ("text", "commands")
+
+    def __init__(self, text: str, commands: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "commands", commands)
 
     def applies_to(self, command: str | None) -> bool:
         return command is None or not self.commands or command in self.commands

@@ -7,12 +7,12 @@ summary needs, so filter, replay and the live paths count the same way.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
 
 from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
 from .output import LineWriter
 from .records import BadRecord, Record, ToolCall, ToolResult, Usage, error_record, verdict_record
+from .slotted import Fields
 from .verdicts import Verdict
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_args", "write_verdicts"]
@@ -45,17 +45,36 @@ def _fast_digest(tool: str, args: object) -> bytes:
     return fast_digest(tool, args)
 
 
-@dataclass
-class Tally:
+class Tally(Fields):
     """What a summary reports; never anything from the arguments."""
 
-    passed: int = 0
-    denied: int = 0
-    errors: int = 0
-    duplicates: int = 0
-    unparsed_args: int = 0
-    results: int = 0  # results read (progress mode only)
-    results_ignored: int = 0  # of those, results that paired with no latest call
+    __slots__ = (
+        "passed",
+        "denied",
+        "errors",
+        "duplicates",
+        "unparsed_args",
+        "results",
+        "results_ignored",
+    )
+
+    def __init__(
+        self,
+        passed: int = 0,
+        denied: int = 0,
+        errors: int = 0,
+        duplicates: int = 0,
+        unparsed_args: int = 0,
+        results: int = 0,
+        results_ignored: int = 0,
+    ) -> None:
+        self.passed = passed
+        self.denied = denied
+        self.errors = errors
+        self.duplicates = duplicates
+        self.unparsed_args = unparsed_args
+        self.results = results  # results read (progress mode only)
+        self.results_ignored = results_ignored  # of those, results that paired with no latest call
 
     @property
     def calls(self) -> int:

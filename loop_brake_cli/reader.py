@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 __all__ = [
@@ -54,17 +53,26 @@ def _read_chunk(stream: BinaryIO, size: int) -> bytes:
         raise UnreadableInputError(f"{exc.__class__.__name__}: {exc}") from None
 
 
-@dataclass
 class Source:
     """One input stream with a display name (``-`` is stdin)."""
 
-    stream: BinaryIO
-    name: str
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    on_wait: Callable[[], None] = field(default=_never)
-    head_bytes: bytes = b""
-    bytes_read: int = 0
-    underlying: BinaryIO | None = None
+    def __init__(
+        self,
+        stream: BinaryIO,
+        name: str,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        on_wait: Callable[[], None] = _never,
+        head_bytes: bytes = b"",
+        bytes_read: int = 0,
+        underlying: BinaryIO | None = None,
+    ) -> None:
+        self.stream = stream
+        self.name = name
+        self.max_line_bytes = max_line_bytes
+        self.on_wait = on_wait
+        self.head_bytes = head_bytes
+        self.bytes_read = bytes_read
+        self.underlying = underlying
 
     def close(self) -> None:
         if self.name != "<stdin>":
