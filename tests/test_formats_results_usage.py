@@ -448,6 +448,78 @@ def test_openhands_older_observations_answer_the_latest_call(name: str, paths: i
     assert answered == paths == len([r for r in records if isinstance(r, ToolCall)])
 
 
+# --- SWE-agent ----------------------------------------------------------------------
+
+
+def swe_agent_hand_count(path: Path) -> dict[str, Any]:
+    """The run's model_stats as one turn, when it made API calls and counted tokens."""
+    stats = json.loads(path.read_text())["info"]["model_stats"]
+    if stats["api_calls"] == 0 or not (stats["tokens_sent"] or stats["tokens_received"]):
+        return add_up([])
+    figures = {"input_tokens": stats["tokens_sent"], "output_tokens": stats["tokens_received"]}
+    return add_up([figures])
+
+
+def swe_agent_results_by_hand(path: Path) -> list[tuple[str, Any, Any]]:
+    """(path, call id, result) of each tool message; in a text-action run each observation."""
+    run = json.loads(path.read_text())
+    if any(m.get("tool_calls") and not m.get("is_demo") for m in run["history"]):
+        return [
+            (f"$.history[{i}]", m["tool_call_ids"][0], m["content"])
+            for i, m in enumerate(run["history"])
+            if m.get("role") == "tool"
+        ]
+    return [
+        (f"$.trajectory[{i}].observation", None, step["observation"])
+        for i, step in enumerate(run["trajectory"])
+        if isinstance(step, dict) and isinstance(step.get("action"), str) and step["action"].strip()
+    ]
+
+
+SWE = FIXTURES / "swe-agent"
+SWE_USAGE = {
+    "SWE-agent__tests-test_data-trajectories-gpt4-swe-bench-dev-easy__pydicom__pydicom-1458.traj": (
+        1,
+        122612,
+        1369,
+        None,
+        None,
+    ),
+    "SWE-agent__trajectories-demonstrations-ctf-crypto__eps.traj": (0, None, None, None, None),
+    "SWE-agent__trajectories-demonstrations-replay-function_calling__marshmallow-code__"
+    "marshmallow-1867.traj": (0, None, None, None, None),
+    "synthetic--results-usage.traj": (1, 9100, 310, None, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWE_USAGE))
+def test_swe_agent_usage_is_the_run_total_before_every_call(name: str) -> None:
+    _, records = read(SWE / name, "swe-agent")
+    assert totals(records) == swe_agent_hand_count(SWE / name)
+    assert _as_tuple(totals(records)) == SWE_USAGE[name]
+    if totals(records)["turns"]:
+        assert isinstance(records[0], Usage)
+
+
+@pytest.mark.parametrize("name", [*sorted(SWE_USAGE)[:3], "synthetic--text-actions.traj"])
+def test_swe_agent_results_pair_with_their_calls(name: str) -> None:
+    _, records = read(SWE / name, "swe-agent")
+    results = [r for r in records if isinstance(r, ToolResult)]
+    assert [(r.path, r.call_id, r.result) for r in results] == swe_agent_results_by_hand(SWE / name)
+    for index, record in enumerate(records):
+        if isinstance(record, ToolResult) and record.call_id is None:
+            assert isinstance(records[index - 1], ToolCall)  # the step's own call
+    assert_results_pair([r for r in records if not (isinstance(r, ToolResult) and not r.call_id)])
+
+
+def test_swe_agent_final_step_is_answered_by_its_observation() -> None:
+    _, records = read(SWE / "synthetic--results-usage.traj", "swe-agent")
+    last_call, last_result = records[-2:]
+    assert isinstance(last_call, ToolCall) and last_call.path == "$.trajectory[2]"
+    assert isinstance(last_result, ToolResult) and last_result.call_id is None
+    assert last_result.path == "$.trajectory[2].observation"
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -456,6 +528,7 @@ CANARY_FILES = [
     ("claude-code", CLAUDE / "synthetic--results-usage.jsonl"),
     ("codex", CODEX / "synthetic--results-usage.jsonl"),
     ("openhands", OPENHANDS / "synthetic--results-usage.json"),
+    ("swe-agent", SWE / "synthetic--results-usage.traj"),
 ]
 
 
@@ -548,6 +621,13 @@ SHARED_USAGE: list[SharedCase] = [
         "trajectories/openhands/OpenHands__tests-runtime-trajs__wrong_initial_state.json",
         openhands_hand_count,
         (4, 22, 358, 10879, 3927),
+    ),
+    (
+        "swe-agent",
+        "trajectories/swe-agent/SWE-agent__tests-test_data-trajectories-gpt4-swe-bench-dev-easy__"
+        "pydicom__pydicom-1458.traj",
+        swe_agent_hand_count,
+        (1, 122612, 1369, None, None),
     ),
 ]
 

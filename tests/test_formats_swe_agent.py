@@ -13,16 +13,24 @@ from adapter_helpers import (
     assert_never_raises,
     bytes_or_json,
     calls,
+    calls_and_errors,
     json_shapes,
     longest_streak,
-    read,
     summary,
 )
+from adapter_helpers import read as read_records
 from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.records import BadRecord
+
+
+def read(path: Path, fmt: str | None = None) -> tuple[str, list]:
+    """The calls and errors of a file (results and usage: test_formats_results_usage.py)."""
+    name, records = read_records(path, fmt)
+    return name, calls_and_errors(records)
+
 
 EPS = "SWE-agent__trajectories-demonstrations-ctf-crypto__eps.traj"
 PYDICOM = (

@@ -43,6 +43,20 @@ An empty action (no command was run) is not a call.
 * The session is the file.
 * Demonstration trajectories reuse call ids for different calls; such a reused
   id is dropped from the later call (it names nothing), the call still counts.
+
+**Results.** A function-calling history's ``tool`` message answers the call
+its ``tool_call_ids`` names (one id; ``tool_call_id`` as in Chat Completions);
+the final step read from the trajectory, and each step of a text-action run,
+is answered by its step's ``observation`` (the session's latest call).
+
+**Usage.** ``info.model_stats`` holds the run's totals only (``tokens_sent``,
+``tokens_received``, ``api_calls``): no step records its own. The run is then
+reported as one ``Usage`` before its first call (input ``tokens_sent``, output
+``tokens_received``, no cache or reasoning figures; the model is
+``replay_config.agent.model.name`` where present): the session's total is
+right, and since that one turn produced every call, no waste can be
+attributed to a turn. A run that made no API call (``api_calls`` 0: a
+demonstration) or counted no token (a replay writes zeros) reports none.
 """
 
 from __future__ import annotations
@@ -52,9 +66,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record, ToolCall
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_session, json_path, make_call, never_raises, read_values
+from ._common import (
+    CallLedger,
+    file_session,
+    json_path,
+    make_call,
+    never_raises,
+    read_values,
+    tokens,
+)
 from ._sniff import head_text
 from .openai_chat import message_calls
 
@@ -136,9 +158,41 @@ def _history_calls(
         if isinstance(message, dict) and message.get("is_demo"):
             continue
         yield from message_calls(message, ledger, session, line, ("history", index))
+        if isinstance(message, dict) and message.get("role") == "tool":
+            ids = message.get("tool_call_ids")
+            if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], str) and ids[0]:
+                path = json_path("history", index)
+                yield ToolResult(session, ids[0], message.get("content"), None, line, path)
     final = _final_step_call(trajectory, history, ledger, session, line)
     if final is not None:
         yield final
+        if final.__class__ is ToolCall:
+            yield _step_result(trajectory, len(trajectory) - 1, session, line)
+
+
+def _step_result(trajectory: list[Any], index: int, session: str, line: int | None) -> Record:
+    """A step's observation, as the result of the call that step made."""
+    path = json_path("trajectory", index, "observation")
+    return ToolResult(session, None, trajectory[index].get("observation"), None, line, path)
+
+
+def _run_usage(run: dict[str, Any], session: str, line: int | None) -> Usage | None:
+    """The run's ``model_stats`` as one Usage (module docstring), or None."""
+    info = run.get("info")
+    stats = info.get("model_stats") if isinstance(info, dict) else None
+    if not isinstance(stats, dict) or tokens(stats.get("api_calls")) == 0:
+        return None
+    sent, received = tokens(stats.get("tokens_sent")), tokens(stats.get("tokens_received"))
+    if not sent and not received:
+        return None  # not counted (a replay writes zeros however many calls it made)
+    model = None
+    config = run.get("replay_config")
+    agent = config.get("agent") if isinstance(config, dict) else None
+    described = agent.get("model") if isinstance(agent, dict) else None
+    if isinstance(described, dict) and isinstance(described.get("name"), str):
+        model = described["name"]
+    path = json_path("info", "model_stats")
+    return Usage(session, None, model, sent, received, line=line, path=path)
 
 
 def _action_calls(trajectory: list[Any], session: str, line: int | None) -> Iterator[Record]:
@@ -156,6 +210,8 @@ def _action_calls(trajectory: list[Any], session: str, line: int | None) -> Iter
         if not words:
             continue
         yield ToolCall(command_word(words[0]), {"action": action}, session, None, line, path)
+        if "observation" in step:
+            yield _step_result(trajectory, index, session, line)
 
 
 _COMMAND_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
@@ -172,7 +228,8 @@ def command_word(word: str) -> str:
 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """The run's calls: the history's tool_calls when it has any, else the actions."""
+    """The run's usage, then its calls and their results: the history's tool_calls when it
+    has any, else the actions."""
     session = file_session(source)
     for item in read_values(source):
         if isinstance(item, BadRecord):
@@ -182,6 +239,9 @@ def parse(source: Source) -> Iterator[Record]:
         if not isinstance(value, dict):
             yield BadRecord("not a trajectory object", line)
             continue
+        usage = _run_usage(value, session, line)
+        if usage is not None:
+            yield usage
         history = value.get("history")
         if _history_has_calls(history):
             yield from _history_calls(history, value.get("trajectory"), session, line)
