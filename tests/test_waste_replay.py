@@ -169,6 +169,84 @@ def codex_by_hand(path: Path, limit: int) -> dict[str, Any]:
     }
 
 
+def chat_figures(usage: dict[str, Any]) -> dict[str, int]:
+    """A Chat Completions usage as the kinds (the prompt counts no cache here: none recorded)."""
+    assert not usage.get("prompt_tokens_details") and "cache_read_input_tokens" not in usage
+    return {"input": usage["prompt_tokens"], "output": usage["completion_tokens"]}
+
+
+def flags_of(calls: list[tuple[str, str]], limit: int) -> list[bool]:
+    """Whether each call comes after the first denial of its streak: its run passed ``limit``."""
+    flags, run = [], 0
+    for index, current in enumerate(calls):
+        run = run + 1 if index and calls[index - 1] == current else 1
+        flags.append(run > limit)
+    return flags
+
+
+def by_turns(turn_of: list[str | None], flags: list[bool], figures: dict[str, Any]) -> dict:
+    """The waste object from each call's turn (None: no usage before it) and its flag."""
+    turns: dict[str, list[bool]] = defaultdict(list)
+    for turn, flag in zip(turn_of, flags, strict=True):
+        if turn is not None:
+            turns[turn].append(flag)
+    wasted = [t for t, f in turns.items() if all(f)]
+    return {
+        "calls": sum(flags),
+        "turns": len(wasted),
+        "partialTurns": sum(1 for f in turns.values() if any(f) and not all(f)),
+        "unknownCostCalls": sum(1 for t, f in zip(turn_of, flags, strict=True) if f and t is None),
+        "tokens": total_tokens(figures[t] for t in wasted),
+        "spent": total_tokens(figures.values()),
+    }
+
+
+def openhands_history_by_hand(path: Path, limit: int) -> dict[str, Any]:
+    """An OpenHands evaluation record: each action's ``tool_call_metadata.model_response``
+    is the response that made it (one turn per response id, its own ``usage``)."""
+    record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    calls, turn_of, figures = [], [], {}
+    for event in record["history"]:
+        metadata = event.get("tool_call_metadata")
+        if "action" not in event or not metadata:
+            continue
+        response = metadata["model_response"]
+        (call,) = [
+            c
+            for c in response["choices"][0]["message"]["tool_calls"]
+            if c["id"] == metadata["tool_call_id"]
+        ]
+        args = json.dumps(json.loads(call["function"]["arguments"]), sort_keys=True)
+        calls.append((call["function"]["name"], args))
+        turn_of.append(response["id"])
+        figures[response["id"]] = chat_figures(response["usage"])
+    return by_turns(turn_of, flags_of(calls, limit), figures)
+
+
+def openhands_completion_by_hand(path: Path, limit: int) -> dict[str, Any]:
+    """An OpenHands completion log: the calls of ``fncall_messages``, then those of
+    ``fncall_response``, whose usage is the only one recorded (the earlier calls have none)."""
+    log = json.loads(path.read_text(encoding="utf-8"))
+    calls, turn_of = [], []
+    messages = [m for m in log["fncall_messages"] if m.get("role") == "assistant"]
+    final = log["fncall_response"]["choices"][0]["message"]
+    for message in [*messages, final]:
+        for call in message.get("tool_calls") or []:
+            args = json.dumps(json.loads(call["function"]["arguments"]), sort_keys=True)
+            calls.append((call["function"]["name"], args))
+            turn_of.append("final" if message is final else None)
+    figures = {"final": chat_figures(log["fncall_response"]["usage"])}
+    return by_turns(turn_of, flags_of(calls, limit), figures)
+
+
+def assert_waste_equals(doc: dict[str, Any], hand: dict[str, Any]) -> None:
+    (session,) = doc["sessions"]
+    waste = session["waste"]
+    for key in ("calls", "turns", "partialTurns", "unknownCostCalls", "tokens"):
+        assert waste[key] == hand[key], key
+    assert session["usage"]["tokens"] == hand["spent"]
+
+
 def total_tokens(figures: Any) -> dict[str, int | None]:
     total: dict[str, int | None] = dict.fromkeys(KINDS)
     for one in figures:
@@ -400,3 +478,48 @@ def test_shared_codex_rollouts_equal_their_hand_count(name: str) -> None:
         for key in ("calls", "turns", "partialTurns", "unknownCostCalls", "tokens"):
             assert waste[key] == hand[key], (limit, key)
         assert doc["sessions"][0]["usage"]["tokens"] == hand["spent"]
+
+
+OPENHANDS_HISTORY = (
+    ROOT
+    / "tests"
+    / "fixtures"
+    / "openhands"
+    / "OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl"
+)
+
+
+def test_a_real_openhands_history_equals_its_hand_count() -> None:
+    for limit in (1, 2, 3):
+        doc = replay_json(str(OPENHANDS_HISTORY), "-m", str(limit))
+        assert_waste_equals(doc, openhands_history_by_hand(OPENHANDS_HISTORY, limit))
+    # at -m 1 (deny the first of any repeat) its three repeated calls each had a turn
+    assert replay_json(str(OPENHANDS_HISTORY), "-m", "1")["waste"]["turns"] == 3
+
+
+STUCK = "gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__django__django-{}__STUCK-LOOP.json"
+
+
+@pytest.mark.parametrize("instance", ["16667", "12713"])
+def test_the_real_openhands_stuck_loops_equal_their_hand_count(instance: str) -> None:
+    path = real("trajectories", "openhands", STUCK.format(instance))
+    for limit in (1, 3, 5):
+        doc = replay_json(str(path), "-m", str(limit))
+        assert_waste_equals(doc, openhands_completion_by_hand(path, limit))
+
+
+def test_the_30_call_openhands_loop_wastes_27_tries_one_with_known_usage() -> None:
+    path = real("trajectories", "openhands", STUCK.format("16667"))
+    doc = replay_json(str(path))
+    (denial,) = doc["denials"]
+    assert (denial["at"]["call"], denial["streakLength"], denial["moreAfterDenial"]) == (23, 30, 27)
+    waste = doc["sessions"][0]["waste"]
+    # only the last response records usage: its one call is the 30th try
+    assert (waste["calls"], waste["turns"], waste["unknownCostCalls"]) == (27, 1, 26)
+    assert waste["tokens"] == {
+        "input": 41_695,
+        "output": 4_096,
+        "cacheRead": None,
+        "cacheWrite": None,
+        "reasoning": None,
+    }
