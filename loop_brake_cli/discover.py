@@ -82,9 +82,11 @@ def discover(paths: Iterable[str], patterns: Sequence[str] | None = None) -> Ite
     A directory with no matching file yields one ``Found`` with an error, so the
     caller can report it alongside the files that were replayed.
     """
-    wanted = known_patterns() if patterns is None else tuple(p.lower() for p in patterns)
+    wanted = None if patterns is None else tuple(p.lower() for p in patterns)
     for path in paths:
         if path != "-" and os.path.isdir(path):
+            if wanted is None:  # imports every adapter: only once a directory is searched
+                wanted = known_patterns()
             found = False
             for file in _walk(path, wanted):
                 found = True
