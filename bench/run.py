@@ -286,7 +286,7 @@ def bench_hook(quick: bool) -> None:
         print(f"  hook: {line}")
         if line.startswith("ratio"):
             ROWS.append(
-                ("hook start-up vs python -c 'import sqlite3'", line.split()[1], "target <= 2.5x")
+                ("hook start-up vs python -c 'import sqlite3'", line.split()[1], "target <= 1.8x")
             )
     if proc.returncode not in (0, 1):
         row("hook start-up", "n/a", f"hook_startup.py failed: {proc.stderr.strip()[-200:]}")

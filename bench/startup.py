@@ -1,0 +1,152 @@
+"""Start-up: `loop-brake filter` on an empty file vs `python -c "import click"`, and one
+`loop-brake hook` call vs `python -c "import sqlite3"` (issue 12's targets).
+
+A user pays start-up on every `filter` of a small file and on every tool call
+the hook sees, so the whole process is measured: wall time, and the child's
+own user and system CPU (from ``os.wait4``, so other jobs on the machine do
+not count). Every command runs once per round, in turn, so load hits each
+alike; the table shows medians and each command's ratio to its baseline, for
+wall time and for CPU (user + system), which is steadier on a loaded machine.
+
+    python bench/startup.py [--rounds 40] [--filter-ratio 1.5] [--hook-ratio 1.8]
+
+`loop-brake` is the console script beside this Python (else `python -m
+loop_brake_cli`, shown too). Exit status 1 if a wall ratio misses its target.
+To measure another checkout: PYTHONPATH=/path/to/checkout python bench/startup.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _loop_brake() -> list[str]:
+    exe = shutil.which(
+        "loop-brake", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    )
+    return [exe] if exe else [sys.executable, "-m", "loop_brake_cli"]
+
+
+def _hook_input(i: int) -> bytes:
+    """A Claude Code PreToolUse input: same arguments, distinct tool_use_id, so the
+    streak grows and some calls are denied (both paths are timed)."""
+    return json.dumps(
+        {
+            "session_id": "bench-session",
+            "transcript_path": "/home/user/.claude/projects/x/bench-session.jsonl",
+            "cwd": "/home/user/project",
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls -la src", "description": "List files"},
+            "tool_use_id": f"toolu_{i:06d}",
+        }
+    ).encode()
+
+
+def _run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall, user and system seconds of one run of ``cmd``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    proc.stdin.write(stdin)  # type: ignore[union-attr]
+    proc.stdin.close()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}")
+    return wall, usage.ru_utime, usage.ru_stime
+
+
+CLICK, SQLITE3 = "python -c 'import click'", "python -c 'import sqlite3'"
+FILTER, FILTER_M, HOOK = (
+    "loop-brake filter EMPTY",
+    "python -m loop_brake_cli filter EMPTY",
+    "loop-brake hook",
+)
+BASELINE = {FILTER: CLICK, FILTER_M: CLICK, HOOK: SQLITE3}
+"""Each measured command's baseline; the baselines themselves are not in it."""
+
+
+def _commands(empty: str) -> dict[str, tuple[list[str], bool]]:
+    """Name -> (command, whether it reads a hook input on stdin)."""
+    py = sys.executable
+    return {
+        CLICK: ([py, "-c", "import click"], False),
+        FILTER: ([*_loop_brake(), "filter", empty], False),
+        FILTER_M: ([py, "-m", "loop_brake_cli", "filter", empty], False),
+        SQLITE3: ([py, "-c", "import sqlite3"], False),
+        HOOK: ([*_loop_brake(), "hook", "--agent", "claude-code"], True),
+    }
+
+
+def measure(rounds: int = 40, names: tuple[str, ...] | None = None) -> dict[str, dict[str, float]]:
+    """Median wall/user/sys/cpu milliseconds per command (all, or ``names`` and their
+    baselines), every command once per round, in turn."""
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty.jsonl")
+        open(empty, "wb").close()
+        env = dict(os.environ, LOOP_BRAKE_STATE=os.path.join(tmp, "state.db"))
+        env.pop("DSH_LOOP_BRAKE_MAX_REPEATS", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode cached, as installed
+        cases = _commands(empty)
+        if names is not None:
+            wanted = set(names) | {BASELINE[name] for name in names if name in BASELINE}
+            cases = {name: case for name, case in cases.items() if name in wanted}
+        times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cases}
+        for i in range(-2, rounds):  # two warm-up rounds: bytecode, file cache, the store
+            for name, (cmd, hook) in cases.items():
+                sample = _run(cmd, _hook_input(i) if hook else b"", env)
+                if i >= 0:
+                    times[name].append(sample)
+    return {
+        name: {
+            "wall": statistics.median(s[0] for s in samples) * 1000,
+            "user": statistics.median(s[1] for s in samples) * 1000,
+            "sys": statistics.median(s[2] for s in samples) * 1000,
+            "cpu": statistics.median(s[1] + s[2] for s in samples) * 1000,
+        }
+        for name, samples in times.items()
+    }
+
+
+def report(result: dict[str, dict[str, float]], rounds: int, targets: dict[str, float]) -> bool:
+    """Print the table; True if every command with a target met it (wall ratio)."""
+    print(f"median of {rounds} rounds, milliseconds")
+    print(f"{'command':40} {'wall':>7} {'user':>7} {'sys':>7}  ratio wall / cpu")
+    met = True
+    for name, figures in result.items():
+        line = f"{name:40} {figures['wall']:7.1f} {figures['user']:7.1f} {figures['sys']:7.1f}"
+        if name in BASELINE:
+            base = result[BASELINE[name]]
+            wall, cpu = figures["wall"] / base["wall"], figures["cpu"] / base["cpu"]
+            line += f"  {wall:5.2f}x / {cpu:5.2f}x"
+            if name in targets:
+                ok = wall <= targets[name]
+                met = met and ok
+                line += f"  (target <= {targets[name]:g}x: {'ok' if ok else 'MISSED'})"
+        print(line)
+    return met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--filter-ratio", type=float, default=1.5)
+    parser.add_argument("--hook-ratio", type=float, default=1.8)
+    args = parser.parse_args()
+    result = measure(args.rounds)
+    met = report(result, args.rounds, {FILTER: args.filter_ratio, HOOK: args.hook_ratio})
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
