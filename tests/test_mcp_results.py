@@ -123,3 +123,18 @@ def test_results_never_reach_any_output(tmp_path) -> None:
         "replay", "--verdicts", "--format", "mcp", "-m", "3", "--policy", str(policy), str(log)
     )
     assert [json.loads(v)["verdict"] for v in verdicts.stdout.splitlines()] == ["pass"] * 6
+
+
+def test_the_documented_progress_polls(tmp_path) -> None:
+    """docs/mcp-proxy.md: five polls whose output changes until the third, limit 3."""
+    log = "tests/fixtures/mcp/synthetic--progress-polls.log"
+    policy = "samples/policies/progress.toml"
+    runs = {
+        "progress": run_cli("replay", "--verdicts", "--policy", policy, "--format", "mcp", log),
+        "seed": run_cli("replay", "--verdicts", "--format", "mcp", log),
+    }
+    kinds = {k: [json.loads(v)["verdict"] for v in r.stdout.splitlines()] for k, r in runs.items()}
+    assert kinds == {
+        "progress": ["pass"] * 4 + ["deny"],
+        "seed": ["pass"] * 2 + ["deny"] * 3,
+    }

@@ -67,7 +67,9 @@ Usage: {PROG} [OPTIONS]
   Run before each tool call by a coding agent: read the call (JSON on stdin),
   count it in the on-disk streak of its session, and deny the call that brings
   a streak of identical calls to maxRepeats. Allow = exit 0, nothing printed;
-  deny = exit 0 with the agent's documented deny JSON.
+  deny = exit 0 with the agent's documented deny JSON. Under a policy with
+  progress = true it also takes the post-tool event (the call's result): the
+  result's digest is recorded, nothing is printed, nothing is denied.
 
 Options:
   --agent [{"|".join(agents.names())}]
