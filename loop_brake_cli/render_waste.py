@@ -41,11 +41,14 @@ def money(amount: float, currency: str) -> str:
 
 
 def _dollars_phrase(priced: Dollars, path: str | None) -> str:
-    text = money(priced.amount, priced.currency)
-    if path is not None:
-        text += f" at the prices in {path}"
+    """``0.0063 USD at the prices in FILE (1 turn not priced: MODEL)``; with no turn
+    priced, no amount at all (never a 0 that would read as free)."""
+    where = f" at the prices in {path}" if path is not None else ""
+    models = ", ".join(item.model or "model not recorded" for item in priced.unpriced)
+    if not priced.priced_turns:
+        return f"not priced{where} ({models})"
+    text = money(priced.amount, priced.currency) + where
     if priced.unpriced:
-        models = ", ".join(item.model or "(model not recorded)" for item in priced.unpriced)
         text += f" ({_plural(priced.unpriced_turns, 'turn')} not priced: {models})"
     return text
 

@@ -133,3 +133,18 @@ def test_a_bad_prices_file_exits_2_before_reading_any_input(tmp_path: Path) -> N
     assert missing.returncode == 3 and b"none.toml: cannot open" in missing.stderr
     both = run_cli("replay", str(NO_USAGE), "--prices", str(EXAMPLE), "--verdicts")
     assert both.returncode == 2 and b"--prices is part of the summary" in both.stderr
+
+
+def test_with_no_turn_priced_there_is_no_amount_never_0() -> None:
+    from loop_brake_cli.analysis.waste import Waste
+    from loop_brake_cli.render_waste import waste_line
+
+    prices = load_prices(str(EXAMPLE))
+    spent = cost((None, {"input_tokens": 41_695, "output_tokens": 4_096}))
+    assert dollars(spent, prices).to_json()["amount"] is None
+    waste = Waste(calls=27, unknown_calls=26, cost=spent)
+    assert waste_line(waste, spent, 0, prices) == (
+        "Waste: 27 calls after a denial; 1 model turn spent only on them: 41,695 input, "
+        f"4,096 output tokens, not priced at the prices in {EXAMPLE} (model not recorded); "
+        "26 calls of unknown cost (no usage before them)"
+    )

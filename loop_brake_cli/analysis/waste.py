@@ -203,7 +203,8 @@ class Unpriced:
 
 @dataclass(frozen=True, slots=True)
 class Dollars:
-    """What turns cost at the user's prices: ``amount`` over the priced turns only."""
+    """What turns cost at the user's prices: ``amount`` over the priced turns only (in
+    JSON null when no turn was priced)."""
 
     amount: float
     currency: str
@@ -216,7 +217,7 @@ class Dollars:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "amount": round(self.amount, 6),
+            "amount": round(self.amount, 6) if self.priced_turns else None,
             "currency": self.currency,
             "pricedTurns": self.priced_turns,
             "unpricedTurns": self.unpriced_turns,
