@@ -523,3 +523,34 @@ def test_the_30_call_openhands_loop_wastes_27_tries_one_with_known_usage() -> No
         "cacheWrite": None,
         "reasoning": None,
     }
+
+
+SWE_AGENT = (
+    ROOT
+    / "tests"
+    / "fixtures"
+    / "swe-agent"
+    / "SWE-agent__tests-test_data-trajectories-gpt4-swe-bench-dev-easy__pydicom__pydicom-1458.traj"
+)
+
+
+def test_a_real_swe_agent_run_records_only_totals_so_no_turn_is_wasted_whole() -> None:
+    """SWE-agent keeps the run's totals (``info.model_stats``), one figure for every call:
+    a repeated action is wasted, and the one turn that made all the calls is partly so."""
+    run = json.loads(SWE_AGENT.read_text(encoding="utf-8"))
+    actions = [step["action"] for step in run["trajectory"]]
+    stats = run["info"]["model_stats"]
+    for limit in (1, 2):
+        flags = flags_of([(a, "") for a in actions], limit)
+        doc = replay_json(str(SWE_AGENT), "-m", str(limit))
+        waste = doc["sessions"][0]["waste"]
+        assert waste["calls"] == sum(flags)
+        assert (waste["turns"], waste["partialTurns"]) == (0, 1 if any(flags) else 0)
+        assert set(waste["tokens"].values()) == {None}
+        usage = doc["sessions"][0]["usage"]
+        assert usage["turns"] == 1
+        assert (usage["tokens"]["input"], usage["tokens"]["output"]) == (
+            stats["tokens_sent"],
+            stats["tokens_received"],
+        )
+    assert sum(flags_of([(a, "") for a in actions], 1)) == 1  # the edit sent twice
