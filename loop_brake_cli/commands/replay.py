@@ -162,11 +162,13 @@ def replay_command(
     Every file is its own run; its format is detected from its content
     (--format forces one) and .gz files are read transparently. The summary
     lists sessions, their longest identical streak, each denial and how many
-    more identical calls the agent made after it, a histogram of streak lengths,
-    and what the exact match cannot catch (A/B alternation, same tool with
-    changing arguments). Unreadable files get a located error on stderr, the
-    other files are still reported, and the exit status is 3. A file found in
-    a directory that is not a transcript is skipped, named once on stderr.
+    more identical calls the agent made after it, what those calls cost (model
+    turns and tokens where the transcript records usage; dollars with --prices),
+    a histogram of streak lengths, and what the exact match cannot catch (A/B
+    alternation, same tool with changing arguments). Unreadable files get a
+    located error on stderr, the other files are still reported, and the exit
+    status is 3. A file found in a directory that is not a transcript is
+    skipped, named once on stderr.
 
     \b
       loop-brake replay ~/.codex/sessions --sweep 2..10
