@@ -48,7 +48,7 @@ from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
 from .wire.event_line import decode as decode_event
 
-__all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events"]
+__all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events", "relaxed_gc"]
 
 if AVAILABLE:
     _dumps = _fc.dumps
@@ -82,12 +82,12 @@ def filter_events(
     shard: tuple[int, int] | None = None,
 ) -> None:
     """Judge the event lines of one source and write the verdicts, as filter does."""
-    with _relaxed_gc():
+    with relaxed_gc():
         _judge_lines(source, _Judge(brake, tally, out, wanted, file, shard))
 
 
 @contextmanager
-def _relaxed_gc() -> Iterator[None]:
+def relaxed_gc() -> Iterator[None]:
     """Raise the cyclic GC thresholds for the run, and restore them after.
 
     Session slots are long-lived objects: with the default thresholds the cyclic

@@ -226,8 +226,10 @@ _USAGE = b'"usage"'
 
 
 def _may_hold_records(raw: bytes) -> bool:
-    """A line without these bytes holds no call, result or usage."""
-    return _TOOL_USE in raw or _TOOL_RESULT in raw or _USAGE in raw
+    """A line without these bytes holds no call, result or usage. Results first: a
+    result line is the longest kind and names its type near the start, while
+    ``"tool_use"`` would be looked for through all of it."""
+    return _TOOL_RESULT in raw or _TOOL_USE in raw or _USAGE in raw
 
 
 def _reported(raw: bytes) -> bool:
