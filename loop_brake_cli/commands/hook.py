@@ -1,4 +1,5 @@
-"""``loop-brake hook``: the pre-tool hook, and ``hook install`` for agent settings.
+"""``loop-brake hook``: the pre-tool hook, and ``hook install``/``hook uninstall`` for
+agent settings.
 
 The hook's options are parsed by ``hook.runner`` rather than click (see its
 docstring: a click usage error exits 2, which agents read as "deny"), so this
@@ -26,10 +27,11 @@ from ._options import Errors, policy_option, resolve_policy
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hook_command(args: tuple[str, ...]) -> int:
     """Run before each tool call by a coding agent (see `loop-brake hook --help`)."""
-    if args and args[0] == "install":
+    if args and args[0] in ("install", "uninstall"):
+        command = install_command if args[0] == "install" else uninstall_command
         try:
-            return install_command.main(
-                list(args[1:]), prog_name="loop-brake hook install", standalone_mode=False
+            return command.main(
+                list(args[1:]), prog_name=f"loop-brake hook {args[0]}", standalone_mode=False
             )
         except click.exceptions.Exit as exc:  # --help
             return exc.exit_code
@@ -137,3 +139,59 @@ def _found_policy() -> Any:
         return discover_policy(None)
     except ValueError:
         return None
+
+
+UNINSTALL_EXIT_HELP = (
+    "\b\nExit status:\n"
+    "  0  ok, or nothing to remove\n"
+    "  2  usage: an unknown agent or option\n"
+    "  3  the settings file was left untouched: it cannot be read, is not a\n"
+    "     regular file, is not strict JSON, has hooks shaped otherwise or\n"
+    "     duplicated keys, is read-only, or the new file could not be written\n"
+    "  5  standard output could not be written (--dry-run)"
+)
+
+
+@click.command("uninstall", epilog=UNINSTALL_EXIT_HELP)
+@click.argument("agent", type=click.Choice(agents.installable()))
+@click.option("--project", "scope", flag_value="project", help="This project's settings file.")
+@click.option(
+    "--user", "scope", flag_value="user", default=True, help="Your user settings file (default)."
+)
+@click.option("--dry-run", is_flag=True, help="Print the resulting file; change nothing.")
+def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
+    """Remove every `loop-brake hook` entry from AGENT's pre-tool and post-tool hooks.
+
+    Only loop-brake's handlers go (with a matcher group or event list they leave
+    empty); every other byte is kept. The old file is kept as a timestamped .bak
+    next to it, as install does.
+    """
+    from ..hook.install import USAGE, InstallError, plan_uninstall, settings_path, write_plan
+
+    prog = "loop-brake hook uninstall"
+    try:
+        path = settings_path(agent, scope)
+        plan = plan_uninstall(agent, path)
+    except InstallError as exc:
+        click.echo(f"{prog}: {exc}", err=True)
+        return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
+    if dry_run:
+        click.echo(plan.text, nl=False)
+        state = "would change" if plan.changed else "has no loop-brake hook, would not change"
+        click.echo(f"{prog}: {path} {state} (dry run)", err=True)
+        return ExitStatus.OK
+    if not plan.changed:
+        click.echo(f"{prog}: no loop-brake hook in {path}", err=True)
+        return ExitStatus.OK
+    try:
+        backup = write_plan(plan)
+    except InstallError as exc:
+        click.echo(f"{prog}: {exc}", err=True)
+        return ExitStatus.UNREADABLE
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        click.echo(f"{prog}: cannot write {path}: {reason}; left untouched", err=True)
+        return ExitStatus.UNREADABLE
+    note = f" (backup: {backup})" if backup else ""
+    click.echo(f"{prog}: removed the hook from {path}{note}", err=True)
+    return ExitStatus.OK

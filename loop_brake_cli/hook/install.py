@@ -29,6 +29,10 @@ to the agent's post-tool events too (``Install.result_events``: Claude Code
 ``AfterTool``), whose inputs carry the results the hook records; each event is
 edited as the pre-tool one is, and one already holding our entry is left as it
 is. Without progress the file gets exactly the pre-tool entry, as before.
+
+``hook uninstall`` (``plan_uninstall``) removes every loop-brake handler from the
+agent's pre-tool and post-tool events, by the same kind of minimal text edit
+(``settings_edit.remove_hook_entries``): other handlers, events and bytes stay.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 
 from .. import agents
 from ..agents import Install
-from .settings_edit import EditError, add_hook_entry
+from .settings_edit import EditError, add_hook_entry, remove_hook_entries
 from .settings_file import SettingsFile, SettingsFileError, read_settings, replace_settings
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "install_events",
     "install_target",
     "plan_install",
+    "plan_uninstall",
     "settings_path",
     "shell_command",
     "write_plan",
@@ -169,16 +174,7 @@ def plan_install(
     ``progress``: the policy in effect uses progress (post-tool events too)."""
     events = install_events(agent, progress)
     entry = hook_entry(agent, executable, policy)
-    try:
-        settings = read_settings(path)
-    except SettingsFileError as exc:
-        raise InstallError(str(exc)) from None
-    try:
-        original = settings.data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InstallError(
-            f"{path} is not UTF-8 text (byte {exc.start + 1}): left untouched"
-        ) from None
+    settings, original = _read_text(path)
     text = original
     for event in events:
         try:
@@ -190,6 +186,34 @@ def plan_install(
             text = edited
     changed = text != original
     return InstallPlan(agent, path, settings.existed, changed, text, settings)
+
+
+def plan_uninstall(agent: str, path: str) -> InstallPlan:
+    """Read ``path`` (if any) and compute the text without our handlers in the agent's
+    pre-tool and post-tool events; raises InstallError."""
+    events = install_events(agent, progress=True)
+    settings, original = _read_text(path)
+    try:
+        text = remove_hook_entries(original, events, _is_ours)
+    except EditError as exc:
+        hint = "fix or move it and run uninstall again, or remove the entry yourself"
+        raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
+    if text is None:
+        return InstallPlan(agent, path, settings.existed, False, original, settings)
+    return InstallPlan(agent, path, settings.existed, True, text, settings)
+
+
+def _read_text(path: str) -> tuple[SettingsFile, str]:
+    try:
+        settings = read_settings(path)
+    except SettingsFileError as exc:
+        raise InstallError(str(exc)) from None
+    try:
+        return settings, settings.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstallError(
+            f"{path} is not UTF-8 text (byte {exc.start + 1}): left untouched"
+        ) from None
 
 
 def write_plan(plan: InstallPlan) -> str | None:

@@ -63,6 +63,7 @@ DEFAULT_MAX_INPUT_BYTES = 8 * 1024 * 1024  # as filter's --max-line-bytes
 HELP = f"""\
 Usage: {PROG} [OPTIONS]
        {PROG} install {"|".join(agents.installable())} [--project|--user] [--dry-run]
+       {PROG} uninstall {"|".join(agents.installable())} [--project|--user] [--dry-run]
 
   Run before each tool call by a coding agent: read the call (JSON on stdin),
   count it in the on-disk streak of its session, and deny the call that brings

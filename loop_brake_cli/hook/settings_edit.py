@@ -21,6 +21,11 @@ The inserted text follows the file's layout: the indentation and line ends of
 the container's first child (tabs, four spaces, CRLF), the spacing after its
 colons, or a single line where the container is written on one line.
 
+``remove_hook_entries`` (``hook uninstall``) is the reverse edit: each of our
+handlers is cut out of the text with the separator before it (or after it,
+for a first child); a matcher group left without handlers goes with it, and
+an event list left empty too. Every other byte stays.
+
 What cannot be edited exactly is refused (``EditError``): text that is not
 strict JSON (located by line and column), a root that is not an object, a
 ``hooks`` that is not an object or an event list that is not an array, a
@@ -36,7 +41,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "EditError", "Member", "Node", "add_hook_entry", "parse_document"]
+__all__ = [
+    "MAX_DEPTH",
+    "EditError",
+    "Member",
+    "Node",
+    "add_hook_entry",
+    "parse_document",
+    "remove_hook_entries",
+]
 
 MAX_DEPTH = 512
 """Deepest nesting accepted. Settings files are a few levels deep; Codex's
@@ -321,3 +334,74 @@ def add_hook_entry(
     if installed(text, groups, is_ours):
         return None
     return _insert(text, groups, root, entry, None)
+
+
+def _cut(text: str, node: Node, index: int) -> str:
+    """``text`` without ``node``'s child ``index`` (a member or an element) and one
+    separator beside it; an only child leaves the container empty (``[]``, ``{}``)."""
+    children = _children(node)
+    start, end = children[index]
+    if len(children) == 1:
+        return text[: node.start + 1] + text[node.end - 1 :]
+    if index > 0:
+        return text[: children[index - 1][1]] + text[end:]
+    return text[:start] + text[children[1][0] :]
+
+
+def _our_handler(
+    text: str, hooks: Node, events: tuple[str, ...], is_ours: Callable[[str], bool]
+) -> tuple[Node, int] | None:
+    """The container and index of the first thing to cut for one of our handlers: the
+    handler, or its group when it is the group's only handler, or the event member
+    when that group is the event's only group."""
+    for index, member in enumerate(hooks.members):
+        groups = member.value
+        if member.key not in events or groups.kind != "array":
+            continue
+        for group_index, group in enumerate(groups.items):
+            handlers = _member(group, "hooks", "", unique=False) if group.kind == "object" else None
+            if handlers is None or handlers.kind != "array":
+                continue
+            for handler_index, handler in enumerate(handlers.items):
+                command = (
+                    _member(handler, "command", "", unique=False)
+                    if handler.kind == "object"
+                    else None
+                )
+                if command is None or command.kind != "string":
+                    continue
+                if not is_ours(_decode(text[command.start : command.end])):
+                    continue
+                if len(handlers.items) > 1:
+                    return handlers, handler_index
+                if len(groups.items) > 1:
+                    return groups, group_index
+                return hooks, index
+    return None
+
+
+def remove_hook_entries(
+    text: str, events: tuple[str, ...], is_ours: Callable[[str], bool]
+) -> str | None:
+    """``text`` without our handlers in ``hooks.<event>`` for each of ``events``; None if
+    there is none. Raises EditError as ``add_hook_entry`` does."""
+    if not text.strip(_BLANK):
+        return None
+    changed = False
+    while True:
+        root = parse_document(text)
+        if root.kind != "object":
+            raise EditError("is not a JSON object")
+        hooks = _member(root, "hooks", '"hooks"')
+        if hooks is None:
+            break
+        if hooks.kind != "object":
+            raise EditError('has a "hooks" that is not an object')
+        for event in events:
+            _member(hooks, event, f'"hooks.{event}"')  # a duplicated event key is refused
+        found = _our_handler(text, hooks, events, is_ours)
+        if found is None:
+            break
+        text = _cut(text, *found)
+        changed = True
+    return text if changed else None
