@@ -11,10 +11,13 @@ Each line is read exactly as the live ``loop-brake hook`` reads its stdin: the
 agent is detected per line (``agents.detect``) and the line decoded by that
 agent's own decoder. A pre-tool event (``PreToolUse``, ``BeforeTool``,
 ``beforeMCPExecution``/``preToolUse``) is one tool call, about to run: that is
-the call the brake would judge. ``PostToolUse`` echoes the call after it ran
-and the other events (``UserPromptSubmit``, ``Stop``…) hold none, so they are
-not counted. The event name is ``hook_event_name`` as the agents send it, or
-``event`` as some loggers rename it. Nothing is de-duplicated here: a repeated
+the call the brake would judge. A post-tool event (``PostToolUse``,
+``AfterTool``, Cursor's ``postToolUse``/``afterMCPExecution``) is not a call but
+its result (``ToolResult``, for the progress mode of a policy; without one it
+changes nothing), decoded as the live hook decodes it; the other events
+(``UserPromptSubmit``, ``Stop``…) hold neither. The event name is
+``hook_event_name`` as the agents send it, or ``event`` as some loggers rename
+it. Nothing is de-duplicated here: a repeated
 ``tool_use_id`` reaches the streak step, which marks it a duplicate, as the
 hook's store does. The format keeps its first name, ``claude-hooks``. This is
 not the session transcript (``claude-code``): the transcript holds
@@ -55,7 +58,8 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the pre-tool calls, one per hook input line, as each line arrives."""
+    """Stream the pre-tool calls and post-tool results, one per hook input line, as
+    each line arrives."""
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
