@@ -13,6 +13,7 @@ from adapter_helpers import (
     assert_never_raises,
     bytes_or_json,
     calls,
+    calls_and_errors,
     json_shapes,
     longest_streak,
     parse_bytes,
@@ -141,7 +142,7 @@ def test_responses_edge_cases() -> None:
         (r.tool, r.call_id, r.line, r.path, r.args_unparsed)
         if isinstance(r, ToolCall)
         else ("BAD", r.line, r.path)
-        for r in records
+        for r in calls_and_errors(records)
     ]
     assert summary == [
         ("get_capital", "call_1", 2, "$.output[0]", False),

@@ -520,6 +520,103 @@ def test_swe_agent_final_step_is_answered_by_its_observation() -> None:
     assert last_result.path == "$.trajectory[2].observation"
 
 
+# --- OpenAI Chat Completions, OpenAI Responses, Anthropic Messages -------------------
+
+
+def responses_figures(usage: dict) -> dict[str, Any]:
+    """A Responses usage object by hand: input_tokens include the cached part."""
+    cached = usage["input_tokens_details"]["cached_tokens"]
+    return {
+        "input_tokens": usage["input_tokens"] - cached,
+        "output_tokens": usage["output_tokens"],
+        "cache_read_tokens": cached,
+        "reasoning_tokens": usage["output_tokens_details"]["reasoning_tokens"],
+    }
+
+
+def anthropic_figures(usage: dict) -> dict[str, Any]:
+    return {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        "cache_read_tokens": usage.get("cache_read_input_tokens"),
+        "cache_write_tokens": usage.get("cache_creation_input_tokens"),
+    }
+
+
+def api_hand_count(fmt: str, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(totals, call id -> the id of the response that made it), from the raw lines."""
+    turns: dict[str, dict] = {}
+    made: dict[str, str] = {}
+    for _, line in raw_lines(path):
+        if fmt == "openai-chat" and "response" in line:
+            response = line["response"]
+            turns[response["id"]] = chat_figures(response["usage"])
+            for call in response["choices"][0]["message"].get("tool_calls", []):
+                made[call["id"]] = response["id"]
+        elif fmt == "openai-responses":
+            response = line.get("response", line)
+            if response.get("object") == "response" and response.get("usage"):
+                turns[response["id"]] = responses_figures(response["usage"])
+                for item in response["output"]:
+                    made[item.get("call_id", item["id"])] = response["id"]
+        elif fmt == "anthropic" and line.get("type") == "message":
+            turns[line["id"]] = anthropic_figures(line["usage"])
+            for block in line["content"]:
+                if block["type"] in ("tool_use", "mcp_tool_use"):
+                    made[block["id"]] = line["id"]
+    return add_up(list(turns.values())), made
+
+
+def api_results_by_hand(fmt: str, path: Path) -> list[tuple[str, Any]]:
+    """(call id, result) of each result, the first time its id appears in the file."""
+    out: dict[str, Any] = {}
+    for _, line in raw_lines(path):
+        if fmt == "openai-chat":
+            for message in line["messages"]:
+                if message["role"] == "tool":
+                    out.setdefault(message["tool_call_id"], message["content"])
+        elif fmt == "openai-responses":
+            items = line.get("input") or line.get("response", {}).get("output") or []
+            for item in [*items, line.get("item") or {}]:
+                if item.get("type") == "function_call_output":
+                    out.setdefault(item["call_id"], item["output"])
+                elif item.get("type") == "mcp_call":
+                    out.setdefault(item["id"], {"output": item["output"], "error": item["error"]})
+        else:
+            messages = line.get("messages") or [line]
+            for message in messages:
+                for block in message["content"] if isinstance(message["content"], list) else []:
+                    if block["type"].endswith("tool_result"):
+                        result = {
+                            "content": block["content"],
+                            "isError": bool(block.get("is_error")),
+                        }
+                        out.setdefault(block["tool_use_id"], result)
+    return list(out.items())
+
+
+API = [
+    ("openai-chat", (3, 512, 70, 128, None)),
+    ("openai-responses", (2, 488, 90, 712, None)),
+    ("anthropic", (2, 20, 100, 900, 1000)),
+]
+
+
+@pytest.mark.parametrize(("fmt", "expected"), API, ids=[f for f, _ in API])
+def test_api_formats_usage_results_and_turns_by_hand(fmt: str, expected: tuple) -> None:
+    path = FIXTURES / fmt / "synthetic--results-usage.jsonl"
+    detected, records = read(path)
+    assert detected == fmt
+    counted, made = api_hand_count(fmt, path)
+    assert totals(records) == counted
+    assert _as_tuple(totals(records)) == expected
+    got = [(r.call_id, r.result) for r in assert_results_pair(records)]
+    assert sorted(got, key=str) == sorted(api_results_by_hand(fmt, path), key=str)
+    turn_of = {line: turn for line, turn in turn_of_each_call(records)}
+    calls = [r for r in records if isinstance(r, ToolCall)]
+    assert {c.call_id: turn_of[c.line] for c in calls} == made
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -529,6 +626,7 @@ CANARY_FILES = [
     ("codex", CODEX / "synthetic--results-usage.jsonl"),
     ("openhands", OPENHANDS / "synthetic--results-usage.json"),
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
+    *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
 ]
 
 

@@ -187,6 +187,15 @@ class CallLedger:
     def __init__(self, skip_repeats: bool = True) -> None:
         self.skip_repeats = skip_repeats
         self._ids: dict[Any, bytes | None] = {}
+        self._answered: set[str] = set()
+
+    def answered(self, call_id: str) -> bool:
+        """True when a result for ``call_id`` was already emitted (a request log repeats
+        the conversation, results too); otherwise remember it and return False."""
+        if call_id in self._answered:
+            return True
+        self._answered.add(call_id)
+        return False
 
     def admit(self, call_id: Any, tool: str, args: Any) -> tuple[bool, Any]:
         if call_id is None or call_id == "":

@@ -18,6 +18,16 @@ A tool call is a ``tool_use`` content block of an assistant message::
   is read like an assistant message; user messages hold only results.
 * The session is the file. A call whose id, name and input equal an earlier
   one (a request log repeating the history) is emitted once.
+* Results: a ``tool_result`` block (in a user message) is a ``ToolResult`` of
+  ``{"content", "isError"}`` (the block's ``content`` and ``is_error``; its id,
+  different for every call, left out), paired by ``tool_use_id`` (once per id:
+  requests repeat the conversation); so are the
+  server-side ``*_tool_result`` blocks (``web_search_tool_result``,
+  ``mcp_tool_result``…) that answer a ``server_tool_use`` or ``mcp_tool_use``.
+* Usage: a response object's ``usage`` (``input_tokens``, ``output_tokens``,
+  ``cache_read_input_tokens``, ``cache_creation_input_tokens``; thinking is
+  counted in the output), reported before the response's calls, the turn
+  named by its ``id``. A message list (a request) records none.
 """
 
 from __future__ import annotations
@@ -27,9 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_calls, json_path, make_call, never_raises
+from ._common import CallLedger, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text
 
 INFO = FormatInfo(
@@ -62,15 +72,26 @@ def content_calls(
     session: str,
     line: int | None,
     parts: tuple[str | int, ...],
+    calls: bool = True,
 ) -> Iterator[Record]:
-    """The call blocks of one ``content`` list located at ``parts``."""
+    """The call and result blocks of one ``content`` list located at ``parts`` (results
+    only when not ``calls``: a user message's)."""
     if content is None or isinstance(content, str):
         return
     if not isinstance(content, list):
         yield BadRecord("content is not a list or a string", line, json_path(*parts))
         return
     for index, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") not in CALL_BLOCKS:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if isinstance(kind, str) and kind.endswith("tool_result"):
+            call_id = block.get("tool_use_id")
+            if isinstance(call_id, str) and call_id and not ledger.answered(call_id):
+                result = {"content": block.get("content"), "isError": block.get("is_error") is True}
+                yield ToolResult(session, call_id, result, None, line, json_path(*parts, index))
+            continue
+        if not calls or kind not in CALL_BLOCKS:
             continue
         record = make_call(
             ledger, block.get("name"), block.get("input"), session, block.get("id"), line,
@@ -83,13 +104,47 @@ def content_calls(
 def message_calls(
     message: Any, ledger: CallLedger, session: str, line: int | None, parts: tuple[str | int, ...]
 ) -> Iterator[Record]:
-    """The calls of one message or response object."""
+    """The usage, calls and results of one message or response object."""
     if not isinstance(message, dict):
         yield BadRecord("message is not an object", line, json_path(*parts))
         return
-    if message.get("role") not in (None, "assistant"):
+    role = message.get("role")
+    if role == "user":  # results only: a user's tool_use block is no call
+        for record in content_calls(
+            message.get("content"), ledger, session, line, (*parts, "content")
+        ):
+            if record.__class__ is ToolResult:
+                yield record
         return
+    if role is not None and role != "assistant":
+        return
+    usage = message.get("usage")
+    if isinstance(usage, dict):
+        yield response_usage(message, usage, session, line, parts)
     yield from content_calls(message.get("content"), ledger, session, line, (*parts, "content"))
+
+
+def response_usage(
+    response: dict[str, Any],
+    usage: dict[str, Any],
+    session: str,
+    line: int | None,
+    parts: tuple[str | int, ...],
+) -> Usage:
+    """A Messages response's ``usage`` as one turn (the response ``id`` names it)."""
+    turn, model = response.get("id"), response.get("model")
+    return Usage(
+        session,
+        turn if isinstance(turn, str) and turn else None,
+        model if isinstance(model, str) and model else None,
+        tokens(usage.get("input_tokens")),
+        tokens(usage.get("output_tokens")),
+        tokens(usage.get("cache_read_input_tokens")),
+        tokens(usage.get("cache_creation_input_tokens")),
+        None,  # thinking is part of output_tokens: no separate count
+        line,
+        json_path(*parts, "usage"),
+    )
 
 
 def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) -> Iterator[Record]:
@@ -108,5 +163,5 @@ def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) 
 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """Every tool_use (and server-side call block) of the file, in order."""
+    """Every tool_use (and server-side call block), result and usage of the file, in order."""
     yield from file_calls(source, value_calls)

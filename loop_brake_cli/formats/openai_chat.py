@@ -17,8 +17,9 @@ A tool call is an entry of an assistant message's ``tool_calls``::
   file is the same call recorded twice and is emitted once; an id reused for a
   different call is dropped from that call (it names nothing), the call is kept.
 * Results: a ``tool`` message is a ``ToolResult`` of its ``content`` (as
-  recorded), paired by ``tool_call_id``; a legacy ``function`` message has no
-  id and answers the latest call.
+  recorded), paired by ``tool_call_id`` (once per id: requests repeat the
+  conversation); a legacy ``function`` message has no id and answers the
+  latest call.
 * Usage: a completion response's ``usage`` (``chat_usage``), reported before
   the response's calls, the turn named by the response ``id``. A message list
   records none. ``prompt_tokens`` include the cached part
@@ -94,7 +95,9 @@ def message_calls(
     role = message.get("role")
     if role == "tool" or role == "function":
         call_id = message.get("tool_call_id") if role == "tool" else None
-        if role == "function" or (isinstance(call_id, str) and call_id):
+        if role == "function" or (
+            isinstance(call_id, str) and call_id and not ledger.answered(call_id)
+        ):
             yield ToolResult(
                 session, call_id, message.get("content"), None, line, json_path(*parts)
             )

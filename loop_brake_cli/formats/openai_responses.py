@@ -17,6 +17,19 @@ A tool call is an item of ``type: "function_call"``; its call id is
   ``input`` repeats earlier calls: a call whose ``call_id``, name and arguments
   equal an earlier one is emitted once.
 * The session is the file.
+* Results: ``function_call_output`` and ``custom_tool_call_output`` items are a
+  ``ToolResult`` of their ``output`` (as recorded), paired by ``call_id`` (once
+  per id: a request's ``input`` repeats the conversation); an
+  ``mcp_call`` item carries its own result, ``{"output", "error"}``, paired by
+  its ``id``.
+* Usage: a response object's ``usage`` (``input_tokens`` include
+  ``input_tokens_details.cached_tokens``: input is the rest, the cached part
+  cache reads; ``output_tokens_details.reasoning_tokens`` is a part of the
+  output), reported before the response's items, the turn named by the
+  response ``id``. In a stream the usage arrives last, in ``response.completed``,
+  after the ``response.output_item.done`` events of the calls: the
+  ``response.created`` event, which comes first, opens the turn with no figures
+  and ``response.completed`` fills that same record (``_common.TurnUsage``).
 """
 
 from __future__ import annotations
@@ -26,9 +39,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_calls, json_path, make_call, never_raises
+from ._common import CallLedger, TurnUsage, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text
 
 INFO = FormatInfo(
@@ -44,6 +57,8 @@ _ITEM = re.compile(
 )
 _RESPONSE = re.compile(rb'(?<!\\)"object"\s*:\s*"response"')
 _STREAM_DONE = ("response.completed", "response.done", "response.incomplete", "response.failed")
+_STREAM_START = ("response.created", "response.in_progress")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
 def sniff(head: bytes) -> bool:
@@ -76,7 +91,74 @@ def item_call(
         return make_call(
             ledger, item.get("name"), item.get("arguments"), session, item.get("id"), line, path
         )
+    if kind in _OUTPUTS:
+        call_id = item.get("call_id")
+        if isinstance(call_id, str) and call_id and not ledger.answered(call_id):
+            return ToolResult(session, call_id, item.get("output"), None, line, path)
     return None
+
+
+def _mcp_result(item: Any, session: str, line: int | None, path: str) -> Record | None:
+    """An ``mcp_call`` item's own result, when it has one."""
+    if not isinstance(item, dict) or item.get("type") != "mcp_call":
+        return None
+    call_id = item.get("id")
+    if not (isinstance(call_id, str) and call_id) or (
+        item.get("output") is None and item.get("error") is None
+    ):
+        return None
+    result = {"output": item.get("output"), "error": item.get("error")}
+    return ToolResult(session, call_id, result, None, line, path)
+
+
+def response_usage(
+    response: dict[str, Any],
+    session: str,
+    line: int | None,
+    parts: tuple[str | int, ...],
+    opening: bool = False,
+) -> Usage | None:
+    """A response object's ``usage`` as one turn, or None when it records none; with
+    ``opening`` (a stream's first event) the turn without figures yet, if it has an id."""
+    turn, model = response.get("id"), response.get("model")
+    record = Usage(
+        session,
+        turn if isinstance(turn, str) and turn else None,
+        model if isinstance(model, str) and model else None,
+        line=line,
+        path=json_path(*parts, "usage"),
+    )
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        total_input = tokens(usage.get("input_tokens"))
+        details = usage.get("input_tokens_details")
+        cached = tokens(details.get("cached_tokens")) if isinstance(details, dict) else None
+        if total_input is not None and cached is not None and cached <= total_input:
+            record.input_tokens = total_input - cached
+        elif cached is None:
+            record.input_tokens = total_input
+        record.cache_read_tokens = cached
+        record.output_tokens = tokens(usage.get("output_tokens"))
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict):
+            record.reasoning_tokens = tokens(details.get("reasoning_tokens"))
+    elif record.turn is None or not opening:
+        return None
+    return record
+
+
+def _turn(
+    response: dict[str, Any],
+    turns: TurnUsage,
+    session: str,
+    line: int | None,
+    parts: tuple[str | int, ...],
+    opening: bool = False,
+) -> Iterator[Record]:
+    """A response's turn, the first time its id is seen (later sightings fill it in)."""
+    usage = response_usage(response, session, line, parts, opening)
+    if usage is not None and (usage.turn is None or turns.first((session, usage.turn), usage)):
+        yield usage
 
 
 def items_calls(
@@ -86,15 +168,27 @@ def items_calls(
     line: int | None,
     parts: tuple[str | int, ...],
 ) -> Iterator[Record]:
-    """The calls of a list of items located at ``parts``."""
+    """The calls and results of a list of items located at ``parts``."""
     for index, item in enumerate(items):
         record = item_call(item, ledger, session, line, (*parts, index))
         if record is not None:
             yield record
+            result = _mcp_result(item, session, line, json_path(*parts, index))
+            if result is not None:
+                yield result
 
 
-def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) -> Iterator[Record]:
-    """The calls of one JSON value: a list of items, an object holding them, or an event."""
+def value_calls(
+    value: Any,
+    ledger: CallLedger,
+    session: str,
+    line: int | None,
+    turns: TurnUsage | None = None,
+) -> Iterator[Record]:
+    """The records of one JSON value: a list of items, an object holding them, or an event.
+    ``turns``: the responses already reported in this file."""
+    if turns is None:
+        turns = TurnUsage()
     if isinstance(value, list):
         yield from items_calls(value, ledger, session, line, ())
         return
@@ -106,12 +200,21 @@ def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) 
         record = item_call(value.get("item"), ledger, session, line, ("item",))
         if record is not None:
             yield record
+            result = _mcp_result(value.get("item"), session, line, "$.item")
+            if result is not None:
+                yield result
+        return
+    if kind in _STREAM_START and isinstance(value.get("response"), dict):
+        yield from _turn(value["response"], turns, session, line, ("response",), True)
         return
     if kind in _STREAM_DONE and isinstance(value.get("response"), dict):
+        yield from _turn(value["response"], turns, session, line, ("response",))
         output = value["response"].get("output")
         if isinstance(output, list):
             yield from items_calls(output, ledger, session, line, ("response", "output"))
         return
+    if value.get("object") == "response":
+        yield from _turn(value, turns, session, line, ())
     found = False
     for key in ("input", "output"):
         if isinstance(value.get(key), list):
@@ -130,5 +233,9 @@ def value_calls(value: Any, ledger: CallLedger, session: str, line: int | None) 
 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """Every function call of the file, in order, each once."""
-    yield from file_calls(source, value_calls)
+    """Every function call of the file, in order, each once, with results and usage."""
+    turns = TurnUsage()
+    yield from file_calls(
+        source,
+        lambda value, ledger, session, line: value_calls(value, ledger, session, line, turns),
+    )
