@@ -617,6 +617,72 @@ def test_api_formats_usage_results_and_turns_by_hand(fmt: str, expected: tuple) 
     assert {c.call_id: turn_of[c.line] for c in calls} == made
 
 
+# --- Gemini CLI ---------------------------------------------------------------------
+
+
+def gemini_hand_count(path: Path) -> dict[str, Any]:
+    """Per gemini message id, its last record's tokens: input less cached plus tool, output
+    plus thoughts; the four billed kinds add up to ``total``."""
+    turns: dict[str, dict] = {}
+    for value in _documents(path):
+        for message in value.get("messages", [value]):
+            if message.get("type") == "gemini" and "tokens" in message:
+                t = message["tokens"]
+                turns[message["id"]] = {
+                    "input_tokens": t["input"] - t["cached"] + t["tool"],
+                    "output_tokens": t["output"] + t["thoughts"],
+                    "cache_read_tokens": t["cached"],
+                    "reasoning_tokens": t["thoughts"],
+                    "total": t["total"],
+                }
+    for turn in turns.values():
+        billed = ("input_tokens", "output_tokens", "cache_read_tokens")
+        assert sum(turn[k] for k in billed) == turn.pop("total")
+    return add_up(list(turns.values()))
+
+
+def gemini_results_by_hand(path: Path) -> list[tuple[str, Any]]:
+    out: dict[str, Any] = {}
+    for value in _documents(path):
+        for message in value.get("messages", [value]):
+            for call in message.get("toolCalls", []):
+                if call.get("result") is not None:
+                    responses = [part["functionResponse"]["response"] for part in call["result"]]
+                    out.setdefault(call["id"], responses)
+    return list(out.items())
+
+
+GEMINI = FIXTURES / "gemini-cli"
+GEMINI_USAGE = {
+    "codemie-ai-codemie-code__tests-integration-metrics-fixtures-gemini__"
+    "session-2025-12-01T21-45-5b959dae.json": (11, 45092, 4227, 56538, None),
+    "codemie-ai-codemie-code__tests-integration-metrics-fixtures-gemini__"
+    "session-2026-01-16T11-01-file-ops-37b7abef.json": (9, 25301, 4355, 62117, None),
+    "synthetic--results-usage.jsonl": (2, 905, 90, 1300, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMINI_USAGE))
+def test_gemini_cli_usage_results_and_turns_by_hand(name: str) -> None:
+    _, records = read(GEMINI / name, "gemini-cli")
+    assert totals(records) == gemini_hand_count(GEMINI / name)
+    assert _as_tuple(totals(records)) == GEMINI_USAGE[name]
+    got = [(r.call_id, r.result) for r in assert_results_pair(records)]
+    assert got == gemini_results_by_hand(GEMINI / name)
+    made = {
+        call["id"]: message["id"]
+        for value in _documents(GEMINI / name)
+        for message in value.get("messages", [value])
+        for call in message.get("toolCalls", [])
+    }
+    assert {
+        r.call_id: turn
+        for r, (_, turn) in zip(
+            [r for r in records if isinstance(r, ToolCall)], turn_of_each_call(records), strict=True
+        )
+    } == made
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -627,6 +693,7 @@ CANARY_FILES = [
     ("openhands", OPENHANDS / "synthetic--results-usage.json"),
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
+    ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
 ]
 
 
@@ -726,6 +793,11 @@ SHARED_USAGE: list[SharedCase] = [
         "pydicom__pydicom-1458.traj",
         swe_agent_hand_count,
         (1, 122612, 1369, None, None),
+    ),
+    *(
+        ("gemini-cli", f"trajectories/gemini-cli/{name}", gemini_hand_count, expected)
+        for name, expected in GEMINI_USAGE.items()
+        if name.startswith("codemie")
     ),
 ]
 

@@ -13,6 +13,18 @@ A tool call is an entry of a ``gemini`` message's ``toolCalls``::
   history) and ``{"$rewindTo": id}`` markers. Each call is emitted once, the
   first time its ``id`` appears; a rewind does not un-make calls already made.
 * ``args`` is an object; a JSON string there is parsed, as elsewhere.
+* Results: a tool call's own ``result`` (the ``functionResponse`` parts sent
+  back to the model) is a ``ToolResult`` paired by the call's ``id``, the first
+  time it is recorded. The result is the list of the parts' ``response``
+  objects: each part also names the call id, which differs for every call.
+* Usage: a ``gemini`` message's ``tokens`` (``input``, ``output``, ``cached``,
+  ``thoughts``, ``tool``, ``total``), one turn per message ``id`` (a
+  rewritten record raises the figures of the turn already reported), before
+  the message's calls. Gemini's ``input`` includes the ``cached`` part and its
+  ``output`` excludes the ``thoughts``: input is ``input`` less ``cached`` plus
+  ``tool`` (the tool-use prompt), cache reads ``cached``, output ``output``
+  plus ``thoughts`` (billed as output), reasoning ``thoughts``. So the four
+  billed kinds add up to ``total``.
 """
 
 from __future__ import annotations
@@ -22,9 +34,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_session, json_path, make_call, never_raises, values_calls
+from ._common import (
+    CallLedger,
+    TurnUsage,
+    file_session,
+    json_path,
+    make_call,
+    never_raises,
+    tokens,
+    values_calls,
+)
 from ._sniff import head_text
 
 INFO = FormatInfo(
@@ -53,6 +74,7 @@ class _Recording:
         self.session = fallback
         self.ledger = CallLedger()
         self.seen: set[Any] = set()
+        self.turns = TurnUsage()
 
     def adopt_session(self, value: Any) -> None:
         if isinstance(value, str) and value:
@@ -64,6 +86,9 @@ class _Recording:
         if not isinstance(message, dict):
             yield BadRecord("message is not an object", line, json_path(*parts))
             return
+        usage = self.usage(message, line, parts)
+        if usage is not None:
+            yield usage
         tool_calls = message.get("toolCalls")
         if tool_calls is None:
             return
@@ -77,14 +102,52 @@ class _Recording:
                 continue
             call_id = call.get("id")
             if isinstance(call_id, str) and call_id:
-                if call_id in self.seen:
-                    continue  # the same call, rewritten by a later record
-                self.seen.add(call_id)
+                if call_id not in self.seen:
+                    self.seen.add(call_id)
+                    record = make_call(
+                        self.ledger, call.get("name"), call.get("args"), self.session, call_id,
+                        line, path,
+                    )  # fmt: skip
+                    if record is not None:
+                        yield record
+                # a later record of the same call may bring its result
+                if call.get("result") is not None and not self.ledger.answered(call_id):
+                    result = _responses(call["result"])
+                    yield ToolResult(self.session, call_id, result, None, line, path)
+                continue
             record = make_call(
                 self.ledger, call.get("name"), call.get("args"), self.session, call_id, line, path
             )
             if record is not None:
                 yield record
+
+    def usage(
+        self, message: dict[str, Any], line: int | None, parts: tuple[str | int, ...]
+    ) -> Usage | None:
+        """A gemini message's ``tokens`` as its turn, the first time the message is seen."""
+        counts = message.get("tokens")
+        if message.get("type") != "gemini" or not isinstance(counts, dict):
+            return None
+        turn, model = message.get("id"), message.get("model")
+        usage = Usage(
+            self.session,
+            turn if isinstance(turn, str) and turn else None,
+            model if isinstance(model, str) and model else None,
+            line=line,
+            path=json_path(*parts, "tokens"),
+        )
+        given, cached = tokens(counts.get("input")), tokens(counts.get("cached"))
+        tool = tokens(counts.get("tool")) or 0
+        if given is not None:
+            usage.input_tokens = given - (cached or 0) + tool if (cached or 0) <= given else given
+        usage.cache_read_tokens = cached
+        output, thoughts = tokens(counts.get("output")), tokens(counts.get("thoughts"))
+        if output is not None or thoughts is not None:
+            usage.output_tokens = (output or 0) + (thoughts or 0)
+        usage.reasoning_tokens = thoughts
+        if usage.turn is not None and not self.turns.first((self.session, usage.turn), usage):
+            return None
+        return usage
 
     def messages(
         self, messages: Any, line: int | None, parts: tuple[str | int, ...]
@@ -118,8 +181,22 @@ class _Recording:
         yield BadRecord("not a recording, a message record, $set or $rewindTo", line)
 
 
+def _responses(parts: Any) -> Any:
+    """The ``response`` of each ``functionResponse`` part (the parts as recorded otherwise)."""
+    if not isinstance(parts, list):
+        return parts
+    out = []
+    for part in parts:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        if not isinstance(response, dict):
+            return parts
+        out.append(response.get("response"))
+    return out
+
+
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """Every tool call of the recording, each once, in the order it first appears."""
+    """Every tool call of the recording, each once, in the order it first appears, with
+    its result and each turn's usage."""
     recording = _Recording(file_session(source))
     yield from values_calls(source, recording.value)
