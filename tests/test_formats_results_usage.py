@@ -683,6 +683,60 @@ def test_gemini_cli_usage_results_and_turns_by_hand(name: str) -> None:
     } == made
 
 
+# --- OpenTelemetry ------------------------------------------------------------------
+
+
+def otel_hand_count(path: Path) -> tuple[dict[str, Any], list]:
+    """The chat spans' gen_ai.usage (input less cache reads and writes); the tool spans'
+    (call id, result), in start order."""
+    spans = json.loads(path.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.sort(key=lambda span: int(span["startTimeUnixNano"]))
+    turns, results = [], []
+    for span in spans:
+        a = {x["key"]: next(iter(x["value"].values())) for x in span["attributes"]}
+        number = {k: int(v) for k, v in a.items() if k.startswith("gen_ai.usage.")}
+        if a["gen_ai.operation.name"] == "chat":
+            read_ = number.get("gen_ai.usage.cache_read.input_tokens")
+            write = number.get("gen_ai.usage.cache_creation.input_tokens")
+            turns.append(
+                {
+                    "input_tokens": number["gen_ai.usage.input_tokens"]
+                    - (read_ or 0)
+                    - (write or 0),
+                    "output_tokens": number["gen_ai.usage.output_tokens"],
+                    "cache_read_tokens": read_,
+                    "cache_write_tokens": write,
+                    "reasoning_tokens": number.get("gen_ai.usage.reasoning.output_tokens"),
+                }
+            )
+        elif a["gen_ai.operation.name"] == "execute_tool":
+            results.append((a["gen_ai.tool.call.id"], a["gen_ai.tool.call.result"]))
+    return add_up(turns), results
+
+
+def test_otel_usage_results_and_turns_by_hand() -> None:
+    path = FIXTURES / "otel" / "synthetic--results-usage.json"
+    _, records = read(path, "otel")
+    counted, results = otel_hand_count(path)
+    assert totals(records) == counted
+    assert (*_as_tuple(totals(records)), totals(records)["reasoning_tokens"]) == (
+        2,
+        500,
+        65,
+        1600,
+        200,
+        10,
+    )
+    assert [(r.call_id, r.result) for r in assert_results_pair(records)] == results
+    calls = [r for r in records if isinstance(r, ToolCall)]
+    turns = [turn for _, turn in turn_of_each_call(records)]
+    assert dict(zip([c.call_id for c in calls], turns, strict=True)) == {
+        "call_1": "chatcmpl-1",
+        "call_2": "chatcmpl-1",
+        "call_3": "chatcmpl-2",
+    }
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -694,6 +748,7 @@ CANARY_FILES = [
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
     ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
+    ("otel", FIXTURES / "otel" / "synthetic--results-usage.json"),
 ]
 
 

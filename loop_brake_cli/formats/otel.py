@@ -28,6 +28,20 @@ Per the GenAI semantic conventions (``gen-ai-spans.md``, "Execute tool span"):
   nearest ancestor that has it (``parentSpanId`` within the trace; the
   conventions put it on chat and ``invoke_agent`` spans), else the trace id.
 
+* results: an ``execute_tool`` span's ``gen_ai.tool.call.result`` (Opt-In;
+  decoded like the arguments: a structured value as JSON, a string kept as
+  the string) is a ``ToolResult`` right after its call, paired by the call id;
+* usage: an inference span (``gen_ai.operation.name`` ``chat``,
+  ``text_completion`` or ``generate_content``) with ``gen_ai.usage.*``
+  attributes is one turn (``gen_ai.response.id``, else the span id), ordered
+  by its start like the calls, so before the tool spans it led to. The
+  conventions say ``gen_ai.usage.cache_read.input_tokens`` and
+  ``gen_ai.usage.cache_creation.input_tokens`` are included in
+  ``gen_ai.usage.input_tokens``: input is what remains.
+  ``gen_ai.usage.reasoning.output_tokens``, where present, is a part of the
+  output. ``invoke_agent`` spans, which add up their inference spans, are
+  never read for usage. The model is ``gen_ai.response.model``, else
+  ``gen_ai.request.model``.
 Spans are exported as they end (children before parents, batches out of
 order), so the whole input is read first and calls are ordered by
 ``startTimeUnixNano`` (ties keep file order); a span exported twice (same
@@ -45,9 +59,9 @@ from typing import Any
 
 from ..canonical import JSONInputError, parse_json
 from ..reader import Source
-from ..records import BadRecord, Record, ToolCall
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage
 from . import FormatInfo
-from ._common import parse_arguments
+from ._common import parse_arguments, tokens
 from ._sniff import head_lines
 
 INFO = FormatInfo(
@@ -63,6 +77,9 @@ CALL_ID = "gen_ai.tool.call.id"
 ARGUMENTS = "gen_ai.tool.call.arguments"
 CONVERSATION = "gen_ai.conversation.id"
 LEGACY_ARGUMENTS = "tool_arguments"  # pydantic-ai / logfire before gen_ai.tool.call.arguments
+RESULT = "gen_ai.tool.call.result"
+INFERENCE = ("chat", "text_completion", "generate_content")
+USAGE_PREFIX = "gen_ai.usage."
 
 _SNIFF = re.compile(rb'^\s*\{.{0,200}?"(resourceSpans|resource_spans)"\s*:\s*\[', re.S)
 _MISSING = object()
@@ -281,8 +298,47 @@ def _to_record(span: _Span, index: dict[tuple[str, str], _Span]) -> Record:
     return ToolCall(name, args, _conversation(span, index), call_id, span.line, span.path, unparsed)
 
 
+def _is_turn_span(span: _Span) -> bool:
+    """An inference span that recorded usage."""
+    return span.attributes.get(OPERATION) in INFERENCE and any(
+        key.startswith(USAGE_PREFIX) for key in span.attributes
+    )
+
+
+def _usage(span: _Span, index: dict[tuple[str, str], _Span]) -> Usage:
+    attributes = span.attributes
+    turn = attributes.get("gen_ai.response.id")
+    model = attributes.get("gen_ai.response.model", attributes.get("gen_ai.request.model"))
+    usage = Usage(
+        _conversation(span, index),
+        turn if isinstance(turn, str) and turn else (span.span or None),
+        model if isinstance(model, str) and model else None,
+        line=span.line,
+        path=span.path,
+    )
+    given = tokens(attributes.get("gen_ai.usage.input_tokens"))
+    read = tokens(attributes.get("gen_ai.usage.cache_read.input_tokens"))
+    written = tokens(attributes.get("gen_ai.usage.cache_creation.input_tokens"))
+    if given is not None:
+        rest = given - (read or 0) - (written or 0)
+        usage.input_tokens = rest if rest >= 0 else given
+    usage.output_tokens = tokens(attributes.get("gen_ai.usage.output_tokens"))
+    usage.cache_read_tokens = read
+    usage.cache_write_tokens = written
+    usage.reasoning_tokens = tokens(attributes.get("gen_ai.usage.reasoning.output_tokens"))
+    return usage
+
+
+def _result(span: _Span, call: Record) -> ToolResult | None:
+    """The tool span's result attribute, paired with the call just yielded."""
+    if call.__class__ is not ToolCall or RESULT not in span.attributes:
+        return None
+    result = span.attributes[RESULT]
+    return ToolResult(call.session, call.call_id, result, None, span.line, span.path)  # type: ignore[attr-defined]
+
+
 def parse(source: Source) -> Iterator[Record]:
-    """Read the whole input, then yield the tool calls in start-time order."""
+    """Read the whole input, then yield the turns and tool calls in start-time order."""
     try:
         yield from _parse(source.read_all())
     except RecursionError:
@@ -308,8 +364,15 @@ def _parse(data: bytes) -> Iterator[Record]:
                 continue  # the same span exported twice
             if span.span:
                 index[key] = span
-            if _is_tool_span(span):
+            if _is_tool_span(span) or _is_turn_span(span):
                 tools.append(span)
     tools.sort(key=lambda span: (span.start, span.order))
     for span in tools:
-        yield _to_record(span, index)
+        if not _is_tool_span(span):
+            yield _usage(span, index)
+            continue
+        record = _to_record(span, index)
+        yield record
+        result = _result(span, record)
+        if result is not None:
+            yield result
