@@ -554,3 +554,38 @@ def test_a_real_swe_agent_run_records_only_totals_so_no_turn_is_wasted_whole() -
             stats["tokens_received"],
         )
     assert sum(flags_of([(a, "") for a in actions], 1)) == 1  # the edit sent twice
+
+
+GEMINI_DIR = ROOT / "tests" / "fixtures" / "gemini-cli"
+
+
+def gemini_by_hand(path: Path, limit: int) -> dict[str, Any]:
+    """A Gemini CLI chat: each ``gemini`` message is a turn with its own ``tokens``
+    (input counting the cached part and tool tokens apart, output without thoughts)."""
+    chat = json.loads(path.read_text(encoding="utf-8"))
+    calls, turn_of, figures = [], [], {}
+    for message in chat["messages"]:
+        if message["type"] != "gemini":
+            continue
+        counts = message.get("tokens")
+        if counts:
+            figures[message["id"]] = {
+                "input": counts["input"] - counts["cached"] + counts.get("tool", 0),
+                "output": counts["output"] + counts["thoughts"],
+                "cacheRead": counts["cached"],
+                "reasoning": counts["thoughts"],
+            }
+        for call in message.get("toolCalls", []):
+            calls.append((call["name"], json.dumps(call["args"], sort_keys=True)))
+            turn_of.append(message["id"] if counts else None)
+    return by_turns(turn_of, flags_of(calls, limit), figures)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(GEMINI_DIR.glob("codemie-*.json")), ids=lambda p: p.name[-30:]
+)
+def test_real_gemini_chats_equal_their_hand_count(path: Path) -> None:
+    for limit in (1, 3):
+        doc = replay_json(str(path), "-m", str(limit))
+        assert_waste_equals(doc, gemini_by_hand(path, limit))
+        assert doc["sessions"][0]["usage"]["turns"] > 0
