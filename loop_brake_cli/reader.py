@@ -153,14 +153,23 @@ class Source:
                 start = end + 1
                 last = chunk.rfind(b"\n")
                 if last >= start:  # the chunk's other complete lines, split in one call
-                    for line in chunk[start:last].split(b"\n"):
-                        number += 1
-                        if line.endswith(b"\r"):
-                            line = line[:-1]
-                        if len(line) > limit:
-                            yield number, TOO_LONG
-                        elif line.strip(JSON_WHITESPACE):
-                            yield number, line
+                    body = chunk[start:last]
+                    parts = body.split(b"\n")
+                    # The common case, with no work per line: none can be too long, none
+                    # ends in CR, and none is blank (every first byte is above the space,
+                    # which every JSON whitespace byte is not).
+                    if len(body) <= limit and b"\r" not in body and min(parts)[:1] > b" ":
+                        yield from enumerate(parts, number + 1)
+                        number += len(parts)
+                    else:
+                        for line in parts:
+                            number += 1
+                            if line.endswith(b"\r"):
+                                line = line[:-1]
+                            if len(line) > limit:
+                                yield number, TOO_LONG
+                            elif line.strip(JSON_WHITESPACE):
+                                yield number, line
                     start = last + 1
             if skipping:
                 continue
