@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from adapter_helpers import FIXTURES, read
 from conftest import SHARED_SKIP, run_cli, shared_dir
 
@@ -737,6 +738,159 @@ def test_otel_usage_results_and_turns_by_hand() -> None:
     }
 
 
+# --- VCR cassettes -------------------------------------------------------------------
+
+
+def _stream_events(text: str) -> list[dict]:
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]")
+    ]
+
+
+def _gemini_figures(meta: dict) -> dict[str, Any]:
+    cached, thoughts = meta.get("cachedContentTokenCount"), meta.get("thoughtsTokenCount")
+    return {
+        "input_tokens": meta["promptTokenCount"] - (cached or 0),
+        "output_tokens": meta["candidatesTokenCount"] + (thoughts or 0),
+        "cache_read_tokens": cached,
+        "reasoning_tokens": thoughts,
+    }
+
+
+def _body_figures(body: dict) -> dict[str, Any] | None:
+    if "usageMetadata" in body:
+        return _gemini_figures(body["usageMetadata"])
+    usage = body.get("usage")
+    if not usage:
+        return None
+    if "prompt_tokens" in usage:
+        return chat_figures(usage)
+    if "input_tokens_details" in usage:
+        return responses_figures(usage)
+    return anthropic_figures(usage)
+
+
+def _stream_figures(events: list[dict]) -> dict[str, Any] | None:
+    """The last figures a stream sends (Anthropic: message_start's, message_delta's over them)."""
+    found = None
+    start: dict = {}
+    for event in events:
+        if event.get("type") == "message_start":
+            start = event["message"]["usage"]
+            found = anthropic_figures(start)
+        elif event.get("type") == "message_delta":
+            found = anthropic_figures({**start, **event["usage"]})
+        elif event.get("type") == "response.completed":
+            found = responses_figures(event["response"]["usage"])
+        elif event.get("usage") and "choices" in event:
+            found = chat_figures(event["usage"])
+        elif "usageMetadata" in event:
+            found = _gemini_figures(event["usageMetadata"])
+    return found
+
+
+def cassette_hand_count(path: Path) -> dict[str, Any]:
+    """One turn per recorded response that states its usage."""
+    turns = []
+    for interaction in yaml.safe_load(path.read_text())["interactions"]:
+        response = interaction["response"]
+        body = response.get("parsed_body")
+        if body is None:
+            text = response["body"]["string"] if isinstance(response["body"], dict) else ""
+            body = json.loads(text) if text.lstrip().startswith("{") else text
+        figures = (
+            _body_figures(body) if isinstance(body, dict) else _stream_figures(_stream_events(body))
+        )
+        if figures is not None:
+            turns.append(figures)
+    return add_up(turns)
+
+
+CASSETTE = FIXTURES / "cassette"
+CASSETTE_USAGE = {
+    "pydantic-ai__cassettes-test_anthropic__test_anthropic_mcp_servers_stream.yaml": (
+        1,
+        3042,
+        354,
+        0,
+        0,
+    ),
+    "pydantic-ai__cassettes-test_anthropic__test_anthropic_tool_with_thinking.yaml": (
+        2,
+        964,
+        281,
+        0,
+        0,
+    ),
+    "pydantic-ai__cassettes-test_anthropic__test_multiple_parallel_tool_calls.yaml": (
+        2,
+        1194,
+        279,
+        0,
+        0,
+    ),
+    "pydantic-ai__cassettes-test_openai__test_compatible_api_with_tool_calls_without_id.yaml": (
+        2,
+        101,
+        18,
+        None,
+        None,
+    ),
+    "pydantic-ai__cassettes-test_openai__test_multiple_agent_tool_calls.yaml": (
+        4,
+        291,
+        38,
+        0,
+        None,
+    ),
+    "pydantic-ai__cassettes-test_openai__test_run_stream_sync_streams_real_model.yaml": (
+        2,
+        131,
+        24,
+        0,
+        None,
+    ),
+    "pydantic-ai__cassettes-test_openai_responses__test_openai_responses_model_simple_"
+    "response_with_tool_call.yaml": (2, 107, 29, 0, None),
+    "pydantic-ai__cassettes-test_openai_responses__test_openai_responses_stream.yaml": (
+        2,
+        533,
+        25,
+        0,
+        None,
+    ),
+    "pydantic-ai__cassettes-test_tool_search__test_anthropic_native_tool_search_streaming.yaml": (
+        2,
+        2598,
+        234,
+        0,
+        0,
+    ),
+    "synthetic--results-usage.yaml": (3, 176, 25, 64, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASSETTE_USAGE))
+def test_cassette_usage_equals_the_hand_count(name: str) -> None:
+    _, records = read(CASSETTE / name, "cassette")
+    assert totals(records) == cassette_hand_count(CASSETTE / name)
+    assert _as_tuple(totals(records)) == CASSETTE_USAGE[name]
+
+
+def test_cassette_results_come_from_the_next_request() -> None:
+    _, records = read(CASSETTE / "synthetic--results-usage.yaml", "cassette")
+    assert [type(r).__name__ for r in records] == [
+        "Usage", "ToolCall", "ToolResult", "Usage", "ToolCall", "ToolResult", "Usage"
+    ]  # fmt: skip
+    results = assert_results_pair(records)
+    assert [r.path for r in results] == [
+        "$.interactions[1].request.parsed_body.messages[2]",  # not again in request 2
+        "$.interactions[2].request.parsed_body.messages[4]",
+    ]
+
+
 # --- every format --------------------------------------------------------------------
 
 CANARY = "CANARY-results-7d41-never-print"
@@ -749,6 +903,7 @@ CANARY_FILES = [
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
     ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
     ("otel", FIXTURES / "otel" / "synthetic--results-usage.json"),
+    ("cassette", FIXTURES / "cassette" / "synthetic--results-usage.yaml"),
 ]
 
 
@@ -853,6 +1008,12 @@ SHARED_USAGE: list[SharedCase] = [
         ("gemini-cli", f"trajectories/gemini-cli/{name}", gemini_hand_count, expected)
         for name, expected in GEMINI_USAGE.items()
         if name.startswith("codemie")
+    ),
+    *(
+        ("cassette", f"{folder}/{name}", cassette_hand_count, expected)
+        for name, expected in CASSETTE_USAGE.items()
+        for folder in ("anthropic-messages", "openai-chat")
+        if ("anthropic" in name) == (folder == "anthropic-messages") and name.startswith("pyd")
     ),
 ]
 

@@ -24,6 +24,26 @@ calls are, by API:
 * Gemini ``generateContent``: ``candidates[].content.parts[].functionCall``
   (``name``, ``args``, ``id`` when present), streamed or not.
 
+Usage: each response's own figures, one turn per response, before its calls:
+Chat Completions ``usage`` (a stream's last chunk that has one), Responses
+``usage`` (a stream's ``response.completed``), Anthropic ``usage`` (a stream's
+``message_start`` figures with the final ``message_delta`` counts over them),
+Gemini ``usageMetadata`` (a stream's last). Each converts as its adapter
+does: input never includes the cache reads or writes counted apart, output
+includes reasoning; Gemini's ``promptTokenCount`` includes
+``cachedContentTokenCount`` and its ``candidatesTokenCount`` excludes
+``thoughtsTokenCount``. A stream is read whole before its calls, so its usage
+comes first even though the API sends it last.
+
+Results are in the REQUESTS: each one sends back the results of the calls the
+previous response made, before the next response. So an interaction's request
+is read for results only (its calls were counted in the response that made
+them): Chat ``tool`` messages, Anthropic ``tool_result`` blocks, Responses
+``function_call_output`` items, Gemini ``functionResponse`` parts, each a
+``ToolResult`` paired by its call id, once per id (every request repeats the
+conversation); a Gemini part without an id is read only from the request's
+last content, and answers the latest call.
+
 A body kept as ``!!binary`` gzip (vcrpy does so for compressed responses) is
 inflated first. The session is the file. A call in a stream is located by the path of the body
 string plus ``#<n>``, the number (from 0) of the stream event that completed it.
@@ -40,13 +60,16 @@ from typing import Any
 
 from ..canonical import JSONInputError, parse_json
 from ..reader import Source
-from ..records import BadRecord, Record
+from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
-from ._common import CallLedger, file_session, json_path, make_call, never_raises
+from ._common import CallLedger, file_session, json_path, make_call, never_raises, tokens
 from .anthropic import CALL_BLOCKS
 from .anthropic import content_calls as anthropic_content_calls
+from .anthropic import response_usage as anthropic_usage
 from .openai_chat import response_calls
+from .openai_chat import response_usage as chat_usage
 from .openai_responses import items_calls
+from .openai_responses import response_usage as responses_usage
 
 INFO = FormatInfo(
     name="cassette",
@@ -119,18 +142,86 @@ class _Cassette:
     def body(self, body: Any, parts: tuple[str | int, ...]) -> Iterator[Record]:
         if not isinstance(body, dict):
             return
-        if isinstance(body.get("choices"), list):
+        if isinstance(body.get("choices"), list):  # its usage first, as response_calls does
             yield from response_calls(body, self.ledger, self.session, None, parts)
         if isinstance(body.get("output"), list):
+            usage = responses_usage(body, self.session, None, parts)
+            if usage is not None:
+                yield usage
             yield from items_calls(
                 body["output"], self.ledger, self.session, None, (*parts, "output")
             )
         if isinstance(body.get("content"), list) and body.get("role") in (None, "assistant"):
+            if isinstance(body.get("usage"), dict):
+                yield anthropic_usage(body, body["usage"], self.session, None, parts)
             yield from anthropic_content_calls(
                 body["content"], self.ledger, self.session, None, (*parts, "content")
             )
         if isinstance(body.get("candidates"), list):
+            usage = self.gemini_usage(body, json_path(*parts, "usageMetadata"))
+            if usage is not None:
+                yield usage
             yield from self.gemini(body["candidates"], parts, None)
+
+    def gemini_usage(self, body: dict[str, Any], where: str) -> Usage | None:
+        """A Gemini response's ``usageMetadata`` as one turn."""
+        meta = body.get("usageMetadata")
+        if not isinstance(meta, dict):
+            return None
+        turn, model = body.get("responseId"), body.get("modelVersion")
+        usage = Usage(
+            self.session,
+            turn if isinstance(turn, str) and turn else None,
+            model if isinstance(model, str) and model else None,
+            path=where,
+        )
+        prompt = tokens(meta.get("promptTokenCount"))
+        cached = tokens(meta.get("cachedContentTokenCount"))
+        tool = tokens(meta.get("toolUsePromptTokenCount")) or 0
+        if prompt is not None:
+            usage.input_tokens = (
+                prompt - (cached or 0) + tool if (cached or 0) <= prompt else prompt
+            )
+        usage.cache_read_tokens = cached
+        output, thoughts = (
+            tokens(meta.get("candidatesTokenCount")),
+            tokens(meta.get("thoughtsTokenCount")),
+        )
+        if output is not None or thoughts is not None:
+            usage.output_tokens = (output or 0) + (thoughts or 0)
+        usage.reasoning_tokens = thoughts
+        return usage
+
+    def stream_usage(self, events: list[Any], base: str) -> Usage | None:
+        """The usage of a whole stream: the API sends it last, it is reported first."""
+        found: Usage | None = None
+        start: dict[str, Any] | None = None  # Anthropic's message_start message
+        for number, event in enumerate(events):
+            if not isinstance(event, dict):
+                continue
+            where = f"{base}#{number}"
+            kind = event.get("type")
+            if isinstance(event.get("usage"), dict) and "choices" in event:
+                found = chat_usage(event, self.session, None, ()) or found
+            elif isinstance(event.get("usageMetadata"), dict):
+                found = self.gemini_usage(event, where) or found
+            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                if isinstance(event.get("response"), dict):
+                    found = responses_usage(event["response"], self.session, None, ()) or found
+            elif kind == "message_start" and isinstance(event.get("message"), dict):
+                start = event["message"]
+                if isinstance(start.get("usage"), dict):
+                    found = anthropic_usage(start, start["usage"], self.session, None, ())
+            elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+                before = start.get("usage") if isinstance(start, dict) else None
+                figures = dict(before) if isinstance(before, dict) else {}
+                figures.update(event["usage"])
+                found = anthropic_usage(start or {}, figures, self.session, None, ())
+            else:
+                continue
+            if found is not None:
+                found.path = where
+        return found
 
     def gemini(
         self, candidates: list[Any], parts: tuple[str | int, ...], path: str | None
@@ -171,6 +262,9 @@ class _Cassette:
             except JSONInputError as exc:
                 yield BadRecord(f"stream event {len(events)}: {exc}", None, base)
                 events.append(None)
+        usage = self.stream_usage(events, base)
+        if usage is not None:
+            yield usage
         chat: dict[tuple[Any, Any], dict[str, Any]] = {}
         blocks: dict[Any, dict[str, Any]] = {}
         responses_done = False
@@ -259,11 +353,75 @@ class _Cassette:
 
     # -- interactions --------------------------------------------------------
 
+    def request_results(self, request: Any, index: int) -> Iterator[Record]:
+        """The results a request sends back (module docstring); nothing else of it is read."""
+        if not isinstance(request, dict):
+            return
+        body, where = request.get("parsed_body"), ("interactions", index, "request", "parsed_body")
+        if body is None:
+            raw = request.get("body")
+            text = raw.get("string") if isinstance(raw, dict) else raw
+            if isinstance(text, bytes):
+                text = _text_of(text)
+            if not isinstance(text, str) or not text.lstrip().startswith("{"):
+                return
+            try:
+                body = parse_json(text)
+            except JSONInputError:
+                return  # a request is not what the cassette is read for: no error for it
+            where = ("interactions", index, "request", "body")
+        if not isinstance(body, dict):
+            return
+        for key in ("messages", "input", "contents"):
+            entries = body.get(key)
+            if isinstance(entries, list):
+                for number, entry in enumerate(entries):
+                    last = number == len(entries) - 1
+                    yield from self._entry_results(entry, (*where, key, number), last)
+
+    def _entry_results(
+        self, entry: Any, parts: tuple[str | int, ...], last: bool
+    ) -> Iterator[Record]:
+        if not isinstance(entry, dict):
+            return
+        kind = entry.get("type")
+        if entry.get("role") == "tool" or kind in (
+            "function_call_output",
+            "custom_tool_call_output",
+        ):
+            call_id = entry.get("tool_call_id", entry.get("call_id"))
+            value = entry.get("content") if entry.get("role") == "tool" else entry.get("output")
+            yield from self._result(call_id, value, parts)
+            return
+        pieces = entry.get("content") if "content" in entry else entry.get("parts")
+        if not isinstance(pieces, list):
+            return
+        for number, piece in enumerate(pieces):
+            if not isinstance(piece, dict):
+                continue
+            where = (*parts, "content" if "content" in entry else "parts", number)
+            if piece.get("type") == "tool_result":
+                value = {"content": piece.get("content"), "isError": piece.get("is_error") is True}
+                yield from self._result(piece.get("tool_use_id"), value, where)
+            response = piece.get("functionResponse")
+            if isinstance(response, dict):
+                call_id = response.get("id")
+                if isinstance(call_id, str) and call_id:
+                    yield from self._result(call_id, response.get("response"), where)
+                elif last:
+                    path = json_path(*where)
+                    yield ToolResult(self.session, None, response.get("response"), None, None, path)
+
+    def _result(self, call_id: Any, value: Any, parts: tuple[str | int, ...]) -> Iterator[Record]:
+        if isinstance(call_id, str) and call_id and not self.ledger.answered(call_id):
+            yield ToolResult(self.session, call_id, value, None, None, json_path(*parts))
+
     def interaction(self, interaction: Any, index: int) -> Iterator[Record]:
         parts: tuple[str | int, ...] = ("interactions", index, "response")
         if not isinstance(interaction, dict):
             yield BadRecord("interaction is not a mapping", None, json_path("interactions", index))
             return
+        yield from self.request_results(interaction.get("request"), index)
         response = interaction.get("response")
         if not isinstance(response, dict):
             yield BadRecord("interaction without a response mapping", None, json_path(*parts))
@@ -294,7 +452,8 @@ class _Cassette:
 
 @never_raises
 def parse(source: Source) -> Iterator[Record]:
-    """Every call in the cassette's responses, in recorded order, each once."""
+    """Every call in the cassette's responses, in recorded order, each once, with each
+    response's usage and the results the requests send back."""
     data = source.read_all()
     try:
         import yaml
