@@ -11,7 +11,9 @@
   100,000 sessions each fed 6 distinct calls (so a cycle window is full; each
   call its own 32-byte digest object, as in a real run), held by
   a ``LoopBrake`` without a policy, with a policy without ``[cycles]``, and with
-  cycles at max_period 4 and 8; bytes per session of each.
+  cycles at max_period 4 and 8; bytes per session of each. And the progress
+  mode (issue 14) without cycles, each call followed by its result and the last
+  two calls identical, so each session keeps two result digests (its most).
 """
 
 from __future__ import annotations
@@ -74,19 +76,24 @@ def bench_policy_throughput(run, loop_brake, events: Path, data: Path, n: int, r
     )
 
 
-def _bytes_per_session(policy, sessions: int) -> float:
+def _bytes_per_session(policy, sessions: int, results: bool = False) -> float:
     from loop_brake_cli.brake import LoopBrake
     from loop_brake_cli.canonical import call_digest
 
     digests = [call_digest("search", {"q": i}) for i in range(6)]
     tools = ["search", "read_file", "grep", "search", "edit", "grep"]
+    if results:  # the last call repeats the one before: its streak keeps both results
+        digests[5], tools[5] = digests[4], tools[4]
+    outputs = [call_digest("output", i) for i in range(6)]
     names = [f"session-{i:07d}" for i in range(sessions)]  # made before measuring
     tracemalloc.start()
     brake = LoopBrake(3, policy=policy)
     before = tracemalloc.get_traced_memory()[0]
     for name in names:
-        for tool, digest in zip(tools, digests, strict=True):
+        for tool, digest, output in zip(tools, digests, outputs, strict=True):
             brake.observe(name, tool, bytes(bytearray(digest)))  # a digest object per call
+            if results:
+                brake.observe_result(name, None, digest=bytes(bytearray(output)))
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     assert len(brake) == sessions
@@ -111,3 +118,10 @@ def bench_policy_memory(data: Path, quick: bool, row) -> None:
     for label, policy in cases:
         per = _bytes_per_session(policy, sessions)
         row(f"memory per session, {label} (bytes)", f"{per:,.0f}", f"tracemalloc, {sessions:,}")
+    progress = load_policy(str(_policy_file(data, "p4.toml", "progress = true\n" + NO_CYCLES)))
+    per = _bytes_per_session(progress, sessions, results=True)
+    row(
+        "memory per session, progress without [cycles], results fed (bytes)",
+        f"{per:,.0f}",
+        f"tracemalloc, {sessions:,}",
+    )
