@@ -204,3 +204,14 @@ def test_real_codex_polls_whose_output_changed_are_no_longer_denied(tmp_path: Pa
     assert [v["count"] for v in polls] == [1, 2, 2, 3, 4, 5]
     loose = compare("samples/policies/progress-polls.toml", CODEX)
     assert loose["totals"]["policyDenied"] == 0
+
+
+def test_the_real_stuck_loop_is_still_denied_at_the_same_call(
+    tmp_path: Path, shared_samples: Path
+) -> None:
+    stuck = next((shared_samples / "trajectories/openhands").glob("*django-16667__STUCK-LOOP.json"))
+    doc = compare(policy(tmp_path), stuck)
+    assert doc["totals"]["results"] > 0, "the openhands adapter yields no results"
+    looping = max(doc["sessions"], key=lambda s: s["seedDenied"])
+    assert looping["seedDenied"] >= 28 and looping["policyDenied"] == looping["seedDenied"]
+    assert looping["policyFirstDenial"] == looping["seedFirstDenial"]
