@@ -66,8 +66,14 @@ def test_no_result_at_all_is_the_seeds_counting() -> None:
 
 def test_a_missing_result_compares_with_the_last_one_seen_in_the_streak() -> None:
     # c1 reports nothing; c2's result differs from c0's, the last one seen: a restart
-    got = run(brake(), ["a", None, "b", None, None])
-    assert got == [(1, False), (2, False), (3, True), (2, False), (3, True)]
+    got = run(brake(max_repeats=5), ["a", None, "b", None, None])
+    assert got == [(1, False), (2, False), (3, False), (2, False), (3, False)]
+
+
+def test_the_result_of_a_denied_call_is_not_progress() -> None:
+    # a denied call did not run: what came back is the denial (its text counts up)
+    got = run(brake(), ["a", "a", "denied, count 3", "denied, count 4", "x"])
+    assert got == [(1, False), (2, False), (3, True), (4, True), (5, True)]
 
 
 def test_the_denial_says_progress_and_how_many_results_were_identical() -> None:
@@ -106,12 +112,12 @@ def test_results_pair_by_call_id_else_with_the_latest_call() -> None:
 
 
 def test_a_duplicate_call_after_a_restart_keeps_the_counted_calls_verdict() -> None:
-    b = brake()
+    b = brake(max_repeats=4)
     run(b, ["a", "a"])
-    denied = b.check("poll", {}, session_id="s", call_id="c2")
+    counted = b.check("poll", {}, session_id="s", call_id="c2")
     b.observe_result("s", "c2", "b")  # changed: the next call restarts
     again = b.check("poll", {}, session_id="s", call_id="c2")
-    assert again.duplicate and again.denied and again.count == denied.count == 3
+    assert again.duplicate and again.count == counted.count == 3
     assert b.check("poll", {}, session_id="s", call_id="c3").count == 2
 
 
@@ -210,8 +216,9 @@ def test_a_progress_only_rule_and_a_progress_only_file_are_policies() -> None:
 
 class Reference:
     """The rule as the issue states it, per session: the calls of the current streak with
-    the result each reported (the last one if several), restarted when the latest
-    call's result differs from the last result reported earlier in the streak."""
+    the result each reported (the last one if several; none for a denied call, which
+    did not run), restarted when the latest call's result differs from the last
+    result reported earlier in the streak."""
 
     def __init__(self, limits: dict[str, int], progress: dict[str, bool]) -> None:
         self.limits, self.progress = limits, progress
@@ -239,7 +246,7 @@ class Reference:
         state = self.sessions.get(session)
         if state is None or (call_id is not None and call_id != state["id"]):
             return False
-        if self.progress[state["key"][0]]:
+        if self.progress[state["key"][0]] and not state["verdict"][1]:
             state["streak"][-1] = value
         return True
 
