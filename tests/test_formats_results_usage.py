@@ -913,7 +913,12 @@ def test_results_hold_the_canary_and_no_output_does(fmt: str, path: Path, tmp_pa
     held = [r for r in records if isinstance(r, ToolResult) and CANARY in json.dumps(r.result)]
     assert held, "the fixture's results must hold the canary"
     written = tmp_path / "report.html"
+    policy = tmp_path / "progress.toml"  # where results are read: the progress mode
+    policy.write_text("progress = true\n")
     runs = [
+        run_cli("filter", "--format", fmt, "--policy", str(policy), "--summary", str(path)),
+        run_cli("replay", "--format", fmt, "--policy", str(policy), "--verdicts", str(path)),
+        run_cli("replay", "--format", fmt, "--compare-policy", str(policy), str(path)),
         run_cli("filter", "--format", fmt, str(path)),
         run_cli("filter", "--format", fmt, "--summary", str(path)),
         run_cli("replay", "--format", fmt, str(path)),
@@ -921,7 +926,9 @@ def test_results_hold_the_canary_and_no_output_does(fmt: str, path: Path, tmp_pa
         run_cli("replay", "--format", fmt, "--verdicts", str(path)),
         run_cli("replay", "--format", fmt, "--html", str(written), str(path)),
     ]
+    assert b"results: " in runs[0].stderr  # the progress mode read the results
     for result in runs:
+        assert result.returncode in (0, 1), result.stderr
         assert CANARY.encode() not in result.stdout + result.stderr
     assert CANARY not in written.read_text()
 
