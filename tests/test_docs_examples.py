@@ -45,6 +45,7 @@ SLOW = re.compile(r"\bpip install\b|\bpython3? bench/")
 TRAILER = re.compile(r"(?:^|\s)#\s*(?:exit (\d+)\b|not run: *(.+))")
 FENCE = re.compile(r"^```(\S*)\s*$")
 CODE_SPAN = re.compile(r"`([^`]+)`")
+LEFT_BEHIND = (".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
 # Real transcripts, copied where the agents keep them (a .gz source is unpacked).
 HOME_COPIES = {
     ".codex/sessions/2026/05/11/"
@@ -171,16 +172,22 @@ EXAMPLES = [(block, index) for block in BLOCKS for index in range(len(block))]
 
 
 def _copy_checkout(dest: Path) -> None:
-    """The files git tracks, as they are in the working tree: what a clone holds."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        origin = ROOT / name
-        if origin.is_file():  # a tracked file deleted in the working tree is gone
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(origin, dest / name)
-    (dest / ".git").mkdir()  # where a clone stops the policy discovery
+    """The files git tracks, as they are in the working tree: what a clone holds.
+    Outside a git repository (an unpacked archive, or this test's own copy when the
+    README's test command runs the suite in it), the tree without what builds and
+    runs leave behind."""
+    git_dir = ROOT / ".git"
+    clone = git_dir.is_file() or git_dir.is_dir() and any(git_dir.iterdir())
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True)
+    if not clone or listed.returncode != 0:
+        shutil.copytree(ROOT, dest, symlinks=True, ignore=shutil.ignore_patterns(*LEFT_BEHIND))
+    else:
+        for name in filter(None, listed.stdout.decode().split("\0")):
+            origin = ROOT / name
+            if origin.is_file():  # a tracked file deleted in the working tree is gone
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(origin, dest / name)
+    (dest / ".git").mkdir(exist_ok=True)  # where a clone stops the policy discovery
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
