@@ -8,7 +8,7 @@ not count). Every command runs once per round, in turn, so load hits each
 alike; the table shows medians and each command's ratio to its baseline, for
 wall time and for CPU (user + system), which is steadier on a loaded machine.
 
-    python bench/startup.py [--rounds 40] [--filter-ratio 1.5] [--hook-ratio 1.8]
+    python bench/startup.py [--rounds 40] [--only filter|hook] [--filter-ratio R] [--hook-ratio R]
 
 `loop-brake` is the console script beside this Python (else `python -m
 loop_brake_cli`, shown too). Exit status 1 if a wall ratio misses its target.
@@ -142,8 +142,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--filter-ratio", type=float, default=1.5)
     parser.add_argument("--hook-ratio", type=float, default=1.8)
+    parser.add_argument("--only", choices=("filter", "hook"), help="one part and its baseline")
     args = parser.parse_args()
-    result = measure(args.rounds)
+    parts = {"filter": (FILTER, FILTER_M), "hook": (HOOK,)}
+    result = measure(args.rounds, parts[args.only] if args.only else None)
     met = report(result, args.rounds, {FILTER: args.filter_ratio, HOOK: args.hook_ratio})
     return 0 if met else 1
 
