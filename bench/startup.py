@@ -52,10 +52,10 @@ def _hook_input(i: int) -> bytes:
     ).encode()
 
 
-def _run(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float, float]:
+def _run(cmd: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> tuple[float, float, float]:
     """Wall, user and system seconds of one run of ``cmd``."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
     proc.stdin.write(stdin)  # type: ignore[union-attr]
     proc.stdin.close()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
@@ -104,7 +104,8 @@ def measure(rounds: int = 40, names: tuple[str, ...] | None = None) -> dict[str,
         times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cases}
         for i in range(-2, rounds):  # two warm-up rounds: bytecode, file cache, the store
             for name, (cmd, hook) in cases.items():
-                sample = _run(cmd, _hook_input(i) if hook else b"", env)
+                # cwd: an empty folder, so `python -m` does not import a checkout from it
+                sample = _run(cmd, _hook_input(i) if hook else b"", env, tmp)
                 if i >= 0:
                     times[name].append(sample)
     return {
