@@ -6,7 +6,8 @@
   lists and a few floats, every event with its own call id.
 * ``distinct_sessions(n)``: the same shape of event, each in its own session.
 * ``claude_transcript(target_bytes)``: a Claude Code session transcript (assistant
-  ``tool_use`` blocks and user ``tool_result`` blocks with realistic padding).
+  messages with ``usage`` and a ``tool_use`` block, user ``tool_result`` blocks with
+  realistic padding): calls, results and usage all flow through replay.
 """
 
 from __future__ import annotations
@@ -104,8 +105,15 @@ def claude_transcript(target_bytes: int, seed: int = 8) -> Iterator[bytes]:
             "uuid": f"a-{i}",
             "timestamp": "2026-11-29T12:00:00.000Z",
             "message": {
+                "id": f"msg_{i:012d}",
                 "role": "assistant",
                 "model": "claude-sonnet",
+                "usage": {
+                    "input_tokens": rng.randint(3, 40),
+                    "output_tokens": rng.randint(20, 400),
+                    "cache_read_input_tokens": rng.randint(1000, 90000),
+                    "cache_creation_input_tokens": rng.randint(0, 2000),
+                },
                 "content": [
                     {"type": "text", "text": "Let me check that. " * rng.randint(1, 4)},
                     {"type": "tool_use", "id": use_id, "name": tool, "input": args},

@@ -35,9 +35,13 @@ INPUTS = {
     "events": lambda: run.data_file("events", 1_000_000, gen.events),
     "events100k": lambda: run.data_file("events", 100_000, gen.events),
     "sessions": lambda: run.data_file("sessions", 1_000_000, gen.distinct_sessions),
-    "claude": lambda: run.data_file("claude", 200, lambda mb: gen.claude_transcript(mb << 20)),
-    "claude20": lambda: run.data_file("claude", 20, lambda mb: gen.claude_transcript(mb << 20)),
+    "claude": lambda: _claude(200),
+    "claude20": lambda: _claude(20),
 }
+
+
+def _claude(megabytes: int) -> Path:
+    return run.data_file("claude-usage", megabytes, lambda mb: gen.claude_transcript(mb << 20))
 
 
 def main() -> None:
