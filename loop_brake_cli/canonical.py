@@ -206,8 +206,9 @@ def _utf16_key(key: str) -> bytes:
 # Code-point order and UTF-16 order part only where two keys first differ at an astral
 # character (two units, the first in U+D800..U+DBFF) against U+E000..U+FFFF or a lone
 # surrogate: a key set with no astral character is already in order. (This class
-# compiles in a tenth of the time of one that starts in the BMP: every hook run pays it.)
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# compiles in a tenth of the time of one that starts in the BMP; it is compiled, and cached
+# by re, only once a key set is not ASCII: the hook pays start-up before every call.)
+_ASTRAL = "[\U00010000-\U0010ffff]"
 
 
 def _sorted_keys(obj: dict[str, Any]) -> list[str]:
@@ -220,7 +221,7 @@ def _sorted_keys(obj: dict[str, Any]) -> list[str]:
     """
     keys = sorted(obj)
     joined = "".join(keys)
-    if not joined.isascii() and _ASTRAL.search(joined):
+    if not joined.isascii() and re.search(_ASTRAL, joined):
         keys.sort(key=_utf16_key)
     return keys
 
@@ -283,7 +284,7 @@ def canonical_json(value: Any) -> str:
     return "".join(out)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled (and cached by re) on the first lone surrogate
 
 
 def utf8(text: str) -> bytes:
@@ -291,7 +292,7 @@ def utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        return re.sub(_SURROGATE, "\ufffd", text).encode("utf-8")
 
 
 def call_digest(tool_name: str, args: Any) -> bytes:
