@@ -27,7 +27,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .canonical import canonical_json, utf8
+from .canonical import JSONInputError, canonical_json, utf8
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -91,7 +91,12 @@ def normalise(result: Any, ignore: tuple[str, ...] = DEFAULT_IGNORE) -> Any:
         and not set(result) - {"content", "isError", "structuredContent", "_meta"}
     ):
         result = {"content": result["content"], "isError": result.get("isError") is True}
-    return _walk(result, patterns) if patterns else result
+    if not patterns:
+        return result
+    try:
+        return _walk(result, patterns)
+    except RecursionError:
+        raise JSONInputError("not valid JSON: nested too deep") from None
 
 
 def _walk(value: Any, ignore: tuple[re.Pattern[str], ...]) -> Any:
