@@ -5,8 +5,10 @@ Each adapter module has the same small interface:
 * ``INFO``: a ``FormatInfo`` (name, description, whether it is line-based, the
   file name patterns a directory search picks up);
 * ``sniff(head: bytes) -> bool``: does the start of a file look like this format;
-* ``parse(source: Source) -> Iterator[ToolCall | BadRecord]``: every tool call
-  exactly once, in order, located by line or JSON path. Line-based adapters
+* ``parse(source: Source) -> Iterator[Record]``: every tool call exactly once,
+  in order, located by line or JSON path, with the results and the usage of
+  each model turn the format records (``ToolResult``, ``Usage``: a turn's usage
+  before the calls it produced; docs/formats.md). Line-based adapters
   read ``source.lines()`` so they stream (and work on ``tail -f``); document
   formats read ``source.read_all()``.
 

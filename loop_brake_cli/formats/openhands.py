@@ -278,10 +278,9 @@ def events_calls(
     session: str,
     line: int | None,
     parts: tuple[str | int, ...],
-    turns: TurnUsage | None = None,
 ) -> Iterator[Record]:
     """The usage, calls and results of a list of events located at ``parts``."""
-    history = _History(ledger, session, line, not _has_metadata(events), turns or TurnUsage())
+    history = _History(ledger, session, line, not _has_metadata(events), TurnUsage())
     for index, event in enumerate(events):
         if isinstance(event, list):  # older output.jsonl: [action, observation] pairs
             for inner, half in enumerate(event):
