@@ -57,7 +57,7 @@ def print_filter_summary(
 
 _BAR_WIDTH = 30
 _PLAIN_WIDTH = 1000
-_DENIALS_SHOWN = 50
+_ALL_SESSIONS = "(all of them: --json or --html FILE)"
 
 
 def replay_console(stderr: bool = False) -> Console:
@@ -71,12 +71,15 @@ def print_replay_summary(
     sweep_rows: Sequence[SweepRow] | None = None,
     console: Console | None = None,
     prices: Prices | None = None,
+    *,
+    max_rows: int | None,
 ) -> None:
     """The at-a-glance answer: where the brake would have stopped these agents.
 
     On a terminal, rich draws it to fit. Otherwise (a pipe, a file, CI logs) it is
     plain ASCII drawn wide enough that no cell wraps, without trailing spaces, so
-    a line can be grepped whole.
+    a line can be grepped whole. A table shows at most ``max_rows`` rows (None: all),
+    the sessions that matter most; one line then says how many more there are.
     """
     if not report.opened_files:  # nothing was opened: the reasons are on stderr already
         return
@@ -87,12 +90,13 @@ def print_replay_summary(
             import sys
 
             buffer = io.StringIO()
-            _ReplayView(report, Console(file=buffer, width=_PLAIN_WIDTH), prices).draw(sweep_rows)
+            plain = Console(file=buffer, width=_PLAIN_WIDTH)
+            _ReplayView(report, plain, prices, max_rows).draw(sweep_rows)
             lines = (line.rstrip() for line in buffer.getvalue().splitlines())
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
             return
-    _ReplayView(report, console, prices).draw(sweep_rows)
+    _ReplayView(report, console, prices, max_rows).draw(sweep_rows)
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -139,10 +143,17 @@ class _Grid:
 class _ReplayView:
     """Draws one report; knows how to name files and locations briefly."""
 
-    def __init__(self, report: Report, console: Console, prices: Prices | None = None) -> None:
+    def __init__(
+        self,
+        report: Report,
+        console: Console,
+        prices: Prices | None,
+        max_rows: int | None,
+    ) -> None:
         self.report = report
         self.console = console
         self.prices = prices
+        self.max_rows = max_rows
         self.wasted = any(stats.waste.calls for stats in report.sessions)
         self.files = report.opened_files
         self.base = _common_dir([info.file for info in self.files])
@@ -226,6 +237,12 @@ class _ReplayView:
             for line in lines:
                 console.print(Text(line), no_wrap=True, overflow="ignore", crop=False)
 
+    def more(self, hidden: int, what: str, where: str) -> None:
+        """The line under a table cut at ``max_rows``: how many rows it left out, and where
+        they all are."""
+        if hidden:
+            self.words(f"... and {_plural(hidden, what)} {where}")
+
     def draw(self, sweep_rows: Sequence[SweepRow] | None) -> None:
         self.header()
         if not self.report.calls:  # no call: nothing below would say anything
@@ -292,6 +309,10 @@ class _ReplayView:
             console.print(Text(line), no_wrap=True, overflow="ignore", crop=False)
 
     def sessions(self) -> None:
+        """Over ``max_rows`` sessions, the ones the brake stopped (most denied calls,
+        then most wasted, then the longest streak) come first, ties in file order."""
+        from .analysis.summary import brake_weight, heaviest
+
         if not self.report.sessions:
             return
         e = _safe
@@ -305,7 +326,8 @@ class _ReplayView:
         if self.wasted:
             columns.append(("wasted", "right"))
         table = self.table("Sessions", *columns)
-        for stats in self.report.sessions:
+        shown = heaviest(self.report.sessions, self.max_rows, brake_weight)
+        for stats in shown:
             longest = stats.longest
             if longest is None:
                 streak = "-"
@@ -327,9 +349,11 @@ class _ReplayView:
                 cells.append(str(stats.waste.calls))
             table.add_row(*cells)
         self.show(table)
+        self.more(len(self.report.sessions) - len(shown), "more session", _ALL_SESSIONS)
 
     def waste(self) -> None:
         """Per session with wasted calls: the turns spent only on them, and their tokens."""
+        from .analysis.summary import brake_weight, heaviest
         from .render_waste import session_cells
 
         rows = [s for s in self.report.sessions if s.waste.calls]
@@ -349,7 +373,8 @@ class _ReplayView:
         table = self.table(
             "Waste: the calls after each denial, and the model turns they took", *columns
         )
-        for stats in rows:
+        shown = heaviest(rows, self.max_rows, brake_weight)
+        for stats in shown:
             cells = session_cells(stats.waste, stats.spent, self.prices)
             table.add_row(
                 e(self.name(stats.file)),
@@ -358,6 +383,7 @@ class _ReplayView:
                 *(e(cell) for cell in cells),
             )
         self.show(table)
+        self.more(len(rows) - len(shown), "more session", _ALL_SESSIONS)
 
     def denials(self) -> None:
         report, e = self.report, _safe
@@ -371,7 +397,8 @@ class _ReplayView:
             ("streak", "right"),
             ("what happened", "left"),
         )
-        for denial in report.denials[:_DENIALS_SHOWN]:
+        listed = report.denials if self.max_rows is None else report.denials[: self.max_rows]
+        for denial in listed:
             more = denial.more
             after = (
                 "then it stopped" if more == 0 else f"the agent tried {_plural(more, 'more time')}"
@@ -384,9 +411,7 @@ class _ReplayView:
                 f"denied at the {_ordinal(report.max_repeats)} identical call; {after}",
             )
         self.show(table)
-        hidden = report.denied_streaks - min(len(report.denials), _DENIALS_SHOWN)
-        if hidden:
-            self.console.print(f"... and {_plural(hidden, 'more denial')} (all of them: --json)")
+        self.more(report.denied_streaks - len(listed), "more denial", "(all of them: --json)")
 
     def histogram(self) -> None:
         from .analysis import histogram
@@ -412,6 +437,9 @@ class _ReplayView:
             out(f"{label:>4} {bar:<{bar_width}} {n}{mark}")
 
     def not_caught(self) -> None:
+        """Over ``max_rows`` sessions, the longest alternation or run first."""
+        from .analysis.summary import heaviest, not_caught_weight
+
         e, out = _safe, self.console.print
         rows = [
             s
@@ -431,7 +459,8 @@ class _ReplayView:
             ("longest A/B alternation", "left"),
             ("longest same-tool run, arguments changing", "left"),
         )
-        for s in rows:
+        shown = heaviest(rows, self.max_rows, not_caught_weight)
+        for s in shown:
             alt, same = s.longest_alternation, s.longest_same_tool
             table.add_row(
                 e(self.name(s.file)),
@@ -445,6 +474,7 @@ class _ReplayView:
                 else "-",
             )
         self.show(table, gap=False)
+        self.more(len(rows) - len(shown), "more session", _ALL_SESSIONS)
 
     def sweep(self, rows: Sequence[SweepRow]) -> None:
         e = _safe

@@ -1,17 +1,51 @@
-"""A finished report as a summary shows it: the streak-length histogram, the ``--json`` form."""
+"""A finished report as a summary shows it: the streak-length histogram, which sessions
+a bounded table shows, the ``--json`` form."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..prices import Prices
-from .report import HISTOGRAM_TOP, Report
+from .report import HISTOGRAM_TOP, Report, SessionStats
 from .sweep import SweepRow
 from .waste import Cost, Waste, usage_to_json, waste_to_json
 
 SCHEMA = "loop-brake.replay/2"
+
+SUMMARY_ROWS = 50
+"""Rows a summary table shows by default (``replay --rows``): a couple of screens, as
+many as the denials table always showed; every row is in ``--json`` and ``--html``."""
+
+
+def heaviest(
+    sessions: Sequence[SessionStats],
+    rows: int | None,
+    weight: Callable[[SessionStats], tuple[int, ...]],
+) -> list[SessionStats]:
+    """The sessions a table of at most ``rows`` shows: all of them in file order when they
+    fit (so a small run reads as before), else the ``rows`` of greatest ``weight``, in that
+    order, ties in file order. ``rows`` None: all of them."""
+    if rows is None or len(sessions) <= rows:
+        return list(sessions)
+    picked = heapq.nsmallest(
+        rows, range(len(sessions)), key=lambda i: (tuple(-w for w in weight(sessions[i])), i)
+    )
+    return [sessions[i] for i in picked]
+
+
+def brake_weight(stats: SessionStats) -> tuple[int, int, int]:
+    """What makes a session matter to the brake: denied calls, wasted calls, longest streak."""
+    longest = stats.longest.length if stats.longest is not None else 0
+    return (stats.denied, stats.waste.calls, longest)
+
+
+def not_caught_weight(stats: SessionStats) -> tuple[int]:
+    """The longer of its A/B alternation and its same-tool run."""
+    alt, same = stats.longest_alternation, stats.longest_same_tool
+    return (max(alt.length if alt else 0, same.length if same else 0),)
 
 
 def histogram(report: Report, top: int = HISTOGRAM_TOP) -> list[tuple[str, int]]:

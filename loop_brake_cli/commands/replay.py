@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, sweep
+from ..analysis.summary import SUMMARY_ROWS
 from ..discover import discover
 from ..exitcodes import ExitStatus, epilog
 from ..formats import names
@@ -37,6 +38,20 @@ PROG = "loop-brake replay"
 
 def _fail(message: str) -> None:
     click.echo(f"{PROG}: {message}", err=True)
+
+
+class _Rows(Count):
+    """``--rows``: a whole number of at least 1, or ``all`` (None)."""
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "N|all"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | None:
+        if value is None or (isinstance(value, str) and value.strip() == "all"):
+            return None
+        return super().convert(value, param, ctx)
 
 
 def _write_json(doc: object) -> None:
@@ -100,6 +115,15 @@ def _write_json(doc: object) -> None:
     help="Also write the report as one self-contained HTML page to FILE (- for stdout, "
     "instead of the summary): totals, a sortable table, a timeline of each session.",
 )
+@click.option(
+    "--rows",
+    "max_rows",
+    type=_Rows(1),
+    default=str(SUMMARY_ROWS),
+    show_default=True,
+    help="Rows per table of the summary (all: every one); beyond them, the sessions the "
+    "brake stopped first, and one line says how many more (all of them in --json, --html).",
+)
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call would be denied.")
 @click.option("--expect-deny", is_flag=True, help="Exit 1 unless at least one call would be.")
 @click.option(
@@ -154,6 +178,7 @@ def replay_command(
     compare_path: str | None = None,
     html_path: str | None = None,
     prices_path: str | None = None,
+    max_rows: int | None = SUMMARY_ROWS,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -301,7 +326,7 @@ def replay_command(
         elif html_path != "-":  # with --html -, the page is stdout's only content
             from ..render import print_replay_summary
 
-            print_replay_summary(report, rows, prices=prices)
+            print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
             if policy is not None:
                 click.echo(f"policy: {policy.path}")
         calls, denied = report.calls, report.denied > 0
