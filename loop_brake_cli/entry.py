@@ -8,15 +8,31 @@ through the click group in cli.py.
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"] and argv[1:2] not in (["install"], ["uninstall"]):
+    if argv[:1] == ["hook"] and argv[1:2] != ["install"]:
         from .hook.runner import main as hook_main
 
-        sys.exit(hook_main(argv[1:]))
+        _exit_now(hook_main(argv[1:]))
     from .cli import main as cli_main
 
     cli_main()
+
+
+def _exit_now(status: int) -> NoReturn:
+    """End the hook without the interpreter's teardown (freeing every module and
+    object: 6-7 ms, an eighth of a hook call). Nothing is lost: the hook writes
+    its answer and its log through raw descriptors and has closed its store, so
+    only the standard text streams could hold anything, and they are flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed or unwritable: the hook has said what it could
+            pass
+    os._exit(status)

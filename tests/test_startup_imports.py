@@ -20,14 +20,25 @@ from loop_brake_cli.formats import FORMATS
 SAMPLES = ROOT / "samples" / "formats"
 ADAPTER_MODULES = {f"loop_brake_cli.formats.{module}" for module in FORMATS.values()}
 
-# Runs the console entry point in this process and writes sys.modules at exit.
+# Runs the console entry point in this process and writes sys.modules when it ends
+# (the hook ends through os._exit, skipping teardown and atexit: recorded just before).
 PROBE = """
-import atexit, json, sys
+import json, os, sys
 out = sys.argv[1]
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+def record():
+    with open(out, "w") as handle:
+        json.dump(sorted(sys.modules), handle)
+exit_now = os._exit
+def recorded_exit(status):
+    record()
+    exit_now(status)
+os._exit = recorded_exit
 sys.argv = ["loop-brake", *sys.argv[2:]]
 from loop_brake_cli.entry import main
-main()
+try:
+    main()
+finally:
+    record()
 """
 
 
