@@ -131,8 +131,30 @@ def test_rows_bad_value_with_json_is_one_json_object(many: Path) -> None:
     assert "expected a whole number of at least 1" in json.loads(done.stdout)["error"]
 
 
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        (["--json"], "--json"),
+        (["--verdicts"], "--verdicts"),
+        (["--html", "-"], "--html -"),
+        (
+            ["--compare-policy", str(ROOT / "samples" / "policies" / "write-stdin.toml")],
+            "--compare-policy",
+        ),
+    ],
+)
+def test_rows_is_refused_where_there_is_no_text_summary(
+    many: Path, other: list[str], named: str
+) -> None:
+    done = run_cli("replay", str(many), "--rows", "5", *other)
+    assert done.returncode == 2
+    message = done.stdout if "--json" in other else done.stderr
+    assert f"--rows bounds the text summary's tables, not {named}".encode() in message
+    assert CANARY.encode() not in done.stdout + done.stderr
+
+
 def test_json_still_lists_every_session(many: Path) -> None:
-    status, out, err = replay(str(many), "--json", "--rows", "1")
+    status, out, err = replay(str(many), "--json")
     assert status == 0
     assert len(json.loads(out)["sessions"]) == SUMMARY_ROWS + 1
     assert CANARY not in out + err

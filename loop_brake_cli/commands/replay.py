@@ -235,6 +235,11 @@ def replay_command(
     if prices_path is not None and (verdicts or compare_path is not None):
         other = "--verdicts" if verdicts else "--compare-policy"
         return errors(f"--prices is part of the summary (and --json), not of {other}")
+    rows_given = click.get_current_context().get_parameter_source("max_rows")
+    if rows_given not in (None, click.core.ParameterSource.DEFAULT):
+        other = _not_a_summary(as_json, verdicts, compare_path, html_path)
+        if other is not None:
+            return errors(f"--rows bounds the text summary's tables, not {other}")
     resolved = resolve(errors, max_repeats, config_paths)
     if isinstance(resolved, ExitStatus):
         return resolved
@@ -332,6 +337,21 @@ def replay_command(
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def _not_a_summary(
+    as_json: bool, verdicts: bool, compare_path: str | None, html_path: str | None
+) -> str | None:
+    """The output asked for instead of the text summary, which alone has bounded tables."""
+    if as_json:
+        return "--json (it lists every session)"
+    if verdicts:
+        return "--verdicts"
+    if compare_path is not None:
+        return "--compare-policy"
+    if html_path == "-":
+        return "--html - (the page lists every session)"
+    return None
 
 
 def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
