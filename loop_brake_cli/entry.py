@@ -15,7 +15,7 @@ from typing import NoReturn
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"] and argv[1:2] != ["install"]:
+    if argv[:1] == ["hook"] and argv[1:2] not in (["install"], ["uninstall"]):
         from .hook.runner import main as hook_main
 
         _exit_now(hook_main(argv[1:]))
