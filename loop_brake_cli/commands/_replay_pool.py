@@ -12,7 +12,10 @@ from concurrent.futures import Future
 from ..analysis import FileInfo, Job, Report, merge, replay_job
 
 PROGRESS_MIN_BYTES = 8 << 20
-"""Below this many bytes in all, a replay is quick enough to need no progress bar."""
+"""Below this many bytes in all, a replay is quick enough to need no progress bar..."""
+PROGRESS_MIN_FILES = 200
+"""...unless it has this many files: thousands of small ones take seconds (each is
+opened and its format detected), which a person at a terminal should see moving."""
 
 
 def replay_parallel(work: list[Job], jobs: int, progress: Progress | None) -> Report:
@@ -146,4 +149,5 @@ def progress_bar(files: list[str]) -> Progress | None:
     if not stderr_is_terminal():
         return None
     total = sum(size_of(path) for path in files if path != "-")
-    return Progress(total) if total >= PROGRESS_MIN_BYTES else None
+    many = total >= PROGRESS_MIN_BYTES or len(files) >= PROGRESS_MIN_FILES
+    return Progress(total) if many else None
