@@ -9,6 +9,7 @@ command only passes its arguments through.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -85,7 +86,7 @@ def install_command(
     nothing; a symbolic link is kept (its target is edited); a read-only file
     is refused; the old file is kept as a timestamped .bak next to it.
     """
-    from ..hook.install import USAGE, InstallError, plan_install, settings_path, write_plan
+    from ..hook.install import plan_install
 
     policy = None
     if policy_path is not None:
@@ -96,38 +97,16 @@ def install_command(
     else:
         loaded = _found_policy()
     progress = loaded is not None and loaded.uses_progress
-    try:
-        path = settings_path(agent, scope)
-        plan = plan_install(agent, path, executable, policy, progress)
-    except InstallError as exc:
-        click.echo(f"loop-brake hook install: {exc}", err=True)
-        return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
-    if dry_run:
-        click.echo(plan.text, nl=False)
-        state = "would change" if plan.changed else "already installed, would not change"
-        click.echo(f"loop-brake hook install: {path} {state} (dry run)", err=True)
-        return ExitStatus.OK
-    if not plan.changed:
-        click.echo(f"loop-brake hook install: already installed in {path}", err=True)
-        return ExitStatus.OK
-    try:
-        backup = write_plan(plan)
-    except InstallError as exc:
-        click.echo(f"loop-brake hook install: {exc}", err=True)
-        return ExitStatus.UNREADABLE
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        click.echo(
-            f"loop-brake hook install: cannot write {path}: {reason}; left untouched", err=True
-        )
-        return ExitStatus.UNREADABLE
-    note = f" (backup: {backup})" if backup else ""
     what = "the hook (pre-tool and post-tool events: the policy uses progress)"
-    click.echo(
-        f"loop-brake hook install: added {what if progress else 'the hook'} to {path}{note}",
-        err=True,
+    return _apply(
+        "loop-brake hook install",
+        lambda path: plan_install(agent, path, executable, policy, progress),
+        agent,
+        scope,
+        dry_run,
+        unchanged="already installed",
+        done=f"added {what if progress else 'the hook'} to",
     )
-    return ExitStatus.OK
 
 
 def _found_policy() -> Any:
@@ -166,22 +145,45 @@ def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
     empty); every other byte is kept. The old file is kept as a timestamped .bak
     next to it, as install does.
     """
-    from ..hook.install import USAGE, InstallError, plan_uninstall, settings_path, write_plan
+    from ..hook.install import plan_uninstall
 
-    prog = "loop-brake hook uninstall"
+    return _apply(
+        "loop-brake hook uninstall",
+        lambda path: plan_uninstall(agent, path),
+        agent,
+        scope,
+        dry_run,
+        unchanged="no loop-brake hook",
+        done="removed the hook from",
+    )
+
+
+def _apply(
+    prog: str,
+    make_plan: Callable[[Any], Any],
+    agent: str,
+    scope: str,
+    dry_run: bool,
+    unchanged: str,
+    done: str,
+) -> int:
+    """Plan the edit of AGENT's settings file, then print it (--dry-run) or write it:
+    one path for install and uninstall, so both refuse, report and back up alike."""
+    from ..hook.install import USAGE, InstallError, settings_path, write_plan
+
     try:
         path = settings_path(agent, scope)
-        plan = plan_uninstall(agent, path)
+        plan = make_plan(path)
     except InstallError as exc:
         click.echo(f"{prog}: {exc}", err=True)
         return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
     if dry_run:
         click.echo(plan.text, nl=False)
-        state = "would change" if plan.changed else "has no loop-brake hook, would not change"
+        state = "would change" if plan.changed else f"{unchanged}, would not change"
         click.echo(f"{prog}: {path} {state} (dry run)", err=True)
         return ExitStatus.OK
     if not plan.changed:
-        click.echo(f"{prog}: no loop-brake hook in {path}", err=True)
+        click.echo(f"{prog}: {unchanged} in {path}", err=True)
         return ExitStatus.OK
     try:
         backup = write_plan(plan)
@@ -193,5 +195,5 @@ def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
         click.echo(f"{prog}: cannot write {path}: {reason}; left untouched", err=True)
         return ExitStatus.UNREADABLE
     note = f" (backup: {backup})" if backup else ""
-    click.echo(f"{prog}: removed the hook from {path}{note}", err=True)
+    click.echo(f"{prog}: {done} {path}{note}", err=True)
     return ExitStatus.OK
