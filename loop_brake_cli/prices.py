@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from .toml_reader import tomllib
+
 __all__ = ["KINDS", "Price", "Prices", "PricesError", "load_prices", "parse_prices"]
 
 KINDS = ("input", "output", "cache_read", "cache_write")
@@ -99,17 +101,6 @@ class _Locator:
         return self.keys.get((entry, key)) or self.entries.get(entry)
 
 
-def _tomllib() -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError:
-            return None
-    return tomllib
-
-
 def load_prices(path: str) -> Prices:
     """Read and check a prices file; ``PricesError`` with located errors."""
     try:
@@ -128,7 +119,7 @@ def load_prices(path: str) -> Prices:
 
 def parse_prices(text: str, path: str) -> Prices:
     """The prices in ``text``; ``PricesError`` listing every mistake, located."""
-    toml = _tomllib()
+    toml = tomllib()
     if toml is None:
         raise PricesError([f"{path}: reading TOML needs Python 3.11+ or tomli"])
     try:

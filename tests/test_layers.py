@@ -32,6 +32,7 @@ CORE = {
     "wire",
     "policy",
     "progress",
+    "toml_reader",
 }
 COMMANDS = {"commands", "cli", "entry", "__main__"}
 LAYER = {"core": 0, "front": 1, "commands": 2}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..progress import DEFAULT_IGNORE
+from ..toml_reader import tomllib
 from .model import CycleRule, Policy, StopRule, ToolRule
 
 __all__ = ["MAX_PERIOD", "PolicyError", "Problem", "check_policy", "load_policy", "parse_policy"]
@@ -183,22 +184,11 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def _tomllib() -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError:
-            return None
-    return tomllib
-
-
 def parse_policy(text: str, path: str, prefix: str | None = None) -> tuple[Policy, list[Problem]]:
     """The policy in ``text`` and its warnings; ``PolicyError`` for any error.
 
     ``prefix``: the table holding the policy (``tool.loop-brake`` in pyproject.toml)."""
-    toml = _tomllib()
+    toml = tomllib()
     if toml is None:
         raise PolicyError([Problem(path, None, None, "reading TOML needs Python 3.11+ or tomli")])
     try:

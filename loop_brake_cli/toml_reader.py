@@ -1,0 +1,25 @@
+"""The TOML reader of the policy and prices files, found on first use.
+
+The standard library has one from Python 3.11; on 3.10 the ``tomli`` package is
+the same reader under another name, and without it the caller says what to
+install rather than failing on import (the hook imports nothing of this when no
+file is found).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["tomllib"]
+
+
+def tomllib() -> Any:
+    """The ``tomllib`` module (or ``tomli``), else None."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            return None
+    return tomllib
