@@ -14,7 +14,7 @@ from typing import Any
 from ..canonical import JSONInputError, parse_json
 from ..reader import BOM, CHUNK_SIZE
 
-__all__ = ["foreign", "head_lines", "head_objects", "head_text"]
+__all__ = ["foreign", "head_lines", "head_objects", "head_text", "mentions"]
 
 WHITESPACE = b" \t\r\n"
 
@@ -37,6 +37,21 @@ def head_text(head: bytes) -> bytes:
     if head.startswith(BOM):
         head = head[3:]
     return head.lstrip(WHITESPACE)
+
+
+def mentions(head: bytes, needles: tuple[bytes, ...]) -> bool:
+    """Does the head hold any of ``needles``? A sniff asks first, for the literals its
+    patterns cannot match without: a bytes search is a few times cheaper than a regex
+    search, and most heads a sniff sees (another format's) hold none of them."""
+    for needle in needles:
+        if needle in head:
+            return True
+    return False
+
+
+UNICODE_ESCAPE = b"\\u"
+"""In a head with no ``\\u``, a JSON key is spelled literally in its bytes: a sniff that
+parses lines for a key can rule out a head without that key's bytes."""
 
 
 def foreign(head: bytes) -> bool:

@@ -50,18 +50,22 @@ INFO = FormatInfo(
 )
 
 CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+# Quote first, look-behind after it (as in formats/_sniff.py): re scans for the quote's byte.
 _BLOCK = re.compile(
-    rb'(?<!\\)"type"\s*:\s*"(tool_use|tool_result|server_tool_use|mcp_tool_use'
+    rb'"(?<!\\")type"\s*:\s*"(tool_use|tool_result|server_tool_use|mcp_tool_use'
     rb'|redacted_thinking|thinking)"'
 )
-_MESSAGE = re.compile(rb'(?<!\\)"type"\s*:\s*"message"')
-_STOP_REASON = re.compile(rb'(?<!\\)"stop_reason"\s*:')
+_MESSAGE = re.compile(rb'"(?<!\\")type"\s*:\s*"message"')
+_STOP_REASON = re.compile(rb'"(?<!\\")stop_reason"\s*:')
 
 
 def sniff(head: bytes) -> bool:
-    """Anthropic content blocks (or a response object), and no other format's markers."""
+    """Anthropic content blocks (or a response object), and no other format's markers.
+
+    Both need a ``"type"`` key: a bytes search for it rules out most other formats'
+    heads before any regex."""
     body = head_text(head)
-    if not body.startswith((b"[", b"{")) or foreign(body):
+    if not body.startswith((b"[", b"{")) or b'"type"' not in body or foreign(body):
         return False
     return bool(_BLOCK.search(body) or (_MESSAGE.search(body) and _STOP_REASON.search(body)))
 

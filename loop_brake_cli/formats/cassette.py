@@ -83,7 +83,10 @@ _EXCHANGE = re.compile(rb"(?m)^[ \t]*-?[ \t]*(request|response):[ \t]*$")
 
 
 def sniff(head: bytes) -> bool:
-    """A top-level ``interactions:`` list of request/response pairs."""
+    """A top-level ``interactions:`` list of request/response pairs (a bytes search for
+    the key first: a multi-line ``^`` pattern tries every position of the head)."""
+    if b"interactions:" not in head:
+        return False
     return bool(_INTERACTIONS.search(head) and _EXCHANGE.search(head))
 
 

@@ -46,7 +46,7 @@ from ._common import (
     tokens,
     values_calls,
 )
-from ._sniff import head_text
+from ._sniff import head_text, mentions
 
 INFO = FormatInfo(
     name="gemini-cli",
@@ -55,16 +55,24 @@ INFO = FormatInfo(
     patterns=("session-*.json", "session-*.jsonl"),
 )
 
-_SESSION = re.compile(rb'(?<!\\)"sessionId"\s*:')
+# Each pattern starts with its quote and looks behind after it (a quote not preceded by
+# a backslash, as in formats/_sniff.py), so re scans for the quote's byte; before them,
+# bytes searches for the literals they need rule out most heads (an event file's) at once.
+_SESSION = re.compile(rb'"(?<!\\")sessionId"\s*:')
 _MARKER = re.compile(
-    rb'(?<!\\)"(projectHash|toolCalls|\$rewindTo|\$set)"\s*:|(?<!\\)"type"\s*:\s*"gemini"'
+    rb'"(?<!\\")(?:(projectHash|toolCalls|\$rewindTo|\$set)"\s*:|type"\s*:\s*"gemini")'
 )
+_MARKER_WORDS = (b'projectHash"', b'toolCalls"', b'$rewindTo"', b'$set"', b'"gemini"')
 
 
 def sniff(head: bytes) -> bool:
     """A ``sessionId`` with a Gemini CLI marker (``projectHash``, ``toolCalls``, a gemini turn)."""
     body = head_text(head)
-    return body.startswith(b"{") and bool(_SESSION.search(body) and _MARKER.search(body))
+    if not body.startswith(b"{") or b'"sessionId"' not in body:
+        return False
+    if not mentions(body, _MARKER_WORDS):
+        return False
+    return bool(_SESSION.search(body) and _MARKER.search(body))
 
 
 class _Recording:

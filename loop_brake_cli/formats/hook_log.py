@@ -33,7 +33,7 @@ from ..reader import TOO_LONG, Source
 from ..records import BadRecord, Record, line_too_long
 from . import FormatInfo
 from ._common import load_json_line
-from ._sniff import head_objects
+from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 
 INFO = FormatInfo(
     name="claude-hooks",
@@ -45,10 +45,14 @@ INFO = FormatInfo(
 
 _KNOWN_EVENTS = frozenset(event for agent in agents.AGENTS for event in agent.ALL_EVENTS)
 _SESSION_FIELDS = ("session_id", "conversation_id")
+# A head without one of these bytes holds no session field: no line need be parsed.
+_SESSION_WORDS = (b'session_id"', b'conversation_id"', UNICODE_ESCAPE)
 
 
 def sniff(head: bytes) -> bool:
     """A line that is a hook input: an agent's event name and a string session id."""
+    if not mentions(head, _SESSION_WORDS):
+        return False
     for obj in head_objects(head):
         event = agents.event_of(obj)
         if event.__class__ is str and event in _KNOWN_EVENTS:

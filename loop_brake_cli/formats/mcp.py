@@ -112,6 +112,8 @@ def _is_response(message: Any) -> bool:
 
 def sniff(head: bytes) -> bool:
     """A line in the head that is (or wraps) a JSON-RPC 2.0 message."""
+    if b'"jsonrpc"' not in head:  # every line's own check, once for the whole head
+        return False
     for line in head_lines(head):
         if b'"jsonrpc"' not in line:
             continue

@@ -43,7 +43,7 @@ from ..reader import Source
 from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
 from ._common import CallLedger, file_calls, json_path, make_call, never_raises, tokens
-from ._sniff import foreign, head_text
+from ._sniff import foreign, head_text, mentions
 
 INFO = FormatInfo(
     name="openai-chat",
@@ -53,11 +53,13 @@ INFO = FormatInfo(
 )
 
 # A key written by JSON itself, not one quoted inside a string value (those are \"escaped\").
-_TOOL_CALLS = re.compile(rb'(?<!\\)"tool_calls"\s*:')
-_ROLE = re.compile(rb'(?<!\\)"role"\s*:\s*"(assistant|user|system|tool|developer|function)"')
+# Quote first, look-behind after it (as in formats/_sniff.py): re scans for the quote's byte.
+_TOOL_CALLS = re.compile(rb'"(?<!\\")tool_calls"\s*:')
+_ROLE = re.compile(rb'"(?<!\\")role"\s*:\s*"(assistant|user|system|tool|developer|function)"')
 _ANTHROPIC_BLOCK = re.compile(
-    rb'(?<!\\)"type"\s*:\s*"(tool_use|tool_result|server_tool_use|mcp_tool_use|thinking)"'
+    rb'"(?<!\\")type"\s*:\s*"(tool_use|tool_result|server_tool_use|mcp_tool_use|thinking)"'
 )
+_KEYS = (b'"tool_calls"', b'"role"')  # one of them, or the sniff says no
 
 
 # ---------------------------------------------------------------------------
@@ -204,9 +206,9 @@ def chat_usage(record: Usage, usage: dict[str, Any]) -> None:
 def sniff(head: bytes) -> bool:
     """Chat messages (a ``tool_calls`` key or a chat role) and no other format's markers."""
     body = head_text(head)
-    if not body.startswith((b"[", b"{")) or foreign(body):
+    if not body.startswith((b"[", b"{")) or not mentions(body, _KEYS) or foreign(body):
         return False
-    if _ANTHROPIC_BLOCK.search(body):
+    if b'"type"' in body and _ANTHROPIC_BLOCK.search(body):
         return False
     return bool(_TOOL_CALLS.search(body) or _ROLE.search(body))
 

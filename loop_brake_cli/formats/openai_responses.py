@@ -42,7 +42,7 @@ from ..reader import Source
 from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
 from ._common import CallLedger, TurnUsage, file_calls, json_path, make_call, never_raises, tokens
-from ._sniff import foreign, head_text
+from ._sniff import foreign, head_text, mentions
 
 INFO = FormatInfo(
     name="openai-responses",
@@ -51,11 +51,13 @@ INFO = FormatInfo(
     patterns=("*.json", "*.jsonl"),
 )
 
+# Quote first, look-behind after it (as in formats/_sniff.py): re scans for the quote's byte.
 _ITEM = re.compile(
-    rb'(?<!\\)"type"\s*:\s*"(function_call|function_call_output|custom_tool_call|mcp_call'
+    rb'"(?<!\\")type"\s*:\s*"(function_call|function_call_output|custom_tool_call|mcp_call'
     rb'|response\.output_item\.done|response\.completed)"'
 )
-_RESPONSE = re.compile(rb'(?<!\\)"object"\s*:\s*"response"')
+_RESPONSE = re.compile(rb'"(?<!\\")object"\s*:\s*"response"')
+_KEYS = (b'"type"', b'"object"')  # one of them, or neither pattern can match
 _STREAM_DONE = ("response.completed", "response.done", "response.incomplete", "response.failed")
 _STREAM_START = ("response.created", "response.in_progress")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
@@ -64,7 +66,7 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 def sniff(head: bytes) -> bool:
     """A Responses item type or a response object, and no other format's markers."""
     body = head_text(head)
-    if not body.startswith((b"[", b"{")) or foreign(body):
+    if not body.startswith((b"[", b"{")) or not mentions(body, _KEYS) or foreign(body):
         return False
     return bool(_ITEM.search(body) or _RESPONSE.search(body))
 

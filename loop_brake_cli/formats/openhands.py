@@ -103,7 +103,7 @@ from ._common import (
     never_raises,
     values_calls,
 )
-from ._sniff import head_text
+from ._sniff import head_text, mentions
 from .openai_chat import messages_calls, response_calls, response_usage
 
 INFO = FormatInfo(
@@ -113,30 +113,34 @@ INFO = FormatInfo(
     patterns=("*.json", "*.jsonl"),
 )
 
+# Each key pattern starts with its quote and looks behind after it (a quote not preceded
+# by a backslash, as in formats/_sniff.py), so re scans for the quote's byte instead of
+# trying every position; the sniff first asks for the literals a pattern needs.
 _MARKER = re.compile(
-    rb'(?<!\\)"(fncall_messages|fncall_response|tool_call_metadata)"\s*:'
-    rb'|(?<!\\)"kind"\s*:\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)"'
+    rb'"(?<!\\")(?:(fncall_messages|fncall_response|tool_call_metadata)"\s*:'
+    rb'|kind"\s*:\s*"(ActionEvent|ObservationEvent|MessageEvent|SystemPromptEvent)")'
 )
+_MARKER_WORDS = (b"fncall_", b'tool_call_metadata"', b'kind"')
 # Prompt-style function calling, as OpenHands renders calls into ``messages`` text.
 _PROMPT_CALL = re.compile(rb"<(function|parameter)=[A-Za-z_][\w-]*>")
 _MESSAGES = re.compile(rb'^\{\s*"messages"\s*:\s*\[')
-_INSTANCE = re.compile(rb'(?<!\\)"instance_id"\s*:')
-_HISTORY = re.compile(rb'(?<!\\)"history"\s*:\s*\[')
-_INSTRUCTION = re.compile(rb'(?<!\\)"(instruction|test_result)"\s*:')
+_INSTANCE = re.compile(rb'"(?<!\\")instance_id"\s*:')
+_HISTORY = re.compile(rb'"(?<!\\")history"\s*:\s*\[')
+_INSTRUCTION = re.compile(rb'"(?<!\\")(instruction|test_result)"\s*:')
 _EVENT = re.compile(
-    rb'(?<!\\)"source"\s*:\s*"(user|agent|environment)"'
-    rb'[^\n]{0,4096}?(?<!\\)"(action|observation)"\s*:\s*"'
-    rb'|(?<!\\)"(action|observation)"\s*:\s*"[a-z_]*"[^\n]{0,4096}?(?<!\\)"source"\s*:\s*"'
-    rb'(user|agent|environment)"',
+    rb'"(?<!\\")(?:source"\s*:\s*"(user|agent|environment)"'
+    rb'[^\n]{0,4096}?"(?<!\\")(action|observation)"\s*:\s*"'
+    rb'|(action|observation)"\s*:\s*"[a-z_]*"[^\n]{0,4096}?"(?<!\\")source"\s*:\s*"'
+    rb'(user|agent|environment)")',
     re.DOTALL,
 )
 # Older (pre-function-calling) events: an OpenHands action beside a field only OpenHands writes.
 _OLDER_ACTION = re.compile(
-    rb'(?<!\\)"action"\s*:\s*"(run|run_ipython|read|write|edit|browse|browse_interactive'
+    rb'"(?<!\\")action"\s*:\s*"(run|run_ipython|read|write|edit|browse|browse_interactive'
     rb'|delegate|kill|message|finish|reject|think|recall|system|null)"'
 )
 _OLDER_FIELD = re.compile(
-    rb'(?<!\\)"(is_confirmed|confirmation_state|action_risk|security_risk|keep_prompt'
+    rb'"(?<!\\")(is_confirmed|confirmation_state|action_risk|security_risk|keep_prompt'
     rb'|kernel_init_code|wait_for_response|image_urls|images_urls)"\s*:'
 )
 
@@ -168,15 +172,23 @@ def sniff(head: bytes) -> bool:
     body = head_text(head)
     if not body.startswith((b"[", b"{")):
         return False
-    if _MARKER.search(body):
+    if mentions(body, _MARKER_WORDS) and _MARKER.search(body):
         return True
-    if _INSTANCE.search(body) and (_HISTORY.search(body) or _INSTRUCTION.search(body)):
+    if (
+        b'"instance_id"' in body
+        and _INSTANCE.search(body)
+        and (_HISTORY.search(body) or _INSTRUCTION.search(body))
+    ):
         return True  # an output.jsonl record (its history may start beyond the head)
     if _MESSAGES.match(body) and _PROMPT_CALL.search(body):
         return True  # a completion log whose fncall_* keys lie beyond the head
-    if (body.startswith(b"[") or _HISTORY.search(body)) and _OLDER_ACTION.search(body):
+    if (
+        b'"action"' in body
+        and (body.startswith(b"[") or _HISTORY.search(body))
+        and _OLDER_ACTION.search(body)
+    ):
         return _OLDER_FIELD.search(body) is not None  # older output: no tool_call_metadata
-    if body.startswith(b"["):
+    if body.startswith(b"[") and b'"source"' in body:
         window = body[:16384].replace(b"\n", b" ")
         return _EVENT.search(window) is not None
     return False

@@ -87,7 +87,10 @@ _OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles", "resour
 
 
 def sniff(head: bytes) -> bool:
-    """The head opens an OTLP/JSON traces document, or one of its lines is one."""
+    """The head opens an OTLP/JSON traces document, or one of its lines is one (a bytes
+    search for the key first: the pattern, tried on every line, needs it)."""
+    if b'"resource' not in head:
+        return False
     if _SNIFF.match(head.lstrip(b"\xef\xbb\xbf")):
         return True
     return any(_SNIFF.match(line) for line in head_lines(head, 50))

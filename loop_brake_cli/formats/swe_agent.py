@@ -87,14 +87,18 @@ INFO = FormatInfo(
     patterns=("*.traj",),
 )
 
-_TRAJECTORY = re.compile(rb'(?<!\\)"trajectory"\s*:\s*\[')
-_STEP = re.compile(rb'(?<!\\)"(action|observation|history|environment)"\s*:')
+# Quote first, look-behind after it (as in formats/_sniff.py): re scans for the quote's byte.
+_TRAJECTORY = re.compile(rb'"(?<!\\")trajectory"\s*:\s*\[')
+_STEP = re.compile(rb'"(?<!\\")(action|observation|history|environment)"\s*:')
 
 
 def sniff(head: bytes) -> bool:
-    """An object with a ``trajectory`` list of steps."""
+    """An object with a ``trajectory`` list of steps (a bytes search for the key first:
+    most heads sniffed here are other formats', without it)."""
     body = head_text(head)
-    return body.startswith(b"{") and bool(_TRAJECTORY.search(body) and _STEP.search(body))
+    if not body.startswith(b"{") or b'"trajectory"' not in body:
+        return False
+    return bool(_TRAJECTORY.search(body) and _STEP.search(body))
 
 
 def _is_call_message(message: Any) -> bool:
