@@ -42,7 +42,7 @@ from ..reader import TOO_LONG, Source
 from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
 from . import FormatInfo
 from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments, tokens
-from ._sniff import head_objects
+from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 
 INFO = FormatInfo(
     name="claude-code",
@@ -63,6 +63,9 @@ _PREFIX = re.compile(
     rb'^\s*\{("parentUuid":(null|"[^"]*"),"isSidechain":(true|false),'
     rb'|"type":"(file-history-snapshot|summary)","(messageId|summary)":)'
 )
+# A head without one of these bytes has no ``type`` key (nor the prefix): no line need be
+# parsed (an event file's, which every directory replay of them sniffs here first).
+_KEY_WORDS = (b'type"', b'"parentUuid"', UNICODE_ESCAPE)
 
 
 def _looks_like_claude(obj: dict[str, Any]) -> bool:
@@ -78,6 +81,8 @@ def _looks_like_claude(obj: dict[str, Any]) -> bool:
 
 def sniff(head: bytes) -> bool:
     """Any whole line in the head that only Claude Code writes."""
+    if not mentions(head, _KEY_WORDS):
+        return False
     for obj in head_objects(head):
         if _looks_like_claude(obj):
             return True

@@ -57,7 +57,7 @@ from ..reader import TOO_LONG, Source
 from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
 from . import FormatInfo
 from ._common import RecentIds, load_json_line, parse_arguments, tokens
-from ._sniff import head_objects
+from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 
 INFO = FormatInfo(
     name="codex",
@@ -71,6 +71,9 @@ _ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "com
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _PREFIX = re.compile(rb'^\s*\{"timestamp":"[^"]*","type":"(session_meta|response_item|event_msg)"')
+# A head without one of these bytes has no ``type``, ``record_type`` or ``instructions``
+# key (nor the prefix): no line need be parsed.
+_KEY_WORDS = (b'type"', b'instructions"', UNICODE_ESCAPE)
 
 
 def _is_legacy_meta(obj: dict[str, Any]) -> bool:
@@ -79,6 +82,8 @@ def _is_legacy_meta(obj: dict[str, Any]) -> bool:
 
 def sniff(head: bytes) -> bool:
     """A rollout envelope line (or a legacy rollout's first line) in the head."""
+    if not mentions(head, _KEY_WORDS):
+        return False
     for obj in head_objects(head):
         if obj.get("type") in _ENVELOPES and isinstance(obj.get("payload"), dict):
             return True
