@@ -73,6 +73,11 @@ class Source:
         self.head_bytes = head_bytes
         self.bytes_read = bytes_read
         self.underlying = underlying
+        # Whether the reader wants ToolResult records: an adapter may leave them out
+        # (and skip the lines that hold only results) when not. True for a library
+        # caller, so ``adapter.parse(source)`` yields every record the format holds;
+        # ``formats.parse_records`` sets it to what the run uses (a progress mode).
+        self.results = True
 
     def close(self) -> None:
         if self.name != "<stdin>":

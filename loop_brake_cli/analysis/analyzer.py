@@ -86,10 +86,10 @@ class Analyzer:
     def add(self, record: Record, verdict: Verdict | None) -> None:
         """Count one judged record (a BadRecord when ``verdict`` is None)."""
         if verdict is None:
-            if record.__class__ is BadRecord:
-                self.bad_record(record)
-            elif record.__class__ is Usage:
+            if record.__class__ is Usage:  # one per model turn: the common case
                 self._usage(record)  # type: ignore[arg-type]
+            elif record.__class__ is BadRecord:
+                self.bad_record(record)
             return
         info = self._file
         assert info is not None, "start_file first"
@@ -152,9 +152,16 @@ class Analyzer:
             self._pending[key] = (spent, Turn(usage, ordinal, 0))
             return
         calls = stats.calls - stats.duplicates
-        if stats.turn is not None:
-            close_turn(stats.turn, calls, stats.spent, stats.waste)
-        stats.turn = Turn(usage, stats.spent.turns + 1, calls)
+        turn = stats.turn
+        if turn is None:
+            stats.turn = Turn(usage, stats.spent.turns + 1, calls)
+            return
+        close_turn(turn, calls, stats.spent, stats.waste)
+        # Nothing keeps a closed turn: it becomes the next one (no allocation per turn).
+        turn.usage = usage
+        turn.ordinal = stats.spent.turns + 1
+        turn.start = calls
+        turn.wasted = 0
 
     @staticmethod
     def _wasted(stats: SessionStats) -> None:

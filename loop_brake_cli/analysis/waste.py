@@ -69,13 +69,24 @@ class Tokens:
     reasoning: int | None = None
 
     def add_usage(self, usage: Usage) -> None:
-        # One statement per kind: replay adds every turn's usage, and a loop over KINDS
-        # with getattr/setattr cost 5% of a replay of the bench transcript.
-        self.input = _plus(self.input, usage.input_tokens)
-        self.output = _plus(self.output, usage.output_tokens)
-        self.cache_read = _plus(self.cache_read, usage.cache_read_tokens)
-        self.cache_write = _plus(self.cache_write, usage.cache_write_tokens)
-        self.reasoning = _plus(self.reasoning, usage.reasoning_tokens)
+        # _plus written out for each kind: replay adds every turn's usage (a loop over
+        # KINDS with getattr/setattr cost 5% of a replay of the bench transcript, and
+        # five calls of _plus were the next largest part of this).
+        value = usage.input_tokens
+        if value is not None:
+            self.input = value if self.input is None else self.input + value
+        value = usage.output_tokens
+        if value is not None:
+            self.output = value if self.output is None else self.output + value
+        value = usage.cache_read_tokens
+        if value is not None:
+            self.cache_read = value if self.cache_read is None else self.cache_read + value
+        value = usage.cache_write_tokens
+        if value is not None:
+            self.cache_write = value if self.cache_write is None else self.cache_write + value
+        value = usage.reasoning_tokens
+        if value is not None:
+            self.reasoning = value if self.reasoning is None else self.reasoning + value
 
     def add(self, other: Tokens) -> None:
         self.input = _plus(self.input, other.input)

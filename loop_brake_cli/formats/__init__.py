@@ -111,9 +111,13 @@ def get(name: str) -> ModuleType:
 
 
 def parse_records(adapter: ModuleType, source: Source, results: bool = False) -> Iterator[Record]:
-    """The records of one source. Every adapter yields the results its format records;
-    the event format's result lines only with ``results`` (a policy's progress mode),
-    since elsewhere such a line is the error it was before result lines existed."""
+    """The records of one source. ``results``: whether the run reads ``ToolResult``
+    records (a policy's progress mode); without it they feed nothing, so an adapter may
+    leave them out (``Source.results``: claude-code and codex do, and skip the lines
+    that hold only results, most of a transcript's bytes). The event format's result
+    lines are read only with ``results``, since elsewhere such a line is the error it
+    was before result lines existed."""
+    source.results = results
     if results and adapter.INFO.name == "events":
         return adapter.parse(source, results=True)
     return adapter.parse(source)

@@ -287,21 +287,35 @@ class TurnUsage:
     The first sighting is reported, before the turn's calls; a later one raises
     the figures of that same ``Usage`` object to the larger values instead of
     being reported again, so a consumer reads a turn's figures when the
-    session's next ``Usage`` arrives or the input ends. Bounded like
-    ``RecentIds``: repeats come close together.
+    session's next ``Usage`` arrives or the input ends. Bounded (between ``size``
+    and twice that many turns) like ``RecentIds``: repeats come close together.
     """
 
     def __init__(self, size: int = 8192) -> None:
-        self._turns: OrderedDict[Hashable, Usage] = OrderedDict()
+        # Two generations of plain dicts (cheaper than an OrderedDict's bookkeeping on
+        # every assistant line): the newest ``size`` turns at least are remembered.
+        self._turns: dict[Hashable, Usage] = {}
+        self._older: dict[Hashable, Usage] = {}
         self._size = size
+
+    def get(self, key: Hashable) -> Usage | None:
+        """The ``Usage`` already reported for turn ``key``, if remembered."""
+        earlier = self._turns.get(key)
+        if earlier is None and self._older:
+            earlier = self._older.get(key)
+        return earlier
+
+    def remember(self, key: Hashable, usage: Usage) -> None:
+        """``usage`` is the first of turn ``key``: report it, and merge later ones in."""
+        self._turns[key] = usage
+        if len(self._turns) >= self._size:
+            self._older, self._turns = self._turns, {}
 
     def first(self, key: Hashable, usage: Usage) -> bool:
         """True when ``usage`` is the first of turn ``key`` (report it); else merge it in."""
-        earlier = self._turns.get(key)
+        earlier = self.get(key)
         if earlier is None:
-            self._turns[key] = usage
-            if len(self._turns) > self._size:
-                self._turns.popitem(last=False)
+            self.remember(key, usage)
             return True
         for name in _FIGURES:
             value = getattr(usage, name)

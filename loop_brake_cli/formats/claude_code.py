@@ -19,6 +19,10 @@ One JSON object per line; a tool call is a ``tool_use`` block of an assistant li
 * Results: the ``tool_result`` blocks of ``user`` lines, each a ``ToolResult``
   paired by ``tool_use_id`` (the result is ``{"content", "isError"}`` of the
   block; the top-level ``toolUseResult`` is the harness's own view and ignored).
+  When the reader wants no results (``Source.results`` False: no progress mode),
+  a line with no call or usage is not parsed at all, as before results were
+  read: a user line's ``sessionId`` of the wrong type is then not reported (it
+  names the session of results only, and a user line holds no call).
 * Usage: ``message.usage`` of an assistant line (``input_tokens``,
   ``output_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``;
   thinking is counted in the output). Every line of a split response repeats
@@ -41,7 +45,7 @@ from ..brake import session_key, subagent_session_key
 from ..reader import TOO_LONG, Source
 from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
 from . import FormatInfo
-from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments, tokens
+from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 
 INFO = FormatInfo(
@@ -115,14 +119,14 @@ def _path(index: int) -> str:
 
 
 def _calls(
-    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, mark: Any
+    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, mark: Any, results: bool
 ) -> list[Record]:
     """The records of one parsed line; ``mark`` is applied to each call's arguments."""
     if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
         return [BadRecord("not a JSON object", number)]
     kind = obj.get("type")
     if kind == "user":
-        return _results(obj, number)
+        return _results(obj, number) if results else []
     if kind != "assistant":
         return []
     message = obj.get("message")
@@ -179,21 +183,49 @@ def _usage(
     """The message's usage, once per ``message.id`` (the larger figures of its later lines
     are merged into the record already yielded, before the message's calls)."""
     turn = message.get("id")
+    if turn.__class__ is str:
+        key = (session, turn)
+        earlier = turns.get(key)
+        if earlier is not None:  # a later line of a split response: no new record
+            earlier.input_tokens = _larger(earlier.input_tokens, usage.get("input_tokens"))
+            earlier.output_tokens = _larger(earlier.output_tokens, usage.get("output_tokens"))
+            earlier.cache_read_tokens = _larger(
+                earlier.cache_read_tokens, usage.get("cache_read_input_tokens")
+            )
+            earlier.cache_write_tokens = _larger(
+                earlier.cache_write_tokens, usage.get("cache_creation_input_tokens")
+            )
+            return
+    else:
+        turn = None
     model = message.get("model")
+    # tokens() inline: this runs for every assistant line of a transcript
+    given = usage.get("input_tokens")
+    read = usage.get("cache_read_input_tokens")
+    written = usage.get("cache_creation_input_tokens")
+    output = usage.get("output_tokens")
     record = Usage(
         session,
-        turn if turn.__class__ is str else None,
+        turn,
         model if model.__class__ is str else None,
-        tokens(usage.get("input_tokens")),
-        tokens(usage.get("output_tokens")),
-        tokens(usage.get("cache_read_input_tokens")),
-        tokens(usage.get("cache_creation_input_tokens")),
+        given if given.__class__ is int and given >= 0 else None,
+        output if output.__class__ is int and output >= 0 else None,
+        read if read.__class__ is int and read >= 0 else None,
+        written if written.__class__ is int and written >= 0 else None,
         None,  # thinking is part of output_tokens: the API reports no separate count
         number,
         "$.message.usage",
     )
-    if record.turn is None or turns.first((session, record.turn), record):
-        out.append(record)
+    if turn is not None:
+        turns.remember(key, record)
+    out.append(record)
+
+
+def _larger(old: int | None, value: Any) -> int | None:
+    """``value`` when it is a token count above ``old`` (None: not recorded), else ``old``."""
+    if value.__class__ is int and value >= 0 and (old is None or value > old):
+        return value  # type: ignore[no-any-return]
+    return old
 
 
 def _results(obj: dict[str, Any], number: int | None) -> list[Record]:
@@ -237,6 +269,11 @@ def _may_hold_records(raw: bytes) -> bool:
     return _TOOL_RESULT in raw or _TOOL_USE in raw or _USAGE in raw
 
 
+def _may_hold_calls(raw: bytes) -> bool:
+    """``_may_hold_records`` for a reader that wants no results."""
+    return _TOOL_USE in raw or _USAGE in raw
+
+
 def _reported(raw: bytes) -> bool:
     """Whether a line the parser refused is an error: one that may hold a call, or that is
     not even the outline of an object. A whole line holding only results or usage that
@@ -270,11 +307,13 @@ def parse(source: Source) -> Iterator[Record]:
     from ..pipeline import plain_args
 
     seen, turns = RecentIds(), TurnUsage()
+    results = source.results
+    may_hold = _may_hold_records if results else _may_hold_calls
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if not _may_hold_records(raw):
+        if not may_hold(raw):
             if (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw):  # '{' ... '}'
                 continue  # cannot hold a call: not parsed (most of a transcript's bytes)
         obj = None
@@ -289,7 +328,7 @@ def parse(source: Source) -> Iterator[Record]:
                 if _reported(raw):
                     yield BadRecord(error, number)
                 continue
-        calls = _calls(obj, number, seen, turns, plain_args)
+        calls = _calls(obj, number, seen, turns, plain_args, results)
         if calls:
             yield from calls
 
@@ -297,17 +336,19 @@ def parse(source: Source) -> Iterator[Record]:
 def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
     """``parse`` with the exact parser."""
     seen, turns = RecentIds(), TurnUsage()
+    results = source.results
+    may_hold = _may_hold_records if results else _may_hold_calls
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if not _may_hold_records(raw) and _is_whole_object(raw):
+        if not may_hold(raw) and _is_whole_object(raw):
             continue
         obj, error = load(raw)
         if error is not None:
             if _reported(raw):
                 yield BadRecord(error, number)
             continue
-        calls = _calls(obj, number, seen, turns, mark)
+        calls = _calls(obj, number, seen, turns, mark, results)
         if calls:
             yield from calls

@@ -25,7 +25,10 @@ Every line is an envelope ``{timestamp, type, payload}``; calls are the
 * Results: ``function_call_output`` (which also answers ``local_shell_call``)
   and ``custom_tool_call_output``, each a ``ToolResult`` paired by ``call_id``;
   the result is ``output`` as recorded (a string; older versions wrote a JSON
-  string ``{"output", "metadata"}``, kept as that string).
+  string ``{"output", "metadata"}``, kept as that string). When the reader wants
+  no results (``Source.results`` False: no progress mode), they are left out and
+  a line holding only an output is not parsed, as before results were read (so
+  one that is not JSON, yet looks like a whole object, is then not reported).
 * Usage: ``event_msg`` ``token_count`` events. ``info.total_token_usage`` is the
   session's running total and ``info.last_token_usage`` the latest model
   response's own figures; Codex writes the same event more than once (the total
@@ -95,7 +98,8 @@ def sniff(head: bytes) -> bool:
 class _Reader:
     """The state a rollout needs between lines: the session and the ids already counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, results: bool = True) -> None:
+        self.results = results  # ToolResult records wanted
         self.session: str | None = None
         self.seen = RecentIds()
         self.model: str | None = None
@@ -124,7 +128,7 @@ class _Reader:
             item = payload.get("type")
             if item in _CALLS:
                 yield from self.call(payload, number, "$.payload")
-            elif item in _OUTPUTS:
+            elif item in _OUTPUTS and self.results:
                 yield from self.result(payload, number, "$.payload")
         elif kind == "event_msg":
             payload = obj.get("payload")
@@ -137,7 +141,7 @@ class _Reader:
                 self.model = model
         elif kind in _CALLS and "payload" not in obj:  # legacy: a bare response item
             yield from self.call(obj, number, None)
-        elif kind in _OUTPUTS and "payload" not in obj:
+        elif kind in _OUTPUTS and "payload" not in obj and self.results:
             yield from self.result(obj, number, None)
 
     def _session(self) -> str:
@@ -244,9 +248,13 @@ _NEEDED = (
 )
 
 
-def _skippable(raw: bytes) -> bool:
+# The same without results: an output line is then skipped like any other.
+_NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle != b'_output"')
+
+
+def _skippable(raw: bytes, needed: tuple[bytes, ...]) -> bool:
     """Nothing read in it, and the outline of a whole object (else parse and report)."""
-    if any(needle in raw for needle in _NEEDED):
+    if any(needle in raw for needle in needed):
         return False
     stripped = raw.strip()
     return stripped[:1] == b"{" and stripped[-1:] == b"}"
@@ -259,12 +267,13 @@ def parse(source: Source) -> Iterator[Record]:
     messages, ``event_msg`` echoes) are not parsed unless they look truncated
     or garbled, which is reported.
     """
-    reader = _Reader()
+    reader = _Reader(source.results)
+    needed = _NEEDED if source.results else _NEEDED_NO_RESULTS
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if _skippable(raw):
+        if _skippable(raw, needed):
             continue
         obj, error = load_json_line(raw)
         if error is not None:
