@@ -287,16 +287,17 @@ class TurnUsage:
     The first sighting is reported, before the turn's calls; a later one raises
     the figures of that same ``Usage`` object to the larger values instead of
     being reported again, so a consumer reads a turn's figures when the
-    session's next ``Usage`` arrives or the input ends. Bounded (between ``size``
-    and twice that many turns) like ``RecentIds``: repeats come close together.
+    session's next ``Usage`` arrives or the input ends. Bounded (the last ``size``
+    turns at most, half of them at least) like ``RecentIds``: repeats come close
+    together.
     """
 
     def __init__(self, size: int = 8192) -> None:
-        # Two generations of plain dicts (cheaper than an OrderedDict's bookkeeping on
-        # every assistant line): the newest ``size`` turns at least are remembered.
+        # Two generations of plain dicts of ``size // 2`` turns each: cheaper than an
+        # OrderedDict's bookkeeping on every assistant line.
         self._turns: dict[Hashable, Usage] = {}
         self._older: dict[Hashable, Usage] = {}
-        self._size = size
+        self._size = max(size // 2, 1)
 
     def get(self, key: Hashable) -> Usage | None:
         """The ``Usage`` already reported for turn ``key``, if remembered."""
