@@ -8,9 +8,11 @@ Each adapter module has the same small interface:
 * ``parse(source: Source) -> Iterator[Record]``: every tool call exactly once,
   in order, located by line or JSON path, with the results and the usage of
   each model turn the format records (``ToolResult``, ``Usage``: a turn's usage
-  before the calls it produced; docs/formats.md). Line-based adapters
-  read ``source.lines()`` so they stream (and work on ``tail -f``); document
-  formats read ``source.read_all()``.
+  before the calls it produced; docs/formats.md). An adapter may leave the
+  results out when ``source.results`` is False (``parse_records`` sets it so
+  when nothing reads them). Line-based adapters read ``source.lines()`` so
+  they stream (and work on ``tail -f``); document formats read
+  ``source.read_all()``.
 
 An adapter module is imported only when its format is named (``get``) or when
 detection reaches its sniff, so ``filter`` on tool-call events loads the
