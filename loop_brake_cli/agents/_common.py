@@ -96,21 +96,29 @@ def decode_input(
             if event == name:
                 return _result(payload, line, field, field in encoded, session_fields, agent_field)
         return None
-    label, session = _session_field(payload, session_fields)
     try:
         tool = tool_of(payload.get("tool_name"), "tool_name")
-        key = session_of(
-            session,
-            payload.get(agent_field) if agent_field else None,
-            subagent=True,
-            session_label=label,
-            agent_label=agent_field or "agent_id",
-        )
-        call_id = call_id_of(payload.get("tool_use_id"), "tool_use_id")
+        key, call_id = _keys(payload, session_fields, agent_field)
     except FieldError as exc:
         return BadRecord(str(exc), line)
     args, unparsed = parse_arguments(payload.get("tool_input"))
     return ToolCall(tool, args, key, call_id, line, None, unparsed)
+
+
+def _keys(
+    payload: dict[str, Any], session_fields: tuple[str, ...], agent_field: str | None
+) -> tuple[str, Any]:
+    """The session key and call id of a hook input, pre-tool or post-tool alike, so a
+    result pairs with its call; ``FieldError`` for a wrong type."""
+    label, session = _session_field(payload, session_fields)
+    key = session_of(
+        session,
+        payload.get(agent_field) if agent_field else None,
+        subagent=True,
+        session_label=label,
+        agent_label=agent_field or "agent_id",
+    )
+    return key, call_id_of(payload.get("tool_use_id"), "tool_use_id")
 
 
 def _session_field(payload: dict[str, Any], fields: tuple[str, ...]) -> tuple[str, Any]:
@@ -139,16 +147,8 @@ def _result(
             result = parse_json(result)
         except JSONInputError:
             pass  # hashed as the text it is
-    label, session = _session_field(payload, session_fields)
     try:
-        key = session_of(
-            session,
-            payload.get(agent_field) if agent_field else None,
-            subagent=True,
-            session_label=label,
-            agent_label=agent_field or "agent_id",
-        )
-        call_id = call_id_of(payload.get("tool_use_id"), "tool_use_id")
+        key, call_id = _keys(payload, session_fields, agent_field)
     except FieldError:
         return None
     return ToolResult(key, call_id, result, None, line)

@@ -311,9 +311,7 @@ class StateStore:
         slot = self._live_slot(row, at)
         if slot is None:
             return False
-        conn.execute(policy_rows.POLICY_SCHEMA)
-        stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
-        prev = policy_rows.decode_policy_state(slot, row[4], stored[0] if stored else None, policy)
+        prev = self._policy_state(conn, session, slot, row, policy)
         state, paired = result_step(prev, call_id, digest)
         if state is not prev and isinstance(state, PolicySlot):
             conn.execute(
@@ -370,24 +368,30 @@ class StateStore:
         policy: Any,
     ) -> Verdict:
         row = self._read_row(conn, session)
-        conn.execute(policy_rows.POLICY_SCHEMA)
-        prev = None
         slot = self._live_slot(row, at)
-        if slot is not None:
-            stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
-            prev = policy_rows.decode_policy_state(
-                slot, row[4], stored[0] if stored else None, policy
-            )
+        prev = self._policy_state(conn, session, slot, row, policy)
         state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
         if not duplicate:
             _write_slot(conn, session, state.slot, at)
             conn.execute(
                 policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, at))
             )
-            if row is None:
+            if slot is None:  # a new streak, as in _decide: no row, or an expired one
                 self._prune(conn, at)
                 conn.execute(policy_rows.POLICY_PRUNE)  # policy rows whose streak row is gone
         return verdict_of_policy(state, session, call_id, duplicate)
+
+    def _policy_state(
+        self, conn: sqlite3.Connection, session: str, slot: Slot | None, row: Any, policy: Any
+    ) -> PolicySlot | None:
+        """The live streak's policy state (None without one): its slot and the policy part
+        stored beside it. The policy table is created on first use: a store written
+        without a policy has none."""
+        conn.execute(policy_rows.POLICY_SCHEMA)
+        if slot is None:
+            return None
+        stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
+        return policy_rows.decode_policy_state(slot, row[4], stored[0] if stored else None, policy)
 
     def _live_slot(self, row: Any, at: float) -> Slot | None:
         """A row's slot, or None (no row, one past the TTL, one not ours): a new streak."""
