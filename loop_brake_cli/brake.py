@@ -125,6 +125,8 @@ class LoopBrake:
         if self.policy is not None:  # chosen once: the seed's path keeps its speed
             self.count_call = self._count_policy  # type: ignore[method-assign]
             self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
+        if max_sessions or self.policy is not None:
+            self.observe = self._observe_composed  # type: ignore[method-assign]
         self.progress = self.policy is not None and self.policy.uses_progress
         """Results may restart streaks (the policy's progress mode): worth reading."""
 
@@ -162,7 +164,21 @@ class LoopBrake:
         return verdict
 
     def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:
-        """Count a call whose digest is already known (the hot path of the CLI)."""
+        """Count a call whose digest is already known (the hot path of the CLI).
+
+        The unbounded seed's: ``count_call`` and ``slot_verdict`` written out, since
+        replay calls this once per call (two Python calls fewer); a bound or a policy
+        picks ``_observe_composed`` at construction."""
+        slots = self._slots
+        slot, duplicate = step(slots.get(session), tool_name, digest, call_id)
+        if not duplicate:  # a duplicate keeps the old slot
+            slots[session] = slot
+        return verdict_of(slot, session, call_id, duplicate, self.max_repeats)
+
+    def _observe_composed(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> Verdict:
+        """``observe`` with the ``count_call`` and ``slot_verdict`` chosen at construction."""
         slot, duplicate = self.count_call(session, tool_name, digest, call_id)
         return self.slot_verdict(slot, session, call_id, duplicate)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .canonical import hash_prefix, js_string
+from .canonical import PREFIX_LENGTH, hash_prefix, js_string
 from .streak import PolicySlot, Slot, is_denied
 
 __all__ = [
@@ -163,7 +163,7 @@ def verdict_of(
             session,
             count,
             max_repeats,
-            hash_prefix(slot.digest),
+            slot.digest[:_PREFIX_BYTES].hex(),  # hash_prefix(): a slot holds the 32-byte digest
             call_id,
             duplicate,
             None,
@@ -179,6 +179,7 @@ def verdict_of(
     )
 
 
+_PREFIX_BYTES = PREFIX_LENGTH // 2
 _new_verdict = tuple.__new__  # Verdict's fields in order, with no Python-level __new__
 
 

@@ -196,7 +196,12 @@ class Analyzer:
         if count == 1 or current is None:
             if current is not None:
                 self._close(stats)
-            current = stats.current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
+            if current is None or current is stats.longest:
+                current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
+            else:  # nothing keeps the closed streak: it becomes the new one (no allocation)
+                current.tool, current.hash_prefix = verdict.tool_name, verdict.hash_prefix
+                current.length, current.start = count, where
+            stats.current = current
         else:
             current.length = count
             if stats.open_denial is not None:
@@ -244,7 +249,11 @@ class Analyzer:
             alt.length += 1
         else:
             assert prev_tool is not None and stats.prev_where is not None
-            alt = Alternation((prev_tool, tool), (prev, prefix), 2, stats.prev_where)
+            if alt is None or alt is stats.longest_alternation:
+                alt = Alternation((prev_tool, tool), (prev, prefix), 2, stats.prev_where)
+            else:  # the broken alternation is kept nowhere: it becomes the new one
+                alt.tools, alt.hash_prefixes = (prev_tool, tool), (prev, prefix)
+                alt.length, alt.start = 2, stats.prev_where
         stats.alt = alt
         if alt is not None and alt.length >= 3:
             best = stats.longest_alternation
@@ -254,8 +263,10 @@ class Analyzer:
         same = stats.same
         if same is not None and tool == prev_tool and prefix != prev:
             same.length += 1
-        else:
+        elif same is None or same is stats.longest_same_tool:
             same = stats.same = SameToolRun(tool, 1, where)
+        else:  # the ended run is kept nowhere: it becomes the new one
+            same.tool, same.length, same.start = tool, 1, where
         if same.length >= 2:
             best_same = stats.longest_same_tool
             if best_same is None or same.length > best_same.length:

@@ -265,13 +265,18 @@ _USAGE = b'"usage"'
 def _may_hold_records(raw: bytes) -> bool:
     """A line without these bytes holds no call, result or usage. Results first: a
     result line is the longest kind and names its type near the start, while
-    ``"tool_use"`` would be looked for through all of it."""
-    return _TOOL_RESULT in raw or _TOOL_USE in raw or _USAGE in raw
+    ``"tool_use"`` would be looked for through all of it. (``find``, never ``in``:
+    ``bytes.__contains__`` first tries its operand as an integer, and raises and
+    clears a TypeError on every look.)"""
+    find = raw.find
+    return find(_TOOL_RESULT) >= 0 or find(_TOOL_USE) >= 0 or find(_USAGE) >= 0
 
 
 def _may_hold_calls(raw: bytes) -> bool:
-    """``_may_hold_records`` for a reader that wants no results."""
-    return _TOOL_USE in raw or _USAGE in raw
+    """``_may_hold_records`` for a reader that wants no results. Usage first: an
+    assistant line names it in its message's head, before the content blocks."""
+    find = raw.find
+    return find(_USAGE) >= 0 or find(_TOOL_USE) >= 0
 
 
 def _reported(raw: bytes) -> bool:
@@ -279,7 +284,7 @@ def _reported(raw: bytes) -> bool:
     not even the outline of an object. A whole line holding only results or usage that
     the strict parser refuses (say a lone surrogate in a result) is skipped, as it was
     before results were read: its results and usage are lost, the calls are not."""
-    return _TOOL_USE in raw or not _is_whole_object(raw)
+    return raw.find(_TOOL_USE) >= 0 or not _is_whole_object(raw)
 
 
 def _is_whole_object(raw: bytes) -> bool:

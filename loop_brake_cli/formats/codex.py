@@ -254,8 +254,10 @@ _NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle != b'_output"'
 
 def _skippable(raw: bytes, needed: tuple[bytes, ...]) -> bool:
     """Nothing read in it, and the outline of a whole object (else parse and report)."""
-    if any(needle in raw for needle in needed):
-        return False
+    find = raw.find  # never ``in``: it tries the needle as an integer first (a TypeError)
+    for needle in needed:
+        if find(needle) >= 0:
+            return False
     stripped = raw.strip()
     return stripped[:1] == b"{" and stripped[-1:] == b"}"
 
