@@ -106,8 +106,28 @@ def judge(
     observe = brake.observe
     progress = brake.progress
     for record in records:
-        verdict: Verdict | None = None
         cls = record.__class__
+        if cls is ToolCall:  # the common case first
+            args = record.args  # type: ignore[union-attr]
+            try:
+                if _PLAIN and _PLAIN.pop(id(args), None) is args:
+                    digest = _fast_digest(record.tool, args)  # type: ignore[union-attr]
+                else:
+                    digest = call_digest(record.tool, args)  # type: ignore[union-attr]
+            except (JSONInputError, TypeError) as exc:
+                record = BadRecord(str(exc), record.line, record.path)
+                verdict = None
+            else:
+                verdict = observe(
+                    record.session,  # type: ignore[union-attr]
+                    record.tool,  # type: ignore[union-attr]
+                    digest,
+                    record.call_id,  # type: ignore[union-attr]
+                )
+            if tally is not None:
+                tally.add(record, verdict)
+            yield record, verdict
+            continue
         if cls is Usage or (cls is ToolResult and not progress):
             yield record, None
             continue
@@ -127,25 +147,9 @@ def judge(
                     tally.results_ignored += not paired
                 yield record, None
                 continue
-        if cls is ToolCall:
-            args = record.args  # type: ignore[union-attr]
-            try:
-                if _PLAIN and _PLAIN.pop(id(args), None) is args:
-                    digest = _fast_digest(record.tool, args)  # type: ignore[union-attr]
-                else:
-                    digest = call_digest(record.tool, args)  # type: ignore[union-attr]
-            except (JSONInputError, TypeError) as exc:
-                record = BadRecord(str(exc), record.line, record.path)
-            else:
-                verdict = observe(
-                    record.session,  # type: ignore[union-attr]
-                    record.tool,  # type: ignore[union-attr]
-                    digest,
-                    record.call_id,  # type: ignore[union-attr]
-                )
-        if tally is not None:
-            tally.add(record, verdict)
-        yield record, verdict
+        if tally is not None:  # a BadRecord
+            tally.add(record, None)
+        yield record, None
 
 
 def write_verdicts(

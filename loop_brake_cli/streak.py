@@ -79,10 +79,12 @@ def step(prev: Slot | None, tool: str, digest: bytes, call_id: Any = None) -> tu
     Pure: the caller stores the returned slot (a duplicate returns ``prev`` itself).
     """
     if prev is not None:
-        if call_id is not None and call_id == prev.call_id:
+        # unpacked, not read by name: 3.11 does not specialise a named tuple's attributes
+        prev_digest, prev_count, prev_call_id, _ = prev
+        if call_id is not None and call_id == prev_call_id:
             return prev, True
-        if prev.digest == digest:
-            return _new_slot(Slot, (digest, prev.count + 1, call_id, tool)), False
+        if prev_digest == digest:
+            return _new_slot(Slot, (digest, prev_count + 1, call_id, tool)), False
     return _new_slot(Slot, (digest, 1, call_id, tool)), False
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .canonical import PREFIX_LENGTH, hash_prefix, js_string
-from .streak import PolicySlot, Slot, is_denied
+from .streak import PolicySlot, Slot
 
 __all__ = [
     "CODE",
@@ -154,16 +154,16 @@ def verdict_of(
 
     The slot's tool and digest are the counted call's, which is what a duplicate
     reports; for any other call they are the call's own."""
-    count = slot.count
+    digest, count, _, tool = slot  # unpacked: 3.11 does not specialise named-tuple fields
     return _new_verdict(
         Verdict,
         (
-            is_denied(count, max_repeats),
-            slot.tool,
+            count >= max_repeats,  # streak.is_denied, inline: once per call of a replay
+            tool,
             session,
             count,
             max_repeats,
-            slot.digest[:_PREFIX_BYTES].hex(),  # hash_prefix(): a slot holds the 32-byte digest
+            digest[:_PREFIX_BYTES].hex(),  # hash_prefix(): a slot holds the 32-byte digest
             call_id,
             duplicate,
             None,

@@ -130,6 +130,21 @@ def test_dedupe_memory_is_bounded() -> None:
     assert not seen.seen("id0")  # long forgotten: a far-away repeat counts again
 
 
+def test_dedupe_remembers_every_id_among_the_last_size_looked_up() -> None:
+    size = 4
+    seen = RecentIds(size=size)
+    looked_up: list[str] = []
+    for index in range(200):
+        key = f"id{(index * 7) % 13}"  # repeats near and far
+        expected = key in looked_up[-size:] or None  # within the window: surely seen
+        got = seen.seen(key)
+        if expected:
+            assert got, (index, key)
+        if key not in looked_up:
+            assert not got, (index, key)  # never a false "seen"
+        looked_up.append(key)
+
+
 class Trickle(io.RawIOBase):
     """A stream that hands out one line per read, like a live ``tail -f``."""
 

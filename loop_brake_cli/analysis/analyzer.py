@@ -96,26 +96,27 @@ class Analyzer:
         report = self.report
         self._call += 1
         where = _new_where(Where, (info.file, record.line, record.path, self._call))
-        key = verdict.session_id
+        # The verdict's leading fields in one unpacking: the 3.11 interpreter does not
+        # specialise a named tuple's attributes (each read is a generic look-up).
+        denied, tool, key, count, _, prefix, _, duplicate = verdict[:8]
         stats = self._sessions.get(key)
         if stats is None:
             stats = self._new_session(key, info.file)
         if key not in self._file_sessions:
             self._file_sessions.add(key)
             info.sessions += 1
-        count = verdict.count
         info.calls += 1
         report.calls += 1
         stats.calls += 1
         if record.args_unparsed:  # type: ignore[union-attr]
             stats.unparsed_args += 1
             report.unparsed_args += 1
-        if verdict.denied:
+        if denied:
             info.denied += 1
             stats.denied += 1
             report.denied += 1
         report.counts[count if count <= report.cap else report.cap + 1] += 1
-        if verdict.duplicate:
+        if duplicate:
             stats.duplicates += 1
             report.duplicates += 1
             if stats.timeline is not None:
@@ -123,12 +124,12 @@ class Analyzer:
             return
         if count <= report.cap and count not in report.first_at:
             report.first_at[count] = where
-        wasted = self._streak(stats, verdict, where)
+        wasted = self._streak(stats, tool, prefix, count, denied, where)
         if wasted:
             self._wasted(stats)
         if stats.timeline is not None:
             self._mark(stats, verdict, where, wasted)
-        self._patterns(stats, verdict, where)
+        self._patterns(stats, tool, prefix, where)
 
     def _new_session(self, key: str, file: str) -> SessionStats:
         stats = self._sessions[key] = SessionStats(file, key)
@@ -188,18 +189,19 @@ class Analyzer:
             )
         )
 
-    def _streak(self, stats: SessionStats, verdict: Verdict, where: Where) -> bool:
+    def _streak(
+        self, stats: SessionStats, tool: str, prefix: str, count: int, denied: bool, where: Where
+    ) -> bool:
         """Count the call into its streak; True when it comes after the streak's first
         denial (a wasted call, analysis/waste.py)."""
-        count = verdict.count
         current = stats.current
         if count == 1 or current is None:
             if current is not None:
                 self._close(stats)
             if current is None or current is stats.longest:
-                current = Streak(verdict.tool_name, verdict.hash_prefix, count, where)
+                current = Streak(tool, prefix, count, where)
             else:  # nothing keeps the closed streak: it becomes the new one (no allocation)
-                current.tool, current.hash_prefix = verdict.tool_name, verdict.hash_prefix
+                current.tool, current.hash_prefix = tool, prefix
                 current.length, current.start = count, where
             stats.current = current
         else:
@@ -208,11 +210,11 @@ class Analyzer:
                 return True
         # The streak's first denied call (without a policy: count == maxRepeats; under
         # one, the tool's own limit, or a cycle or stop denial at any count).
-        if verdict.denied and stats.open_denial is None:
+        if denied and stats.open_denial is None:
             stats.open_denial = Denial(
                 stats.session,
-                verdict.tool_name,
-                verdict.hash_prefix,
+                tool,
+                prefix,
                 where,
                 current.start,
                 count,
@@ -238,8 +240,7 @@ class Analyzer:
         stats.current = None
 
     @staticmethod
-    def _patterns(stats: SessionStats, verdict: Verdict, where: Where) -> None:
-        prefix, tool = verdict.hash_prefix, verdict.tool_name
+    def _patterns(stats: SessionStats, tool: str, prefix: str, where: Where) -> None:
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
         # A, B, A, B, ...: each call equals the one two back and differs from the last.
         alt = stats.alt

@@ -68,26 +68,6 @@ class Tokens:
     cache_write: int | None = None
     reasoning: int | None = None
 
-    def add_usage(self, usage: Usage) -> None:
-        # _plus written out for each kind: replay adds every turn's usage (a loop over
-        # KINDS with getattr/setattr cost 5% of a replay of the bench transcript, and
-        # five calls of _plus were the next largest part of this).
-        value = usage.input_tokens
-        if value is not None:
-            self.input = value if self.input is None else self.input + value
-        value = usage.output_tokens
-        if value is not None:
-            self.output = value if self.output is None else self.output + value
-        value = usage.cache_read_tokens
-        if value is not None:
-            self.cache_read = value if self.cache_read is None else self.cache_read + value
-        value = usage.cache_write_tokens
-        if value is not None:
-            self.cache_write = value if self.cache_write is None else self.cache_write + value
-        value = usage.reasoning_tokens
-        if value is not None:
-            self.reasoning = value if self.reasoning is None else self.reasoning + value
-
     def add(self, other: Tokens) -> None:
         self.input = _plus(self.input, other.input)
         self.output = _plus(self.output, other.output)
@@ -128,7 +108,25 @@ class Cost:
         if mine is None:
             mine = self.by_model[usage.model] = ModelCost()
         mine.turns += 1
-        mine.tokens.add_usage(usage)
+        # Tokens._plus written out for each kind: replay adds every turn's usage (a loop
+        # over KINDS with getattr/setattr cost 5% of a replay of the bench transcript;
+        # five calls of _plus, then a method of Tokens, were the next largest parts).
+        tokens = mine.tokens
+        value = usage.input_tokens
+        if value is not None:
+            tokens.input = value if tokens.input is None else tokens.input + value
+        value = usage.output_tokens
+        if value is not None:
+            tokens.output = value if tokens.output is None else tokens.output + value
+        value = usage.cache_read_tokens
+        if value is not None:
+            tokens.cache_read = value if tokens.cache_read is None else tokens.cache_read + value
+        value = usage.cache_write_tokens
+        if value is not None:
+            tokens.cache_write = value if tokens.cache_write is None else tokens.cache_write + value
+        value = usage.reasoning_tokens
+        if value is not None:
+            tokens.reasoning = value if tokens.reasoning is None else tokens.reasoning + value
 
     def add(self, other: Cost) -> None:
         self.turns += other.turns

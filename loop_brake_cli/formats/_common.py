@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -245,21 +244,26 @@ class RecentIds:
     Formats that record one call more than once do so close together (the same
     response split over lines, a log written twice), so remembering the last
     few thousand ids is enough and a long live session never grows memory.
+    Two generations of plain dicts of ``size`` ids each (an id seen again moves
+    to the young one): every id among the last ``size`` looked up is remembered,
+    as with an LRU of that size, for no ordered bookkeeping on each look-up.
     """
 
     def __init__(self, size: int = 8192) -> None:
-        self._ids: OrderedDict[Hashable, None] = OrderedDict()
+        self._ids: dict[Hashable, None] = {}
+        self._older: dict[Hashable, None] = {}
         self._size = size
 
     def seen(self, key: Hashable) -> bool:
         """True if ``key`` was seen before; otherwise remember it and return False."""
-        if key in self._ids:
-            self._ids.move_to_end(key)
+        ids = self._ids
+        if key in ids:
             return True
-        self._ids[key] = None
-        if len(self._ids) > self._size:
-            self._ids.popitem(last=False)
-        return False
+        found = key in self._older
+        ids[key] = None  # new, or back from the older generation
+        if len(ids) >= self._size:
+            self._older, self._ids = ids, {}
+        return found
 
 
 def tokens(value: Any) -> int | None:
