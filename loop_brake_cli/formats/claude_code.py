@@ -165,7 +165,8 @@ def _calls(
             continue
         args = block.get("input")
         if args.__class__ is dict:  # parse_arguments returns an object as it is
-            out.append(ToolCall(name, mark(args), session, call_id, number, _path(index)))
+            path = _PATHS[index] if index < 64 else json_path("message", "content", index)
+            out.append(ToolCall(name, mark(args), session, call_id, number, path))
         else:
             args, unparsed = parse_arguments(args)
             out.append(ToolCall(name, mark(args), session, call_id, number, _path(index), unparsed))
