@@ -48,6 +48,11 @@ class Analyzer:
         self._file: FileInfo | None = None
         self._file_sessions: set[str] = set()
         self._call = 0
+        # The report's two histograms, counted here in a plain list and dict and moved
+        # into its Counters by finish(): `+= 1` on a Counter (a dict subclass) takes
+        # the interpreter's slow path, twice per call replayed.
+        self._counts = [0] * (self.report.cap + 2)  # [c]: verdicts with count c; cap+1: above
+        self._lengths: dict[int, int] = {}  # closed streaks by length
 
     def start_file(self, name: str, size: int = 0) -> FileInfo:
         """Begin a file; later calls are located in it."""
@@ -115,7 +120,7 @@ class Analyzer:
             info.denied += 1
             stats.denied += 1
             report.denied += 1
-        report.counts[count if count <= report.cap else report.cap + 1] += 1
+        self._counts[count if count <= report.cap else report.cap + 1] += 1
         if duplicate:
             stats.duplicates += 1
             report.duplicates += 1
@@ -229,7 +234,8 @@ class Analyzer:
         current = stats.current
         if current is None:
             return
-        self.report.streak_lengths[current.length] += 1
+        lengths = self._lengths
+        lengths[current.length] = lengths.get(current.length, 0) + 1
         if stats.longest is None or current.length > stats.longest.length:
             stats.longest = current
         denial = stats.open_denial
@@ -287,4 +293,7 @@ class Analyzer:
             stats.prev_where = None
         self._sessions = {}
         self._pending = {}
-        return self.report
+        report = self.report
+        report.counts.update({c: n for c, n in enumerate(self._counts) if n})
+        report.streak_lengths.update(self._lengths)
+        return report
