@@ -48,10 +48,10 @@ class Analyzer:
         self._file: FileInfo | None = None
         self._file_sessions: set[str] = set()
         self._call = 0
-        # The report's two histograms, counted here in a plain list and dict and moved
-        # into its Counters by finish(): `+= 1` on a Counter (a dict subclass) takes
-        # the interpreter's slow path, twice per call replayed.
-        self._counts = [0] * (self.report.cap + 2)  # [c]: verdicts with count c; cap+1: above
+        # The report's two histograms, counted here in plain dicts (bounded by the longest
+        # streak, not by the cap) and moved into its Counters by finish(): `+= 1` on a
+        # Counter (a dict subclass) takes the interpreter's slow path, twice per call.
+        self._counts: dict[int, int] = {}  # verdicts by count (cap + 1: above the cap)
         self._lengths: dict[int, int] = {}  # closed streaks by length
 
     def start_file(self, name: str, size: int = 0) -> FileInfo:
@@ -120,7 +120,8 @@ class Analyzer:
             info.denied += 1
             stats.denied += 1
             report.denied += 1
-        self._counts[count if count <= report.cap else report.cap + 1] += 1
+        counts, bucket = self._counts, count if count <= report.cap else report.cap + 1
+        counts[bucket] = counts.get(bucket, 0) + 1
         if duplicate:
             stats.duplicates += 1
             report.duplicates += 1
@@ -294,6 +295,6 @@ class Analyzer:
         self._sessions = {}
         self._pending = {}
         report = self.report
-        report.counts.update({c: n for c, n in enumerate(self._counts) if n})
+        report.counts.update(self._counts)
         report.streak_lengths.update(self._lengths)
         return report
