@@ -89,8 +89,10 @@ def distinct_sessions(n: int, seed: int = 7) -> Iterator[bytes]:
         yield (dumps(event) + "\n").encode()
 
 
-def claude_transcript(target_bytes: int, seed: int = 8) -> Iterator[bytes]:
-    """Claude Code JSONL: assistant tool_use / user tool_result pairs."""
+def claude_transcript(target_bytes: int, seed: int = 8, usage: bool = True) -> Iterator[bytes]:
+    """Claude Code JSONL: assistant tool_use / user tool_result pairs, each assistant
+    line with its message id and usage (``usage=False``: neither, the transcript
+    issue 12's replay target was first measured on)."""
     rng = random.Random(seed)
     dumps = json.JSONEncoder(separators=(",", ":")).encode
     session = "0f3c2a1e-7b7d-4c1a-9e55-2d7f3c8b9a10"
@@ -99,26 +101,25 @@ def claude_transcript(target_bytes: int, seed: int = 8) -> Iterator[bytes]:
     while written < target_bytes:
         tool, args = _args(rng)
         use_id = f"toolu_{i:012d}"
+        message: dict = {"role": "assistant", "model": "claude-sonnet"}
+        if usage:
+            message = {"id": f"msg_{i:012d}", **message}
+            message["usage"] = {
+                "input_tokens": rng.randint(3, 40),
+                "output_tokens": rng.randint(20, 400),
+                "cache_read_input_tokens": rng.randint(1000, 90000),
+                "cache_creation_input_tokens": rng.randint(0, 2000),
+            }
+        message["content"] = [
+            {"type": "text", "text": "Let me check that. " * rng.randint(1, 4)},
+            {"type": "tool_use", "id": use_id, "name": tool, "input": args},
+        ]
         assistant = {
             "type": "assistant",
             "sessionId": session,
             "uuid": f"a-{i}",
             "timestamp": "2026-11-29T12:00:00.000Z",
-            "message": {
-                "id": f"msg_{i:012d}",
-                "role": "assistant",
-                "model": "claude-sonnet",
-                "usage": {
-                    "input_tokens": rng.randint(3, 40),
-                    "output_tokens": rng.randint(20, 400),
-                    "cache_read_input_tokens": rng.randint(1000, 90000),
-                    "cache_creation_input_tokens": rng.randint(0, 2000),
-                },
-                "content": [
-                    {"type": "text", "text": "Let me check that. " * rng.randint(1, 4)},
-                    {"type": "tool_use", "id": use_id, "name": tool, "input": args},
-                ],
-            },
+            "message": message,
         }
         result = {
             "type": "user",

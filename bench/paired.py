@@ -9,7 +9,8 @@ Each ``NAME=COMMAND`` runs once per round, in the order given, under the same
 launcher as ``bench/run.py`` (wall time, user and system CPU of the child
 measured separately). Prints each run and the medians; ``--check`` compares the
 outputs of all commands byte for byte. ``{input}`` is one of the generated
-inputs (events, sessions, claude, claude20) or a path.
+inputs (events, sessions, claude, claude20, claude-calls: the Claude Code
+transcript without message ids and usage) or a path.
 
 The commands run in the data directory, not here: ``python -m`` puts the current
 directory first on ``sys.path``, so from a checkout every ``PYTHONPATH=old`` run
@@ -37,6 +38,9 @@ INPUTS = {
     "sessions": lambda: run.data_file("sessions", 1_000_000, gen.distinct_sessions),
     "claude": lambda: _claude(200),
     "claude20": lambda: _claude(20),
+    "claude-calls": lambda: run.data_file(
+        "claude", 200, lambda mb: gen.claude_transcript(mb << 20, usage=False)
+    ),
 }
 
 
