@@ -93,11 +93,14 @@ def fast_digest(tool: str, args: Any) -> bytes:
     if head is None:
         if len(_HEADS) >= 1024:
             _HEADS.clear()
-        head = _HEADS[tool] = utf8(tool + "\n")
-    return _sha256(head + out).digest()
+        head = _HEADS[tool] = _sha256(utf8(tool + "\n"))
+    hasher = head.copy()  # cheaper than a new sha256: OpenSSL 3 looks the digest up each time
+    hasher.update(out)
+    return hasher.digest()
 
 
-_HEADS: dict[str, bytes] = {}  # tool name -> the hashed bytes before the canonical form
+# tool name -> sha256 of the bytes hashed before the canonical form (copied for each call)
+_HEADS: dict[str, Any] = {}
 
 
 def too_deep(line: bytes) -> bool:
