@@ -1,9 +1,9 @@
 """The fast path's verdict lines and cache bookkeeping (``fastpath.filter_events``).
 
-``VerdictTemplates``: pre-encoded pieces of a verdict line, keys in the documented
-order, so a verdict is one ``%`` format of cached byte strings instead of a dict
-to encode; the deny text is ``verdicts.DENY_TEMPLATE`` split around the count and
-the hash prefix, never a second spelling. ``CacheSwitch``: a cache that does not
+``VerdictTemplates``: a tool's verdict lines, keys in the documented order, so a
+verdict is one ``%`` format of cached byte strings instead of a dict to encode;
+the deny text is ``verdicts.DENY_TEMPLATE`` split around the count and the hash
+prefix, never a second spelling. ``CacheSwitch``: a cache that does not
 pay is switched off for a while (adaptive: the input may change).
 """
 
@@ -19,8 +19,6 @@ __all__ = [
     "WINDOW",
     "CacheSwitch",
     "VerdictTemplates",
-    "deny_head",
-    "json_string",
 ]
 
 CACHE_LIMIT = 1 << 12
@@ -64,34 +62,41 @@ _DENY_MID, _DENY_TAIL = _DENY_REST.split("{prefix}")
 
 
 class VerdictTemplates:
-    """Pre-encoded pieces of the verdict line (keys in the documented order), so that a
-    verdict is one ``%`` format of cached byte strings rather than a dict to encode."""
+    """Pre-encoded verdict lines (keys in the documented order), one pair per tool, so
+    that a verdict is one ``%`` format of a few byte strings rather than a dict to
+    encode. Every literal piece is ``%``-escaped: a tool or file name may hold ``%``."""
 
     def __init__(self, max_repeats: int, file: str | None) -> None:
-        # the file name is part of a %-format: a '%' in it must stay literal
-        label = b"" if file is None else b'"file":' + _json_str(file).replace(b"%", b"%%") + b","
-        middle = b'%d,"toolName":%b,"sessionId":%b,"callId":%b,"count":%d'
-        tail = b',"maxRepeats":%d,"hashPrefix":"%%b"' % max_repeats
-        # line, tool JSON, session JSON, callId JSON, count, hash prefix
-        self.pass_line = b'{"verdict":"pass",' + label + b'"line":' + middle + tail + b"}\n"
-        # ... then the deny text quoting the tool, count, deny_mid, hash prefix
-        self.deny_line = b'{"verdict":"deny",' + label + b'"line":' + middle + tail
-        self.deny_line += b',"code":' + _json_str(CODE) + b',"plugin":' + _json_str(PLUGIN)
-        self.deny_line += b',"message":"%b%d%b%b' + _json_str(
-            _DENY_TAIL.format(limit=max_repeats), quoted=False
-        )
-        self.deny_line += b'"}\n'
-        self.deny_mid = _json_str(_DENY_MID, quoted=False)
+        label = b"" if file is None else b'"file":' + _json_str(file) + b","
+        self._head = _literal(label) + b'"line":%d,"toolName":'
+        # ... the tool's JSON, then session JSON, call id JSON, count, hash prefix
+        self._middle = b',"sessionId":%b,"callId":%b,"count":%d,"maxRepeats":'
+        self._middle += b"%d" % max_repeats
+        self._middle += b',"hashPrefix":"%b"'
+        self._verdict = b',"code":' + _json_str(CODE) + b',"plugin":' + _json_str(PLUGIN)
+        self._deny_mid = _literal(_json_str(_DENY_MID, quoted=False))
+        self._deny_tail = _json_str(_DENY_TAIL.format(limit=max_repeats), quoted=False)
+
+    def for_tool(self, tool: str) -> tuple[bytes, bytes]:
+        """The pass line and the deny line of ``tool``: ``%`` formats of (line number,
+        session JSON, call id JSON, count, hash prefix), the deny line then (count, hash
+        prefix) again for its message."""
+        start = self._head + _literal(_json_str(tool)) + self._middle
+        pass_line = b'{"verdict":"pass",' + start + b"}\n"
+        deny_line = b'{"verdict":"deny",' + start + _literal(self._verdict) + b',"message":"'
+        deny_line += _literal(_deny_head(tool)) + b"%d" + self._deny_mid + b"%b"
+        deny_line += _literal(self._deny_tail) + b'"}\n'
+        return pass_line, deny_line
 
 
-def json_string(value: str) -> bytes:
-    """``value`` as a JSON string in a verdict line (the caller caches it per tool)."""
-    return _json_str(value)
-
-
-def deny_head(tool: str) -> bytes:
+def _deny_head(tool: str) -> bytes:
     """The start of the deny message, which quotes the tool name as the core does."""
     return _json_str(_DENY_HEAD.format(tool=js_string(tool)), quoted=False)
+
+
+def _literal(data: bytes) -> bytes:
+    """``data`` as a literal piece of a ``%`` format."""
+    return data.replace(b"%", b"%%")
 
 
 def _json_str(value: str, quoted: bool = True) -> bytes:
