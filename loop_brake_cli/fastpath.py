@@ -130,8 +130,9 @@ class _Judge:
         self.brake, self.tally, self.out, self.wanted, self.file = brake, tally, out, wanted, file
         self.shard = shard
         self.templates = VerdictTemplates(brake.max_repeats, file)
-        # tool -> (sha256 of ``tool + "\n"``, those bytes, its pass line, its deny line)
-        self.tools: dict[str, tuple[Any, bytes, bytes, bytes]] = {}
+        # tool -> (sha256 of ``tool + "\n"``, those bytes, its pass line, its deny line,
+        # the name itself: every slot of the tool shares it, rather than one per call)
+        self.tools: dict[str, tuple[Any, bytes, bytes, bytes, str]] = {}
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
         # a hit saves the checks and sha256, a miss costs a look-up and a store
@@ -157,7 +158,7 @@ class _Judge:
                 return
         write_verdicts((record,), self.brake, self.tally, self.out, self.wanted, self.file)
 
-    def tool_miss(self, tool: str) -> tuple[Any, bytes, bytes, bytes]:
+    def tool_miss(self, tool: str) -> tuple[Any, bytes, bytes, bytes, str]:
         """Fill the tool cache: a sha256 that has hashed ``tool + "\n"`` (a copy of it
         hashes a call: no concatenation, no digest look-up by name), those bytes, and
         the tool's verdict lines."""
@@ -165,7 +166,7 @@ class _Judge:
         if len(tools) >= CACHE_LIMIT:
             tools.clear()
         head = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
-        known = tools[tool] = (_sha256(head), head, *self.templates.for_tool(tool))
+        known = tools[tool] = (_sha256(head), head, *self.templates.for_tool(tool), tool)
         return known
 
     def digest_miss(self, hashed: bytes, number: int) -> tuple[bytes, bytes, int]:
@@ -293,11 +294,10 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 if obj.__class__ is not dict or (len(line) >= 1024 and too_deep(line)):
                     exactly(_exact(line, number))  # too deep: parse_json may refuse it
                     continue
-                get = obj.get
-                tool = get("tool")
-                args = get("args")
-                session = get("sessionId")
-                call_id = get("callId")
+                tool = obj.get("tool")  # no bound method kept: LOAD_METHOD is cheaper
+                args = obj.get("args")
+                session = obj.get("sessionId")
+                call_id = obj.get("callId")
                 if (
                     tool.__class__ is str
                     and args is not None
@@ -325,6 +325,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 known = tools.get(tool)
                 if known is None:
                     known = tool_miss(tool)
+                tool = known[4]
                 # bytes in the digest cache passed the checks below: equal bytes, equal result
                 if digests_from <= number:
                     hashed = known[1] + canonical
