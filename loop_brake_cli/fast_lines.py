@@ -62,9 +62,9 @@ _DENY_MID, _DENY_TAIL = _DENY_REST.split("{prefix}")
 
 
 class VerdictTemplates:
-    """Pre-encoded verdict lines (keys in the documented order), one pair per tool, so
-    that a verdict is one ``%`` format of a few byte strings rather than a dict to
-    encode. Every literal piece is ``%``-escaped: a tool or file name may hold ``%``."""
+    """Pre-encoded verdict lines (keys in the documented order), built per tool, so that
+    a verdict is one ``%`` format of a few byte strings rather than a dict to encode.
+    Every literal piece is ``%``-escaped: a tool or file name may hold ``%``."""
 
     def __init__(self, max_repeats: int, file: str | None) -> None:
         label = b"" if file is None else b'"file":' + _json_str(file) + b","
@@ -77,16 +77,21 @@ class VerdictTemplates:
         self._deny_mid = _literal(_json_str(_DENY_MID, quoted=False))
         self._deny_tail = _json_str(_DENY_TAIL.format(limit=max_repeats), quoted=False)
 
-    def for_tool(self, tool: str) -> tuple[bytes, bytes]:
-        """The pass line and the deny line of ``tool``: ``%`` formats of (line number,
-        session JSON, call id JSON, count, hash prefix), the deny line then (count, hash
-        prefix) again for its message."""
-        start = self._head + _literal(_json_str(tool)) + self._middle
-        pass_line = b'{"verdict":"pass",' + start + b"}\n"
-        deny_line = b'{"verdict":"deny",' + start + _literal(self._verdict) + b',"message":"'
-        deny_line += _literal(_deny_head(tool)) + b"%d" + self._deny_mid + b"%b"
-        deny_line += _literal(self._deny_tail) + b'"}\n'
-        return pass_line, deny_line
+    def pass_line(self, tool: str) -> bytes:
+        """The pass line of ``tool``: a ``%`` format of (line number, session JSON, call
+        id JSON, count, hash prefix)."""
+        return b'{"verdict":"pass",' + self._start(tool) + b"}\n"
+
+    def deny_line(self, tool: str) -> bytes:
+        """The deny line of ``tool``: the pass line's arguments, then (count, hash
+        prefix) again for its message. Built on a tool's first deny: quoting the tool
+        in the message costs more than the pass line."""
+        line = b'{"verdict":"deny",' + self._start(tool) + _literal(self._verdict)
+        line += b',"message":"' + _literal(_deny_head(tool)) + b"%d" + self._deny_mid
+        return line + b"%b" + _literal(self._deny_tail) + b'"}\n'
+
+    def _start(self, tool: str) -> bytes:
+        return self._head + _literal(_json_str(tool)) + self._middle
 
 
 def _deny_head(tool: str) -> bytes:

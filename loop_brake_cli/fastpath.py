@@ -130,9 +130,9 @@ class _Judge:
         self.brake, self.tally, self.out, self.wanted, self.file = brake, tally, out, wanted, file
         self.shard = shard
         self.templates = VerdictTemplates(brake.max_repeats, file)
-        # tool -> (sha256 of ``tool + "\n"``, those bytes, its pass line, its deny line,
-        # the name itself: every slot of the tool shares it, rather than one per call)
-        self.tools: dict[str, tuple[Any, bytes, bytes, bytes, str]] = {}
+        # tool -> [sha256 of ``tool + "\n"``, those bytes, its pass line, its deny line
+        # (None until its first deny), the name itself: every slot of the tool shares it]
+        self.tools: dict[str, list[Any]] = {}
         # hashed bytes -> (sha256, its 12-hex prefix as bytes): repeated calls are the norm
         self.digests: dict[bytes, tuple[bytes, bytes]] = {}
         # a hit saves the checks and sha256, a miss costs a look-up and a store
@@ -158,16 +158,21 @@ class _Judge:
                 return
         write_verdicts((record,), self.brake, self.tally, self.out, self.wanted, self.file)
 
-    def tool_miss(self, tool: str) -> tuple[Any, bytes, bytes, bytes, str]:
+    def tool_miss(self, tool: str) -> list[Any]:
         """Fill the tool cache: a sha256 that has hashed ``tool + "\n"`` (a copy of it
         hashes a call: no concatenation, no digest look-up by name), those bytes, and
-        the tool's verdict lines."""
+        the tool's pass line (its deny line waits for a deny: see ``deny_line``)."""
         tools = self.tools
         if len(tools) >= CACHE_LIMIT:
             tools.clear()
         head = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
-        known = tools[tool] = (_sha256(head), head, *self.templates.for_tool(tool), tool)
+        known = tools[tool] = [_sha256(head), head, self.templates.pass_line(tool), None, tool]
         return known
+
+    def deny_line(self, known: list[Any]) -> bytes:
+        """The deny line of a tool cache entry, built on its first deny."""
+        line = known[3] = self.templates.deny_line(known[4])
+        return line
 
     def digest_miss(self, hashed: bytes, number: int) -> tuple[bytes, bytes, int]:
         """sha256 of bytes that passed the checks, its prefix as hex, and the line from
@@ -371,7 +376,10 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 denied += 1
                 if not want_deny:
                     continue
-                line_out = known[3] % (
+                deny_line = known[3]
+                if deny_line is None:
+                    deny_line = judge.deny_line(known)
+                line_out = deny_line % (
                     number,
                     session_json,
                     call_json,

@@ -1,4 +1,4 @@
-"""The session key and call id in the fast path's verdicts, against the exact path.
+"""The session key, call id and tool in the fast path's verdicts, against the exact path.
 
 The fast path writes a common-shape call's session key and call id with
 ``json.encoder.encode_basestring`` (the string encoder of ``output.json_line``)
@@ -6,7 +6,8 @@ and an unusual call's through orjson; each stream here is judged by
 ``fastpath.filter_events`` and by the exact chain, and the bytes must be equal:
 compact lines as agents write them, with ids holding every character class,
 escapes in the input, duplicate top-level keys, ids nested inside the arguments,
-and ids that are not strings.
+ids that are not strings, and a tool name holding ``%`` (the per-tool verdict
+templates are ``%`` formats).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ EDGES = [
     b'{"tool":"t","args":{},"sessionId":"s1","id":"c\\n12"}',
     b'{"tool":"t","args":{},"sessionId":"s1","callId":"c13"} ',
     b'{"tool":"t","args":{}, "sessionId" : "s1" , "callId" : "c14" }',
+    # a tool whose name is part of the verdict templates: '%' must stay literal
+    b'{"tool":"50%done %d%b%%","args":{},"sessionId":"s%s","callId":"c%d"}',
+    b'{"tool":"50%done %d%b%%","args":{},"sessionId":"s%s","callId":"c%%"}',
 ]
 
 
