@@ -21,14 +21,23 @@ def main() -> None:
         _exit_now(hook_main(argv[1:]))
     from .cli import main as cli_main
 
-    cli_main()
+    if argv[:1] != ["filter"]:
+        cli_main()
+        return
+    try:
+        cli_main()
+    except SystemExit as exc:  # cli.main always ends with sys.exit(int)
+        _exit_now(exc.code if isinstance(exc.code, int) else 0)
 
 
 def _exit_now(status: int) -> NoReturn:
-    """End the hook without the interpreter's teardown (freeing every module and
-    object: 6-7 ms, an eighth of a hook call). Nothing is lost: the hook writes
-    its answer and its log through raw descriptors and has closed its store, so
-    only the standard text streams could hold anything, and they are flushed."""
+    """End the hook, or filter, without the interpreter's teardown (freeing every
+    module and object: 6-7 ms, an eighth of a hook call; and after a filter of a
+    million sessions, freeing each session's slot: about 0.1 s). Nothing is lost:
+    the hook writes its answer and its log through raw descriptors and has closed
+    its store, filter has flushed and closed its output and inputs and starts no
+    thread, so only the standard text streams could hold anything, and they are
+    flushed."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

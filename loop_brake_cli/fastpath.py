@@ -371,7 +371,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 else:
                     passed += 1
                 continue
-            count = slot.count
+            count = slot[1]  # Slot.count by index: 3.11 does not specialise named-tuple fields
             if count >= max_repeats:
                 denied += 1
                 if not want_deny:
