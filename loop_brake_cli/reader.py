@@ -149,12 +149,8 @@ class Source:
                         pending.clear()
                     else:
                         line = chunk[start:end]
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    if len(line) > limit:
-                        yield number, TOO_LONG
-                    elif line.strip(JSON_WHITESPACE):
-                        yield number, line
+                    if (payload := _payload(line, limit)) is not _BLANK:
+                        yield number, payload
                 start = end + 1
                 last = chunk.rfind(b"\n")
                 if last >= start:  # the chunk's other complete lines, split in one call
@@ -163,18 +159,14 @@ class Source:
                     # The common case, with no work per line: none can be too long, none
                     # ends in CR, and none is blank (every first byte is above the space,
                     # which every JSON whitespace byte is not).
-                    if len(body) <= limit and b"\r" not in body and min(parts)[:1] > b" ":
+                    if len(body) <= limit and body.find(b"\r") < 0 and min(parts)[:1] > b" ":
                         yield from enumerate(parts, number + 1)
                         number += len(parts)
                     else:
                         for line in parts:
                             number += 1
-                            if line.endswith(b"\r"):
-                                line = line[:-1]
-                            if len(line) > limit:
-                                yield number, TOO_LONG
-                            elif line.strip(JSON_WHITESPACE):
-                                yield number, line
+                            if (payload := _payload(line, limit)) is not _BLANK:
+                                yield number, payload
                     start = last + 1
             if skipping:
                 continue
@@ -187,11 +179,21 @@ class Source:
                 pending += rest
         if pending and not skipping:
             number += 1
-            line = bytes(pending[:-1] if pending.endswith(b"\r") else pending)
-            if len(line) > limit:
-                yield number, TOO_LONG
-            elif line.strip(JSON_WHITESPACE):
-                yield number, line
+            if (payload := _payload(bytes(pending), limit)) is not _BLANK:
+                yield number, payload
+
+
+_BLANK = b""
+
+
+def _payload(line: bytes, limit: int) -> bytes | None:
+    """What ``lines`` yields for one line: the line without its CR, ``TOO_LONG`` past
+    the limit, or ``_BLANK`` (not yielded) when only JSON whitespace."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if len(line) > limit:
+        return TOO_LONG
+    return line if line.strip(JSON_WHITESPACE) else _BLANK
 
 
 def open_source(

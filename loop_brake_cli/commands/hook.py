@@ -41,6 +41,31 @@ def hook_command(args: tuple[str, ...]) -> int:
     return ExitStatus(main(list(args)))
 
 
+def _settings_target(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The AGENT argument and the --project/--user/--dry-run options that install and
+    uninstall share: which settings file, and whether to write it."""
+    for option in reversed(
+        (
+            click.argument("agent", type=click.Choice(agents.installable())),
+            click.option(
+                "--project", "scope", flag_value="project", help="This project's settings file."
+            ),
+            click.option(
+                "--user",
+                "scope",
+                flag_value="user",
+                default=True,
+                help="Your user settings file (default).",
+            ),
+            click.option(
+                "--dry-run", is_flag=True, help="Print the resulting file; change nothing."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 INSTALL_EXIT_HELP = (
     "\b\nExit status:\n"
     "  0  ok, or already installed\n"
@@ -55,12 +80,7 @@ INSTALL_EXIT_HELP = (
 
 
 @click.command("install", epilog=INSTALL_EXIT_HELP)
-@click.argument("agent", type=click.Choice(agents.installable()))
-@click.option("--project", "scope", flag_value="project", help="This project's settings file.")
-@click.option(
-    "--user", "scope", flag_value="user", default=True, help="Your user settings file (default)."
-)
-@click.option("--dry-run", is_flag=True, help="Print the resulting file; change nothing.")
+@_settings_target
 @click.option(
     "--command",
     "executable",
@@ -132,12 +152,7 @@ UNINSTALL_EXIT_HELP = (
 
 
 @click.command("uninstall", epilog=UNINSTALL_EXIT_HELP)
-@click.argument("agent", type=click.Choice(agents.installable()))
-@click.option("--project", "scope", flag_value="project", help="This project's settings file.")
-@click.option(
-    "--user", "scope", flag_value="user", default=True, help="Your user settings file (default)."
-)
-@click.option("--dry-run", is_flag=True, help="Print the resulting file; change nothing.")
+@_settings_target
 def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
     """Remove every `loop-brake hook` entry from AGENT's pre-tool and post-tool hooks.
 

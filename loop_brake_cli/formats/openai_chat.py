@@ -166,16 +166,24 @@ def response_usage(
     usage = response.get("usage")
     if not isinstance(usage, dict):
         return None
+    record = response_turn(response, session, line, parts)
+    chat_usage(record, usage)
+    return record
+
+
+def response_turn(
+    response: dict[str, Any], session: str, line: int | None, parts: tuple[str | int, ...]
+) -> Usage:
+    """A response's turn with no figures yet: its id and model (the Chat Completions and
+    Responses APIs name both alike), located at its ``usage``."""
     turn, model = response.get("id"), response.get("model")
-    record = Usage(
+    return Usage(
         session,
         turn if isinstance(turn, str) and turn else None,
         model if isinstance(model, str) and model else None,
         line=line,
         path=json_path(*parts, "usage"),
     )
-    chat_usage(record, usage)
-    return record
 
 
 def _detail(usage: dict[str, Any], key: str, name: str) -> int | None:

@@ -43,6 +43,7 @@ from ..records import BadRecord, Record, ToolResult, Usage
 from . import FormatInfo
 from ._common import CallLedger, TurnUsage, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text, mentions
+from .openai_chat import response_turn
 
 INFO = FormatInfo(
     name="openai-responses",
@@ -122,14 +123,7 @@ def response_usage(
 ) -> Usage | None:
     """A response object's ``usage`` as one turn, or None when it records none; with
     ``opening`` (a stream's first event) the turn without figures yet, if it has an id."""
-    turn, model = response.get("id"), response.get("model")
-    record = Usage(
-        session,
-        turn if isinstance(turn, str) and turn else None,
-        model if isinstance(model, str) and model else None,
-        line=line,
-        path=json_path(*parts, "usage"),
-    )
+    record = response_turn(response, session, line, parts)
     usage = response.get("usage")
     if isinstance(usage, dict):
         total_input = tokens(usage.get("input_tokens"))
