@@ -130,12 +130,52 @@ class Analyzer:
             return
         if count <= report.cap and count not in report.first_at:
             report.first_at[count] = where
-        wasted = self._streak(stats, tool, prefix, count, denied, where)
+        prev, prev_tool = stats.prev_prefix, stats.prev_tool
+        # The streak, written out (once per call): its length is the brake's count.
+        wasted = False
+        if count == 1 or not stats.streak_length:
+            length = stats.streak_length
+            if length:  # the last streak ends (``_close`` written out, but for a denial)
+                lengths = self._lengths
+                lengths[length] = lengths.get(length, 0) + 1
+                longest = stats.longest
+                if longest is None or length > longest.length:
+                    stats.longest = Streak(prev_tool, prev, length, stats.streak_start)  # type: ignore[arg-type]
+                if stats.open_denial is not None:
+                    self._end_denial(stats, length)
+            stats.streak_start = where
+        elif stats.open_denial is not None:
+            wasted = True  # after the streak's first denial (analysis/waste.py)
+        stats.streak_length = count
+        # The streak's first denied call (without a policy: count == maxRepeats; under
+        # one, the tool's own limit, or a cycle or stop denial at any count).
+        if denied and stats.open_denial is None:
+            self._deny(stats, tool, prefix, count, where)
         if wasted:
             self._wasted(stats)
         if stats.timeline is not None:
             self._mark(stats, verdict, where, wasted)
-        self._patterns(stats, tool, prefix, where)
+        # A, B, A, B, ...: each call equals the one two back and differs from the last.
+        if prev is None or prefix == prev:
+            stats.alt_length = 0
+        elif stats.alt_length and prefix == stats.prev2_prefix:
+            stats.alt_length += 1
+            self._alternation(stats, tool, prefix)
+        else:
+            stats.alt_length, stats.alt_start = 2, stats.prev_where
+        # Same tool, arguments changing at every call: the brake's count stays at 1.
+        if tool == prev_tool and prefix != prev:
+            stats.same_length += 1
+            best = stats.longest_same_tool
+            if best is None or stats.same_length > best.length:
+                if best is not None and best.start is stats.same_start:
+                    best.length = stats.same_length  # the longest run, still growing
+                else:
+                    stats.longest_same_tool = SameToolRun(tool, stats.same_length, stats.same_start)
+        else:
+            stats.same_length, stats.same_start = 1, where
+        stats.prev2_prefix, stats.prev_prefix = prev, prefix
+        stats.prev_tool, stats.prev_where = tool, where
 
     def _new_session(self, key: str, file: str) -> SessionStats:
         stats = self._sessions[key] = SessionStats(file, key)
@@ -195,103 +235,66 @@ class Analyzer:
             )
         )
 
-    def _streak(
-        self, stats: SessionStats, tool: str, prefix: str, count: int, denied: bool, where: Where
-    ) -> bool:
-        """Count the call into its streak; True when it comes after the streak's first
-        denial (a wasted call, analysis/waste.py)."""
-        current = stats.current
-        if count == 1 or current is None:
-            if current is not None:
-                self._close(stats)
-            if current is None or current is stats.longest:
-                current = Streak(tool, prefix, count, where)
-            else:  # nothing keeps the closed streak: it becomes the new one (no allocation)
-                current.tool, current.hash_prefix = tool, prefix
-                current.length, current.start = count, where
-            stats.current = current
-        else:
-            current.length = count
-            if stats.open_denial is not None:
-                return True
-        # The streak's first denied call (without a policy: count == maxRepeats; under
-        # one, the tool's own limit, or a cycle or stop denial at any count).
-        if denied and stats.open_denial is None:
-            stats.open_denial = Denial(
-                stats.session,
-                tool,
-                prefix,
-                where,
-                current.start,
-                count,
-                0,
-            )
-            self.report.denied_streaks += 1
-            if len(self.report.denials) < DENIALS_KEPT:
-                self.report.denials.append(stats.open_denial)
-        return False
+    def _deny(self, stats: SessionStats, tool: str, prefix: str, count: int, where: Where) -> None:
+        """The first denied call of the session's streak."""
+        report = self.report
+        denial = stats.open_denial = Denial(
+            stats.session, tool, prefix, where, stats.streak_start, count, 0
+        )  # type: ignore[arg-type]
+        report.denied_streaks += 1
+        if len(report.denials) < DENIALS_KEPT:
+            report.denials.append(denial)
 
     def _close(self, stats: SessionStats) -> None:
-        current = stats.current
-        if current is None:
-            return
+        """The session's streak has ended: its calls are the last one (``prev_*``)."""
+        length = stats.streak_length
         lengths = self._lengths
-        lengths[current.length] = lengths.get(current.length, 0) + 1
-        if stats.longest is None or current.length > stats.longest.length:
-            stats.longest = current
-        denial = stats.open_denial
-        if denial is not None:
-            denial.more = current.length - denial.streak_length  # identical calls after it
-            denial.streak_length = current.length
-            stats.open_denial = None
-        stats.current = None
+        lengths[length] = lengths.get(length, 0) + 1
+        if stats.longest is None or length > stats.longest.length:
+            start = stats.streak_start
+            stats.longest = Streak(stats.prev_tool, stats.prev_prefix, length, start)  # type: ignore[arg-type]
+        if stats.open_denial is not None:
+            self._end_denial(stats, length)
+        stats.streak_length = 0
 
     @staticmethod
-    def _patterns(stats: SessionStats, tool: str, prefix: str, where: Where) -> None:
+    def _end_denial(stats: SessionStats, length: int) -> None:
+        denial = stats.open_denial
+        denial.more = length - denial.streak_length  # type: ignore[union-attr]  # calls after it
+        denial.streak_length = length  # type: ignore[union-attr]
+        stats.open_denial = None
+
+    @staticmethod
+    def _alternation(stats: SessionStats, tool: str, prefix: str) -> None:
+        """The alternation grew (to 3 calls or more): the longest yet, if it is longer.
+
+        Its first two calls are the last two, in an order the length's parity gives:
+        with an odd length this call is the first one's again."""
+        length, best = stats.alt_length, stats.longest_alternation
+        if best is not None and length <= best.length:
+            return
+        if best is not None and best.start is stats.alt_start:
+            best.length = length  # the longest alternation, still growing
+            return
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
-        # A, B, A, B, ...: each call equals the one two back and differs from the last.
-        alt = stats.alt
-        if prev is None or prefix == prev:
-            alt = None
-        elif alt is not None and prefix == stats.prev2_prefix:
-            alt.length += 1
+        if length & 1:
+            tools, prefixes = (tool, prev_tool), (prefix, prev)
         else:
-            assert prev_tool is not None and stats.prev_where is not None
-            if alt is None or alt is stats.longest_alternation:
-                alt = Alternation((prev_tool, tool), (prev, prefix), 2, stats.prev_where)
-            else:  # the broken alternation is kept nowhere: it becomes the new one
-                alt.tools, alt.hash_prefixes = (prev_tool, tool), (prev, prefix)
-                alt.length, alt.start = 2, stats.prev_where
-        stats.alt = alt
-        if alt is not None and alt.length >= 3:
-            best = stats.longest_alternation
-            if best is None or alt.length > best.length:
-                stats.longest_alternation = alt  # the same object: it grows while it lasts
-        # Same tool, arguments changing at every call: the brake's count stays at 1.
-        same = stats.same
-        if same is not None and tool == prev_tool and prefix != prev:
-            same.length += 1
-        elif same is None or same is stats.longest_same_tool:
-            same = stats.same = SameToolRun(tool, 1, where)
-        else:  # the ended run is kept nowhere: it becomes the new one
-            same.tool, same.length, same.start = tool, 1, where
-        if same.length >= 2:
-            best_same = stats.longest_same_tool
-            if best_same is None or same.length > best_same.length:
-                stats.longest_same_tool = same
-        stats.prev2_prefix, stats.prev_prefix = prev, prefix
-        stats.prev_tool, stats.prev_where = tool, where
+            tools, prefixes = (prev_tool, tool), (prev, prefix)
+        start = stats.alt_start
+        stats.longest_alternation = Alternation(tools, prefixes, length, start)  # type: ignore[arg-type]
 
     def finish(self) -> Report:
         """Close every open streak and return the report (the analyzer is spent)."""
         for stats in self.report.sessions:
-            self._close(stats)
+            if stats.streak_length:
+                self._close(stats)
             if stats.turn is not None:
                 close_turn(stats.turn, stats.calls - stats.duplicates, stats.spent, stats.waste)
                 stats.turn = None
-            stats.current = stats.open_denial = stats.alt = stats.same = None
             stats.prev_prefix = stats.prev2_prefix = stats.prev_tool = None
-            stats.prev_where = None
+            stats.prev_where = stats.streak_start = stats.alt_start = stats.same_start = None
+            stats.alt_length = stats.same_length = 0
         self._sessions = {}
         self._pending = {}
         report = self.report

@@ -139,16 +139,22 @@ class SessionStats:
     """Every model turn of the session with recorded usage (none: no usage recorded)."""
     timeline: list[TimelineCall] | None = None
     """Every call, when asked for (analysis/timeline.py); None otherwise."""
-    # live state, meaningless once the report is finished
+    # Live state, meaningless once the report is finished. The current streak,
+    # alternation and same-tool run are a length and a start (0: none), made into
+    # objects only when one becomes the session's longest: their calls are the last
+    # one or two (``prev_*``), so nothing else is needed to build them.
     turn: Turn | None = None
-    current: Streak | None = None
     open_denial: Denial | None = None
     prev_prefix: str | None = None
     prev2_prefix: str | None = None
     prev_tool: str | None = None
     prev_where: Where | None = None
-    alt: Alternation | None = None
-    same: SameToolRun | None = None
+    streak_length: int = 0
+    streak_start: Where | None = None
+    alt_length: int = 0
+    alt_start: Where | None = None
+    same_length: int = 0
+    same_start: Where | None = None
 
     def to_json(self) -> dict[str, Any]:
         def opt(value: Any) -> Any:
