@@ -31,6 +31,10 @@ from .timeline import TimelineCall
 from .waste import Cost, Turn, Waste, close_turn
 
 _new_where = tuple.__new__  # Where's fields in order, with no Python-level __new__
+# A call's location is a plain tuple of Where's fields while it is live state, and
+# becomes a Where only when a report object keeps it: tuple.__new__ of a named tuple
+# (and freeing one) costs about 2,000 instructions, a plain tuple a tenth of that.
+Location = tuple[str, int | None, str | None, int]
 
 
 class Analyzer:
@@ -100,7 +104,7 @@ class Analyzer:
         assert info is not None, "start_file first"
         report = self.report
         self._call += 1
-        where = _new_where(Where, (info.file, record.line, record.path, self._call))
+        where = (info.file, record.line, record.path, self._call)
         # The verdict's leading fields in one unpacking: the 3.11 interpreter does not
         # specialise a named tuple's attributes (each read is a generic look-up).
         denied, tool, key, count, _, prefix, _, duplicate = verdict[:8]
@@ -129,7 +133,7 @@ class Analyzer:
                 self._mark(stats, verdict, where, False)
             return
         if count <= report.cap and count not in report.first_at:
-            report.first_at[count] = where
+            report.first_at[count] = _new_where(Where, where)
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
         # The streak, written out (once per call): its length is the brake's count.
         wasted = False
@@ -140,7 +144,8 @@ class Analyzer:
                 lengths[length] = lengths.get(length, 0) + 1
                 longest = stats.longest
                 if longest is None or length > longest.length:
-                    stats.longest = Streak(prev_tool, prev, length, stats.streak_start)  # type: ignore[arg-type]
+                    start = _new_where(Where, stats.streak_start)
+                    stats.longest = Streak(prev_tool, prev, length, start)  # type: ignore[arg-type]
                 if stats.open_denial is not None:
                     self._end_denial(stats, length)
             stats.streak_start = where
@@ -168,10 +173,12 @@ class Analyzer:
             stats.same_length += 1
             best = stats.longest_same_tool
             if best is None or stats.same_length > best.length:
-                if best is not None and best.start is stats.same_start:
-                    best.length = stats.same_length  # the longest run, still growing
+                if stats.same_longest is stats.same_start:
+                    best.length = stats.same_length  # type: ignore[union-attr]  # still growing
                 else:
-                    stats.longest_same_tool = SameToolRun(tool, stats.same_length, stats.same_start)
+                    start = stats.same_longest = stats.same_start
+                    run = SameToolRun(tool, stats.same_length, _new_where(Where, start))
+                    stats.longest_same_tool = run
         else:
             stats.same_length, stats.same_start = 1, where
         stats.prev2_prefix, stats.prev_prefix = prev, prefix
@@ -219,7 +226,7 @@ class Analyzer:
             stats.turn.wasted += 1
 
     @staticmethod
-    def _mark(stats: SessionStats, verdict: Verdict, where: Where, wasted: bool) -> None:
+    def _mark(stats: SessionStats, verdict: Verdict, where: Location, wasted: bool) -> None:
         kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"
         turn = stats.turn
         stats.timeline.append(  # type: ignore[union-attr]
@@ -228,19 +235,20 @@ class Analyzer:
                 verdict.hash_prefix,
                 verdict.count,
                 kind,
-                where,
+                _new_where(Where, where),
                 wasted,
                 verdict.duplicate,
                 None if turn is None else turn.ordinal,
             )
         )
 
-    def _deny(self, stats: SessionStats, tool: str, prefix: str, count: int, where: Where) -> None:
+    def _deny(
+        self, stats: SessionStats, tool: str, prefix: str, count: int, where: Location
+    ) -> None:
         """The first denied call of the session's streak."""
         report = self.report
-        denial = stats.open_denial = Denial(
-            stats.session, tool, prefix, where, stats.streak_start, count, 0
-        )  # type: ignore[arg-type]
+        at, start = _new_where(Where, where), _new_where(Where, stats.streak_start)
+        denial = stats.open_denial = Denial(stats.session, tool, prefix, at, start, count, 0)
         report.denied_streaks += 1
         if len(report.denials) < DENIALS_KEPT:
             report.denials.append(denial)
@@ -251,7 +259,7 @@ class Analyzer:
         lengths = self._lengths
         lengths[length] = lengths.get(length, 0) + 1
         if stats.longest is None or length > stats.longest.length:
-            start = stats.streak_start
+            start = _new_where(Where, stats.streak_start)
             stats.longest = Streak(stats.prev_tool, stats.prev_prefix, length, start)  # type: ignore[arg-type]
         if stats.open_denial is not None:
             self._end_denial(stats, length)
@@ -273,16 +281,16 @@ class Analyzer:
         length, best = stats.alt_length, stats.longest_alternation
         if best is not None and length <= best.length:
             return
-        if best is not None and best.start is stats.alt_start:
-            best.length = length  # the longest alternation, still growing
+        if stats.alt_longest is stats.alt_start:
+            best.length = length  # type: ignore[union-attr]  # the longest, still growing
             return
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
         if length & 1:
             tools, prefixes = (tool, prev_tool), (prefix, prev)
         else:
             tools, prefixes = (prev_tool, tool), (prev, prefix)
-        start = stats.alt_start
-        stats.longest_alternation = Alternation(tools, prefixes, length, start)  # type: ignore[arg-type]
+        start = stats.alt_longest = stats.alt_start
+        stats.longest_alternation = Alternation(tools, prefixes, length, _new_where(Where, start))
 
     def finish(self) -> Report:
         """Close every open streak and return the report (the analyzer is spent)."""
@@ -294,6 +302,7 @@ class Analyzer:
                 stats.turn = None
             stats.prev_prefix = stats.prev2_prefix = stats.prev_tool = None
             stats.prev_where = stats.streak_start = stats.alt_start = stats.same_start = None
+            stats.alt_longest = stats.same_longest = None
             stats.alt_length = stats.same_length = 0
         self._sessions = {}
         self._pending = {}

@@ -142,19 +142,23 @@ class SessionStats:
     # Live state, meaningless once the report is finished. The current streak,
     # alternation and same-tool run are a length and a start (0: none), made into
     # objects only when one becomes the session's longest: their calls are the last
-    # one or two (``prev_*``), so nothing else is needed to build them.
+    # one or two (``prev_*``), so nothing else is needed to build them. Locations are
+    # plain tuples of Where's fields here (analyzer.Location); ``*_longest`` is the
+    # start of the current run while it is the session's longest (it grows in place).
     turn: Turn | None = None
     open_denial: Denial | None = None
     prev_prefix: str | None = None
     prev2_prefix: str | None = None
     prev_tool: str | None = None
-    prev_where: Where | None = None
+    prev_where: tuple[Any, ...] | None = None
     streak_length: int = 0
-    streak_start: Where | None = None
+    streak_start: tuple[Any, ...] | None = None
     alt_length: int = 0
-    alt_start: Where | None = None
+    alt_start: tuple[Any, ...] | None = None
+    alt_longest: tuple[Any, ...] | None = None
     same_length: int = 0
-    same_start: Where | None = None
+    same_start: tuple[Any, ...] | None = None
+    same_longest: tuple[Any, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         def opt(value: Any) -> Any:
