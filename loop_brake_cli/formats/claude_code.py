@@ -263,21 +263,18 @@ _TOOL_RESULT = b'"tool_result"'
 _USAGE = b'"usage"'
 
 
-def _may_hold_records(raw: bytes) -> bool:
-    """A line without these bytes holds no call, result or usage. Results first: a
-    result line is the longest kind and names its type near the start, while
-    ``"tool_use"`` would be looked for through all of it. (``find``, never ``in``:
+def _needles(results: bool) -> tuple[bytes, bytes, bytes | None]:
+    """What a line that may hold a record contains: at least one of these bytes (None:
+    no third). With results, the result's type first: a result line is the longest
+    kind and names its type near the start, while ``"tool_use"`` would be looked for
+    through all of it. Without, usage first: an assistant line names it in its
+    message's head, before the content blocks. The readers look with ``find``, in
+    their loop (not through a function: a call per line), and never with ``in``:
     ``bytes.__contains__`` first tries its operand as an integer, and raises and
-    clears a TypeError on every look.)"""
-    find = raw.find
-    return find(_TOOL_RESULT) >= 0 or find(_TOOL_USE) >= 0 or find(_USAGE) >= 0
-
-
-def _may_hold_calls(raw: bytes) -> bool:
-    """``_may_hold_records`` for a reader that wants no results. Usage first: an
-    assistant line names it in its message's head, before the content blocks."""
-    find = raw.find
-    return find(_USAGE) >= 0 or find(_TOOL_USE) >= 0
+    clears a TypeError on every look."""
+    if results:
+        return _TOOL_RESULT, _TOOL_USE, _USAGE
+    return _USAGE, _TOOL_USE, None
 
 
 def _reported(raw: bytes) -> bool:
@@ -314,12 +311,13 @@ def parse(source: Source) -> Iterator[Record]:
 
     seen, turns = RecentIds(), TurnUsage()
     results = source.results
-    may_hold = _may_hold_records if results else _may_hold_calls
+    first, second, third = _needles(results)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if not may_hold(raw):
+        find = raw.find
+        if find(first) < 0 and find(second) < 0 and (third is None or find(third) < 0):
             if (raw[0] == 123 and raw[-1] == 125) or _is_whole_object(raw):  # '{' ... '}'
                 continue  # cannot hold a call: not parsed (most of a transcript's bytes)
         obj = None
@@ -343,13 +341,15 @@ def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
     """``parse`` with the exact parser."""
     seen, turns = RecentIds(), TurnUsage()
     results = source.results
-    may_hold = _may_hold_records if results else _may_hold_calls
+    first, second, third = _needles(results)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
             continue
-        if not may_hold(raw) and _is_whole_object(raw):
-            continue
+        find = raw.find
+        if find(first) < 0 and find(second) < 0 and (third is None or find(third) < 0):
+            if _is_whole_object(raw):
+                continue
         obj, error = load(raw)
         if error is not None:
             if _reported(raw):
