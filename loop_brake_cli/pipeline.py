@@ -6,7 +6,7 @@ summary needs, so filter, replay and the live paths count the same way.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 
 from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
@@ -15,34 +15,27 @@ from .records import BadRecord, Record, ToolCall, ToolResult, Usage, error_recor
 from .slotted import Fields
 from .verdicts import Verdict
 
-__all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_args", "write_verdicts"]
+__all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
 
 VERDICT_KINDS = ("pass", "deny", "error")
 
-# Arguments an adapter read with parse_json or orjson.loads, by identity: judge may
-# hash those with fast_digest. (orjson would also serialise values canonical_json
-# rejects, such as UUIDs and enums, so arguments of unknown origin take call_digest.)
-_PLAIN: dict[int, object] = {}
-_PLAIN_LIMIT = 1 << 10  # records parsed and never judged must not pile up
+# The code of the generators whose calls' arguments an adapter read with parse_json or
+# orjson: judge hashes those with fast_digest. (orjson would also serialise values
+# canonical_json rejects, such as UUIDs and enums, so arguments of unknown origin take
+# call_digest.) The stream is marked, not each call: an id() and a dict entry per
+# call cost about 2,000 instructions a call of a replay.
+_PLAIN_CODE: set[object] = set()
+
+RecordStream = Generator[Record, None, None]
 
 
-def plain_args(args: object) -> object:
-    """Mark ``args`` (returned as is) as plain JSON values from parse_json or orjson:
+def plain_records(records: RecordStream) -> RecordStream:
+    """Mark a generator of records (returned as is) whose calls' arguments are plain
+    JSON values from parse_json or orjson, as every generator of its function's gives:
     the adapter's promise that lets ``judge`` hash them the fast way. Only where
     ``fast_canonical.AVAILABLE`` (orjson is installed)."""
-    if len(_PLAIN) >= _PLAIN_LIMIT:
-        _PLAIN.clear()
-    _PLAIN[id(args)] = args
-    return args
-
-
-def _fast_digest(tool: str, args: object) -> bytes:
-    """fast_canonical.fast_digest, imported on first use (then it replaces this)."""
-    global _fast_digest
-    from .fast_canonical import fast_digest
-
-    _fast_digest = fast_digest
-    return fast_digest(tool, args)
+    _PLAIN_CODE.add(records.gi_code)
+    return records
 
 
 class Tally(Fields):
@@ -102,18 +95,18 @@ def judge(
     Results and usage records are not calls: they pass through with no verdict, for
     the consumers that read them. Under a policy's progress mode each result is
     first given to the brake (``LoopBrake.observe_result``) and tallied; one that
-    is not JSON becomes a BadRecord, as a call would."""
+    is not JSON becomes a BadRecord, as a call would. Calls from a generator marked
+    by ``plain_records`` are hashed with ``fast_canonical.fast_digest``."""
     observe = brake.observe
     progress = brake.progress
+    digest_of: Callable[[str, object], bytes] = call_digest
+    if getattr(records, "gi_code", None) in _PLAIN_CODE:
+        from .fast_canonical import fast_digest as digest_of
     for record in records:
         cls = record.__class__
         if cls is ToolCall:  # the common case first
-            args = record.args  # type: ignore[union-attr]
             try:
-                if _PLAIN and _PLAIN.pop(id(args), None) is args:
-                    digest = _fast_digest(record.tool, args)  # type: ignore[union-attr]
-                else:
-                    digest = call_digest(record.tool, args)  # type: ignore[union-attr]
+                digest = digest_of(record.tool, record.args)  # type: ignore[union-attr]
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(str(exc), record.line, record.path)
                 verdict = None

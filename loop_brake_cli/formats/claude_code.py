@@ -38,7 +38,7 @@ format: see ``hook_log`` (format ``claude-hooks``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from ..brake import session_key, subagent_session_key
@@ -106,10 +106,6 @@ def _session(obj: dict[str, Any]) -> str | None:
     return session_key(session)
 
 
-def _keep(args: Any) -> Any:
-    return args
-
-
 # "$.message.content[i]" for the first blocks of a message, built once
 _PATHS = tuple(json_path("message", "content", index) for index in range(64))
 
@@ -119,9 +115,9 @@ def _path(index: int) -> str:
 
 
 def _calls(
-    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, mark: Any, results: bool
+    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, results: bool
 ) -> list[Record]:
-    """The records of one parsed line; ``mark`` is applied to each call's arguments."""
+    """The records of one parsed line."""
     if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
         return [BadRecord("not a JSON object", number)]
     kind = obj.get("type")
@@ -166,10 +162,10 @@ def _calls(
         args = block.get("input")
         if args.__class__ is dict:  # parse_arguments returns an object as it is
             path = _PATHS[index] if index < 64 else json_path("message", "content", index)
-            out.append(ToolCall(name, mark(args), session, call_id, number, path))
+            out.append(ToolCall(name, args, session, call_id, number, path))
         else:
             args, unparsed = parse_arguments(args)
-            out.append(ToolCall(name, mark(args), session, call_id, number, _path(index), unparsed))
+            out.append(ToolCall(name, args, session, call_id, number, _path(index), unparsed))
     return out
 
 
@@ -302,12 +298,17 @@ def parse(source: Source) -> Iterator[Record]:
     from ..fast_canonical import AVAILABLE  # imported when a file is read
 
     if not AVAILABLE:
-        yield from _parse(source, load_json_line, _keep)
-        return
-    # orjson where it reads the line as parse_json would; then the arguments are plain
-    # JSON values and judge may hash them the fast way (pipeline.plain_args)
+        return _parse(source)
+    # orjson reads each line as parse_json would: every call's arguments are plain JSON
+    # values, and judge may hash them the fast way
+    from ..pipeline import plain_records
+
+    return plain_records(_parse_fast(source))
+
+
+def _parse_fast(source: Source) -> Generator[Record, None, None]:
+    """``parse`` with orjson where it reads a line as parse_json would."""
     from ..fast_canonical import DecodeError, load_line, loads
-    from ..pipeline import plain_args
 
     seen, turns = RecentIds(), TurnUsage()
     results = source.results
@@ -332,12 +333,12 @@ def parse(source: Source) -> Iterator[Record]:
                 if _reported(raw):
                     yield BadRecord(error, number)
                 continue
-        calls = _calls(obj, number, seen, turns, plain_args, results)
+        calls = _calls(obj, number, seen, turns, results)
         if calls:
             yield from calls
 
 
-def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
+def _parse(source: Source) -> Iterator[Record]:
     """``parse`` with the exact parser."""
     seen, turns = RecentIds(), TurnUsage()
     results = source.results
@@ -350,11 +351,11 @@ def _parse(source: Source, load: Any, mark: Any) -> Iterator[Record]:
         if find(first) < 0 and find(second) < 0 and (third is None or find(third) < 0):
             if _is_whole_object(raw):
                 continue
-        obj, error = load(raw)
+        obj, error = load_json_line(raw)
         if error is not None:
             if _reported(raw):
                 yield BadRecord(error, number)
             continue
-        calls = _calls(obj, number, seen, turns, mark, results)
+        calls = _calls(obj, number, seen, turns, results)
         if calls:
             yield from calls
