@@ -36,9 +36,14 @@ CALL = st.tuples(
 USAGE = st.tuples(st.just("usage"), st.sampled_from(["s1", "s2", "s3"]), st.integers(1, 9))
 NEXT_FILE = st.just(("file",))
 # A call repeated, for streaks longer than the histogram's cap (at least HISTOGRAM_TOP),
-# maybe with a model turn beginning inside it (a turn of wasted calls only)
-BURST = st.tuples(CALL, st.integers(2, 14), st.integers(0, 3), st.booleans()).map(
-    lambda b: [b[0]] * b[1] + ([("usage", b[0][1], 7)] + [b[0]] * b[2] if b[3] else [])
+# each time with a call id of its own or none (the same id twice: a duplicate), maybe
+# with a model turn beginning inside it (a turn of wasted calls only)
+REPEAT_IDS = st.lists(st.sampled_from([None, None, None, "id1", "id2"]), min_size=2, max_size=16)
+BURST = st.tuples(CALL, REPEAT_IDS, st.integers(0, 3), st.booleans()).map(
+    lambda b: (
+        [b[0][:4] + (call_id,) for call_id in b[1]]
+        + ([("usage", b[0][1], 7)] + [b[0]] * b[2] if b[3] else [])
+    )
 )
 # Two calls of one session taking turns (an alternation, or a same-tool run)
 TAKING_TURNS = st.tuples(CALL, CALL, st.integers(1, 4)).map(
