@@ -85,13 +85,16 @@ def replay_file(
             return info
         info.format = adapter.INFO.name
         add = analyzer.add
-        n = 0
+        judged = judge(parse_records(adapter, source, brake.progress), brake)
         with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
-            for record, verdict in judge(parse_records(adapter, source, brake.progress), brake):
-                add(record, verdict)
-                n += 1
-                if on_progress is not None and not n & 1023:
-                    on_progress(_position(raw, source))
+            if on_progress is None:  # no count kept per record when nobody asks
+                for record, verdict in judged:
+                    add(record, verdict)
+            else:
+                for n, (record, verdict) in enumerate(judged, 1):
+                    add(record, verdict)
+                    if not n & 1023:
+                        on_progress(_position(raw, source))
         if check is not None and info.calls == 0 and (nothing := check.nothing_read()):
             analyzer.file_error(nothing)
     except UnreadableInputError as exc:
