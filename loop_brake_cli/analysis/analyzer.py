@@ -52,16 +52,11 @@ class Analyzer:
         self._file: FileInfo | None = None
         self._file_sessions: set[str] = set()
         self._call = 0
-        # Closed streaks by length, counted here in a plain dict (bounded by the longest
-        # streak) and moved into the report's Counter by finish(): `+= 1` on a Counter (a
-        # dict subclass) takes the interpreter's slow path. The verdicts by count follow
-        # from it at the end (a streak of length L gave one verdict of each count 1..L),
-        # but for duplicates, which repeat their call's count and are counted here.
-        self._lengths: dict[int, int] = {}
-        self._duplicate_counts: dict[int, int] = {}
-        # The highest count met so far: counts grow one by one, so the first call of a
-        # count (Report.first_at) is the first one above it.
-        self._top_count = 0
+        # The report's two histograms, counted here in plain dicts (bounded by the longest
+        # streak, not by the cap) and moved into its Counters by finish(): `+= 1` on a
+        # Counter (a dict subclass) takes the interpreter's slow path, twice per call.
+        self._counts: dict[int, int] = {}  # verdicts by count (cap + 1: above the cap)
+        self._lengths: dict[int, int] = {}  # closed streaks by length
 
     def start_file(self, name: str, size: int = 0) -> FileInfo:
         """Begin a file; later calls are located in it."""
@@ -129,18 +124,16 @@ class Analyzer:
             info.denied += 1
             stats.denied += 1
             report.denied += 1
+        counts, bucket = self._counts, count if count <= report.cap else report.cap + 1
+        counts[bucket] = counts.get(bucket, 0) + 1
         if duplicate:
             stats.duplicates += 1
             report.duplicates += 1
-            duplicates = self._duplicate_counts
-            duplicates[count] = duplicates.get(count, 0) + 1
             if stats.timeline is not None:
                 self._mark(stats, verdict, where, False)
             return
-        if count > self._top_count:
-            self._top_count = count
-            if count <= report.cap:
-                report.first_at[count] = _new_where(Where, where)
+        if count <= report.cap and count not in report.first_at:
+            report.first_at[count] = _new_where(Where, where)
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
         # The streak, written out (once per call): its length is the brake's count.
         wasted = False
@@ -299,24 +292,6 @@ class Analyzer:
         start = stats.alt_longest = stats.alt_start
         stats.longest_alternation = Alternation(tools, prefixes, length, _new_where(Where, start))
 
-    def _verdict_counts(self) -> dict[int, int]:
-        """``Report.counts`` (count -> verdicts; cap + 1: above the cap), from the closed
-        streaks: each one of length L or more gave one verdict of count L, and one longer
-        than the cap gave L - cap above it; then the duplicates, at their calls' counts."""
-        cap, lengths = self.report.cap, self._lengths
-        counts: dict[int, int] = {}
-        remaining = sum(lengths.values())  # the streaks of at least the count in hand
-        for count in range(1, min(max(lengths, default=0), cap) + 1):
-            counts[count] = remaining
-            remaining -= lengths.get(count, 0)
-        above = sum((length - cap) * n for length, n in lengths.items() if length > cap)
-        if above:
-            counts[cap + 1] = above
-        for count, n in self._duplicate_counts.items():
-            bucket = count if count <= cap else cap + 1
-            counts[bucket] = counts.get(bucket, 0) + n
-        return counts
-
     def finish(self) -> Report:
         """Close every open streak and return the report (the analyzer is spent)."""
         for stats in self.report.sessions:
@@ -332,6 +307,6 @@ class Analyzer:
         self._sessions = {}
         self._pending = {}
         report = self.report
-        report.counts.update(self._verdict_counts())
+        report.counts.update(self._counts)
         report.streak_lengths.update(self._lengths)
         return report
