@@ -215,3 +215,25 @@ def test_the_real_stuck_loop_is_still_denied_at_the_same_call(
     looping = max(doc["sessions"], key=lambda s: s["seedDenied"])
     assert looping["seedDenied"] >= 28 and looping["policyDenied"] == looping["seedDenied"]
     assert looping["policyFirstDenial"] == looping["seedFirstDenial"]
+
+
+def test_the_sweep_counts_the_verdicts_a_progress_restart_gives(tmp_path: Path) -> None:
+    """Under progress a streak's counts are not 1..L (a restart makes the next call 2
+    again), so the sweep must come from the verdicts' own counts: at each limit m it
+    denies exactly the verdicts whose count is m or more."""
+    lines = []
+    for number, output in enumerate(["a", "b", "c", "d", "e", "e", "e", "e"]):
+        lines += [call(number), result(number, output)]
+    transcript = write(tmp_path, "t.jsonl", lines + [call(20 + k, "t") for k in range(4)])
+    rules = policy(tmp_path)
+    verdicts = run_cli("replay", "--policy", rules, "--verdicts", str(transcript), env=ENV)
+    assert verdicts.returncode == 0, verdicts.stderr
+    counts = [v["count"] for v in lines_of(verdicts.stdout) if v.get("verdict") != "error"]
+    assert counts.count(2) > 1 + counts.count(3)  # restarts happened: 2 more often than 1..L
+    summary = run_cli(
+        "replay", "--policy", rules, "--sweep", "2..6", "--json", str(transcript), env=ENV
+    )
+    assert summary.returncode == 0, summary.stderr
+    rows = json.loads(summary.stdout)["sweep"]
+    expected = [(m, sum(c >= m for c in counts)) for m in range(2, 7)]
+    assert [(r["maxRepeats"], r["deniedCalls"]) for r in rows] == expected
