@@ -138,16 +138,8 @@ class Analyzer:
         # The streak, written out (once per call): its length is the brake's count.
         wasted = False
         if count == 1 or not stats.streak_length:
-            length = stats.streak_length
-            if length:  # the last streak ends (``_close`` written out, but for a denial)
-                lengths = self._lengths
-                lengths[length] = lengths.get(length, 0) + 1
-                longest = stats.longest
-                if longest is None or length > longest.length:
-                    start = _new_where(Where, stats.streak_start)
-                    stats.longest = Streak(prev_tool, prev, length, start)  # type: ignore[arg-type]
-                if stats.open_denial is not None:
-                    self._end_denial(stats, length)
+            if stats.streak_length:  # the last streak ends
+                self._close(stats)
             stats.streak_start = where
         elif stats.open_denial is not None:
             wasted = True  # after the streak's first denial (analysis/waste.py)
@@ -261,16 +253,12 @@ class Analyzer:
         if stats.longest is None or length > stats.longest.length:
             start = _new_where(Where, stats.streak_start)
             stats.longest = Streak(stats.prev_tool, stats.prev_prefix, length, start)  # type: ignore[arg-type]
-        if stats.open_denial is not None:
-            self._end_denial(stats, length)
-        stats.streak_length = 0
-
-    @staticmethod
-    def _end_denial(stats: SessionStats, length: int) -> None:
         denial = stats.open_denial
-        denial.more = length - denial.streak_length  # type: ignore[union-attr]  # calls after it
-        denial.streak_length = length  # type: ignore[union-attr]
-        stats.open_denial = None
+        if denial is not None:
+            denial.more = length - denial.streak_length  # identical calls after it
+            denial.streak_length = length
+            stats.open_denial = None
+        stats.streak_length = 0
 
     @staticmethod
     def _alternation(stats: SessionStats, tool: str, prefix: str) -> None:
