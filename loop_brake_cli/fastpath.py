@@ -56,6 +56,11 @@ from .wire.event_line import decode as decode_event
 
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events", "relaxed_gc"]
 
+try:  # optional: built from _event_scan.c when a C compiler was there at install
+    from ._event_scan import scan_event as _scan_event
+except ImportError:  # pragma: no cover - exercised where the extension is not built
+    _scan_event = None
+
 if AVAILABLE:
     _dumps = _fc.dumps
     _loads = _fc.loads
@@ -67,6 +72,14 @@ if AVAILABLE:
 def enabled() -> bool:
     """orjson is installed and ``LOOP_BRAKE_EXACT`` is not set (to compare the paths)."""
     return AVAILABLE and not os.environ.get("LOOP_BRAKE_EXACT")
+
+
+def scanner() -> Any:
+    """The C reader of common event lines (``_event_scan.c``), or None: not built, or
+    ``LOOP_BRAKE_PURE_PYTHON`` set (to compare the paths, and to measure)."""
+    if os.environ.get("LOOP_BRAKE_PURE_PYTHON"):
+        return None
+    return _scan_event
 
 
 def _exact(line: bytes, number: int) -> Record:
@@ -268,98 +281,107 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
     get_line, remember_line, line_switch = judge.lines.get, judge.remember_line, judge.line_switch
     lines_from = 0  # the line from which the line cache is used
+    scan = scanner()
     passed = denied = 0
     try:
         for number, line in source.lines():
             if line is TOO_LONG:
                 exactly(line_too_long(number, source.max_line_bytes))
                 continue
-            entry = key = None
-            if lines_from <= number:  # the line cache (see _Judge.lines)
-                cut = line.rfind(b',"callId":"')
-                if cut > 0 and line[-1] == 125:  # ends in '}'
-                    key = line[:cut]
-                    entry = get_line(key)
-                    if entry is not None:
-                        try:
-                            call_id = loads(line[cut + 10 : -1])
-                        except _DecodeError:
-                            entry = key = None
-                if entry is None:
-                    lines_from = line_switch.miss(number)
-            if entry is not None:
-                tool, session, digest, hash_prefix, known, session_json = entry
-                call_json = encode_string(call_id).encode()
-            else:
-                try:
-                    obj = loads(line)
-                except _DecodeError:
-                    exactly(_exact(line, number))
-                    continue
-                if obj.__class__ is not dict or (len(line) >= 1024 and too_deep(line)):
-                    exactly(_exact(line, number))  # too deep: parse_json may refuse it
-                    continue
-                tool = obj.get("tool")  # no bound method kept: LOAD_METHOD is cheaper
-                args = obj.get("args")
-                session = obj.get("sessionId")
-                call_id = obj.get("callId")
-                if (
-                    tool.__class__ is str
-                    and args is not None
-                    and session.__class__ is str
-                    and call_id.__class__ is str
-                    and "agentId" not in obj
-                    and "agent_id" not in obj
-                ):
-                    # json_line's own string encoder: cheaper here than orjson's dumps
-                    session_json = encode_string(session).encode()
-                    call_json = encode_string(call_id).encode()
-                else:
-                    call = _unusual_call(obj, number)
-                    if call is None:
-                        exactly(_exact(line, number))
-                        continue
-                    tool, args, session, call_id = call
-                    session_json, call_json = _ids_json(session, call_id)
-                    key = None  # only the common shape is remembered
-                try:
-                    canonical = dumps(args, option=options)
-                except _EncodeError:
-                    exactly(_exact(line, number))
-                    continue
+            # the C reader proves the common line whole, or says None (see its header)
+            if scan is not None and (scanned := scan(line)) is not None:
+                tool, session, call_id, digest, hash_prefix, session_json, call_json = scanned
                 known = tools.get(tool)
                 if known is None:
                     known = tool_miss(tool)
                 tool = known[4]
-                # bytes in the digest cache passed the checks below: equal bytes, equal result
-                if digests_from <= number:
-                    hashed = known[1] + canonical
-                    got = get_digest(hashed)
+            else:
+                entry = key = None
+                if lines_from <= number:  # the line cache (see _Judge.lines)
+                    cut = line.rfind(b',"callId":"')
+                    if cut > 0 and line[-1] == 125:  # ends in '}'
+                        key = line[:cut]
+                        entry = get_line(key)
+                        if entry is not None:
+                            try:
+                                call_id = loads(line[cut + 10 : -1])
+                            except _DecodeError:
+                                entry = key = None
+                    if entry is None:
+                        lines_from = line_switch.miss(number)
+                if entry is not None:
+                    tool, session, digest, hash_prefix, known, session_json = entry
+                    call_json = encode_string(call_id).encode()
                 else:
-                    got = None
-                if got is not None:
-                    digest, hash_prefix = got
-                else:
-                    # b.replace(x, b"") is b itself when x does not occur: one look each,
-                    # cheaper than find (whose arguments are parsed the slow way)
-                    if (
-                        canonical.replace(b".0", b"") is not canonical
-                        or canonical.replace(b"e+", b"") is not canonical
-                        or canonical.replace(b"e-", b"") is not canonical
-                        or not canonical.isascii()
-                    ) and not is_exact(canonical):
+                    try:
+                        obj = loads(line)
+                    except _DecodeError:
                         exactly(_exact(line, number))
                         continue
-                    if digests_from <= number:
-                        digest, hash_prefix, digests_from = digest_miss(hashed, number)
+                    if obj.__class__ is not dict or (len(line) >= 1024 and too_deep(line)):
+                        exactly(_exact(line, number))  # too deep: parse_json may refuse it
+                        continue
+                    tool = obj.get("tool")  # no bound method kept: LOAD_METHOD is cheaper
+                    args = obj.get("args")
+                    session = obj.get("sessionId")
+                    call_id = obj.get("callId")
+                    if (
+                        tool.__class__ is str
+                        and args is not None
+                        and session.__class__ is str
+                        and call_id.__class__ is str
+                        and "agentId" not in obj
+                        and "agent_id" not in obj
+                    ):
+                        # json_line's own string encoder: cheaper here than orjson's dumps
+                        session_json = encode_string(session).encode()
+                        call_json = encode_string(call_id).encode()
                     else:
-                        hasher = known[0].copy()
-                        hasher.update(canonical)
-                        digest = hasher.digest()
-                        hash_prefix = hexlify(digest[:6])
-                if key is not None:
-                    entry = (tool, session, digest, hash_prefix, known, session_json)
-                    remember_line(key, line, entry)
+                        call = _unusual_call(obj, number)
+                        if call is None:
+                            exactly(_exact(line, number))
+                            continue
+                        tool, args, session, call_id = call
+                        session_json, call_json = _ids_json(session, call_id)
+                        key = None  # only the common shape is remembered
+                    try:
+                        canonical = dumps(args, option=options)
+                    except _EncodeError:
+                        exactly(_exact(line, number))
+                        continue
+                    known = tools.get(tool)
+                    if known is None:
+                        known = tool_miss(tool)
+                    tool = known[4]
+                    # bytes in the digest cache passed the checks below: equal bytes, equal result
+                    if digests_from <= number:
+                        hashed = known[1] + canonical
+                        got = get_digest(hashed)
+                    else:
+                        got = None
+                    if got is not None:
+                        digest, hash_prefix = got
+                    else:
+                        # b.replace(x, b"") is b itself when x does not occur: one look each,
+                        # cheaper than find (whose arguments are parsed the slow way)
+                        if (
+                            canonical.replace(b".0", b"") is not canonical
+                            or canonical.replace(b"e+", b"") is not canonical
+                            or canonical.replace(b"e-", b"") is not canonical
+                            or not canonical.isascii()
+                        ) and not is_exact(canonical):
+                            exactly(_exact(line, number))
+                            continue
+                        if digests_from <= number:
+                            digest, hash_prefix, digests_from = digest_miss(hashed, number)
+                        else:
+                            hasher = known[0].copy()
+                            hasher.update(canonical)
+                            digest = hasher.digest()
+                            hash_prefix = hexlify(digest[:6])
+                    if key is not None:
+                        entry = (tool, session, digest, hash_prefix, known, session_json)
+                        remember_line(key, line, entry)
             if in_shard is not None:
                 keep = in_shard.get(session)
                 if not (shard_miss(session) if keep is None else keep):
