@@ -57,6 +57,7 @@ from .wire.event_line import decode as decode_event
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events", "relaxed_gc"]
 
 try:  # optional: built from _event_scan.c when a C compiler was there at install
+    from ._event_scan import SHA_NI as _SHA_NI
     from ._event_scan import scan_event as _scan_event
 except ImportError:  # pragma: no cover - exercised where the extension is not built
     _scan_event = None
@@ -80,6 +81,13 @@ def scanner() -> Any:
     if os.environ.get("LOOP_BRAKE_PURE_PYTHON"):
         return None
     return _scan_event
+
+
+def reader_name() -> str:
+    """Which reader ``filter`` uses for event lines (``loop-brake --version``)."""
+    if scanner() is None:
+        return "Python (the optional C reader is not built, or LOOP_BRAKE_PURE_PYTHON is set)"
+    return "C with SHA-NI" if _SHA_NI else "C"
 
 
 def _exact(line: bytes, number: int) -> Record:

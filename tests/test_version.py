@@ -1,0 +1,40 @@
+"""``loop-brake --version`` says which event reader ``filter`` uses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from loop_brake_cli import fastpath
+
+
+def _version(**env: str) -> list[str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+    )
+    assert run.stderr == ""
+    return run.stdout.splitlines()
+
+
+def test_the_version_names_the_python_reader_when_the_c_one_is_switched_off():
+    first, reader = _version(LOOP_BRAKE_PURE_PYTHON="1")
+    assert first == f"loop-brake, version {version('loop-brake-cli')}"
+    assert reader.startswith("event reader: Python (")
+
+
+@pytest.mark.skipif(fastpath.scanner() is None, reason="the C event reader is not built")
+def test_the_version_names_the_c_reader_when_it_is_built():
+    from loop_brake_cli import _event_scan
+
+    _, reader = _version()
+    assert reader == ("event reader: C with SHA-NI" if _event_scan.SHA_NI else "event reader: C")
+    _, portable = _version(LOOP_BRAKE_NO_SHA_NI="1")
+    assert portable == "event reader: C"
