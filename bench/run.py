@@ -22,6 +22,10 @@
   and one using every feature (the slowdown), and memory per session with and
   without cycles (tracemalloc).
 
+The header names the event reader filter uses (``loop-brake --version``: the
+optional C reader, or Python); throughput and memory also run filter once with
+``LOOP_BRAKE_PURE_PYTHON=1``, the speed of an install without a C compiler.
+
 Inputs are generated once into $TMPDIR/loop-brake-bench. Numbers only, never
 arguments, are printed.
 """
@@ -145,6 +149,12 @@ def bench_throughput(n: int, rounds: int) -> dict:
         f"{statistics.median(r['sys'] for r in ours):.2f}",
     )
     result = {"rss": max(r["rss_mb"] for r in ours)}
+    pure = run([*loop_brake(), "filter", str(events)], env=_PURE)
+    row(
+        "filter, Python event reader: events/s (wall)",
+        f"{n / pure['wall']:,.0f}",
+        "LOOP_BRAKE_PURE_PYTHON=1, 1 round: without the C reader",
+    )
     env = dict(os.environ, LOOP_BRAKE_EXACT="1")
     exact = run([*loop_brake(), "filter", str(events)], DATA / "exact.out", env=env)
     row(
@@ -206,6 +216,13 @@ def bench_memory(n: int, bounded: int) -> None:
         row(f"ratio on {n:,} sessions (wall)", f"{ratio:.2f}x", _target(ratio >= 2, ">= 2x"))
         cpu = (theirs["user"] + theirs["sys"]) / (free["user"] + free["sys"])
         row(f"ratio on {n:,} sessions (per CPU second)", f"{cpu:.2f}x", "user + system")
+        pure = run([*loop_brake(), "filter", str(many)], env=_PURE)
+        cpu = (theirs["user"] + theirs["sys"]) / (pure["user"] + pure["sys"])
+        row(
+            f"ratio on {n:,} sessions, Python event reader (per CPU second)",
+            f"{cpu:.2f}x",
+            "LOOP_BRAKE_PURE_PYTHON=1",
+        )
 
 
 def _evictions(stderr: str) -> str:
@@ -362,6 +379,15 @@ def soak(n_copies: int, base: int) -> None:
         )
 
 
+_PURE = dict(os.environ, LOOP_BRAKE_PURE_PYTHON="1")  # filter without the C event reader
+
+
+def _event_reader() -> str:
+    """Which event reader filter uses here (the last line of ``loop-brake --version``)."""
+    text = subprocess.run([*loop_brake(), "--version"], capture_output=True, text=True).stdout
+    return text.strip().splitlines()[-1] if text.strip() else "unknown"
+
+
 def _target(ok: bool, text: str) -> str:
     return f"target {text}: {'met' if ok else 'MISSED'}"
 
@@ -383,7 +409,7 @@ def main() -> None:
     parts = args.only or ["throughput", "memory", "live", "hook", "replay"]
     print(
         f"loop-brake bench: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-        f"node {_node_version()}, load average {os.getloadavg()[0]:.1f}"
+        f"node {_node_version()}, load average {os.getloadavg()[0]:.1f}, {_event_reader()}"
     )
     if args.soak:
         soak(10, 1_000_000)
