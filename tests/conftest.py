@@ -102,3 +102,18 @@ def node() -> str:
     if NODE is None:
         pytest.skip(NO_NODE_REASON)
     return NODE
+
+
+@pytest.fixture(params=["c-reader", "pure-python"])
+def event_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fast-path test run twice: with the C reader of event lines (``_event_scan.c``)
+    and without it (``LOOP_BRAKE_PURE_PYTHON``), whose paths must give the same bytes."""
+    if request.param == "pure-python":
+        monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")
+        return request.param
+    monkeypatch.delenv("LOOP_BRAKE_PURE_PYTHON", raising=False)
+    from loop_brake_cli import fastpath
+
+    if fastpath.scanner() is None:
+        pytest.skip("the C reader loop_brake_cli._event_scan is not built")
+    return request.param

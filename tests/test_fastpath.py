@@ -123,7 +123,11 @@ def _repeat(lines: list[bytes], repeats: list[int]) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     LINES,
     st.lists(st.integers(1, 4), max_size=40),
@@ -131,7 +135,7 @@ def _repeat(lines: list[bytes], repeats: list[int]) -> bytes:
     st.sampled_from([{"pass", "deny", "error"}, {"deny"}, {"pass", "error"}]),
     st.sampled_from([None, "f.jsonl", '\u00e9 "q".jsonl']),
 )
-def test_fast_path_writes_the_exact_bytes(lines, repeats, max_repeats, wanted, file):
+def test_fast_path_writes_the_exact_bytes(event_reader, lines, repeats, max_repeats, wanted, file):
     data = _repeat(lines, repeats)
     fast, fast_tally = _fast(data, max_repeats, wanted, file=file)
     exact, exact_tally = _exact(data, max_repeats, wanted, file=file)
@@ -139,9 +143,11 @@ def test_fast_path_writes_the_exact_bytes(lines, repeats, max_repeats, wanted, f
     assert fast_tally == exact_tally
 
 
-@settings(max_examples=40, deadline=None)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(LINES, st.lists(st.integers(1, 3), max_size=40), st.sampled_from([(0, 2), (1, 2), (2, 3)]))
-def test_fast_path_shards_like_the_exact_path(lines, repeats, shard):
+def test_fast_path_shards_like_the_exact_path(event_reader, lines, repeats, shard):
     data = _repeat(lines, repeats)
     wanted = {"pass", "deny", "error"}
     assert _fast(data, 3, wanted, shard) == _exact(data, 3, wanted, shard)

@@ -84,14 +84,18 @@ def _stream(parts: list[tuple[bytes, bytes, int]]) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     LINES,
     st.sampled_from([1, 2, 3]),
     st.sampled_from([ALL, {"deny"}, {"pass", "error"}]),
     st.sampled_from([None, (0, 2), (1, 2)]),
 )
-def test_cached_lines_give_the_exact_bytes(parts, max_repeats, wanted, shard):
+def test_cached_lines_give_the_exact_bytes(event_reader, parts, max_repeats, wanted, shard):
     data = _stream(parts)
     assert _fast(data, max_repeats, wanted, shard) == _exact(data, max_repeats, wanted, shard)
 
@@ -119,6 +123,7 @@ def _counting_loads(monkeypatch) -> list[int]:
 
 
 def test_a_line_differing_only_in_the_call_id_is_not_parsed_again(monkeypatch):
+    monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")  # the C reader would take every line
     prefix = PREFIXES[0]
     data = b"".join(prefix + b',"callId":"c%d"}\n' % i for i in range(10))
     parsed = _counting_loads(monkeypatch)
@@ -128,7 +133,7 @@ def test_a_line_differing_only_in_the_call_id_is_not_parsed_again(monkeypatch):
     assert len(judge.lines) == 1
 
 
-def test_a_cached_line_then_one_differing_after_the_call_id(monkeypatch):
+def test_a_cached_line_then_one_differing_after_the_call_id(event_reader):
     prefix = PREFIXES[0]
     lines = [prefix + b',"callId":"c1"}', prefix + b',"callId":"c2"}']
     lines += [prefix + suffix for suffix in SUFFIXES]
@@ -137,7 +142,7 @@ def test_a_cached_line_then_one_differing_after_the_call_id(monkeypatch):
     assert _fast(data, 2, ALL) == _exact(data, 2, ALL)
 
 
-def test_eviction_keeps_the_cache_bounded_and_exact(monkeypatch):
+def test_eviction_keeps_the_cache_bounded_and_exact(monkeypatch, event_reader):
     monkeypatch.setattr(fastpath, "CACHE_LIMIT", 4)
     monkeypatch.setattr(fast_lines, "CACHE_LIMIT", 4)
     prefixes = [b'{"tool":"t","args":{"n":%d},"sessionId":"s"' % (i % 7) for i in range(60)]
@@ -152,6 +157,7 @@ def test_a_cache_that_does_not_hit_switches_off_and_comes_back(monkeypatch):
     monkeypatch.setattr(fastpath, "WINDOW", 8)  # inlined in the hot loop
     monkeypatch.setattr(fast_lines, "WINDOW", 8)
     monkeypatch.setattr(fast_lines, "OFF_LINES", 40)
+    monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")  # the C reader would take every line
     # 100 lines that never repeat: both caches switch off (twice: at lines 8 and 55,
     # back at 48 and 95) ...
     lines = [
@@ -169,7 +175,7 @@ def test_a_cache_that_does_not_hit_switches_off_and_comes_back(monkeypatch):
     assert parsed[0] == 101  # every line up to the loop's first, none after
 
 
-def test_the_digest_cache_skips_the_checks_only_for_checked_bytes():
+def test_the_digest_cache_skips_the_checks_only_for_checked_bytes(event_reader):
     # The same tool and arguments as a declined float and as an exact integer: the
     # declined bytes are never cached, so each line is checked on its own merits.
     lines = []
@@ -184,7 +190,7 @@ def test_the_digest_cache_skips_the_checks_only_for_checked_bytes():
 
 
 @pytest.mark.parametrize("depth", [300, 600, 990, 1000, 1010, 1023])
-def test_a_line_nested_deeper_than_parse_json_reads_gets_its_error(depth):
+def test_a_line_nested_deeper_than_parse_json_reads_gets_its_error(depth, event_reader):
     # orjson reads 1024 levels, parse_json gives up near 1000: such a line is an
     # error on the exact path even when the deep part is not the arguments.
     deep = b"[" * depth + b"]" * depth

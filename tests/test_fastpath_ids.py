@@ -37,12 +37,18 @@ def _compact(event: dict, ascii_only: bool) -> bytes:
     return json.dumps(event, separators=(",", ":"), ensure_ascii=ascii_only).encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     st.lists(st.tuples(IDS, IDS, st.booleans(), st.integers(1, 3)), min_size=1, max_size=20),
     st.sampled_from([1, 2, 3]),
 )
-def test_ids_of_every_character_class_are_written_as_the_exact_path_does(calls, max_repeats):
+def test_ids_of_every_character_class_are_written_as_the_exact_path_does(
+    event_reader, calls, max_repeats
+):
     lines = []
     for session, call_id, ascii_only, times in calls:
         event = {"tool": "t", "args": {"q": 1}, "sessionId": session, "callId": call_id}
@@ -83,12 +89,12 @@ EDGES = [
 
 
 @pytest.mark.parametrize("max_repeats", [1, 2, 3])
-def test_edge_shapes_are_written_as_the_exact_path_does(max_repeats):
+def test_edge_shapes_are_written_as_the_exact_path_does(max_repeats, event_reader):
     data = b"".join(line + b"\n" for line in EDGES + EDGES[::-1])
     assert _fast(data, max_repeats, ALL) == _exact(data, max_repeats, ALL)
 
 
-def test_the_cli_writes_the_same_bytes_with_and_without_the_fast_path(tmp_path):
+def test_the_cli_writes_the_same_bytes_with_and_without_the_fast_path(tmp_path, event_reader):
     path = tmp_path / "ids.jsonl"
     path.write_bytes(b"".join(line + b"\n" for line in EDGES * 3))
     fast = run_cli("filter", "-m", "2", str(path))
