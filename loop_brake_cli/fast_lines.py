@@ -29,9 +29,10 @@ OFF_LINES = 1 << 18
 
 
 class CacheSwitch:
-    """A cache's hit rate, counted on its misses only (a hit costs nothing more)."""
+    """A cache's hit rate, counted on its misses only (a hit costs nothing more). Also
+    switches the C event reader, whose "miss" is a line it declines (``cache`` None)."""
 
-    def __init__(self, cache: dict, least: float) -> None:
+    def __init__(self, cache: dict | None, least: float) -> None:
         self.cache = cache
         self.most_missed = 1 - least  # the cache pays while at least ``least`` hit
         self.start = 0  # the line number where the current window began
@@ -49,7 +50,8 @@ class CacheSwitch:
         """The end of a window of WINDOW misses: keep the cache, or switch it off."""
         lines, self.misses = number - self.start, 0
         if lines * self.most_missed < WINDOW:
-            self.cache.clear()
+            if self.cache is not None:
+                self.cache.clear()
             self.start = number + OFF_LINES
             return self.start
         self.start = number

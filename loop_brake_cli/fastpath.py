@@ -164,6 +164,10 @@ class _Judge:
         self.lines: dict[bytes, tuple[str, str, bytes, bytes, tuple, bytes]]
         self.lines = {}
         self.line_switch = CacheSwitch(self.lines, 1 / 4)
+        # the C reader, switched off for a while when it declines most lines (a decline
+        # costs the read up to where it gave up, then the orjson path reads the line)
+        self.scan = scanner()
+        self.scan_switch = CacheSwitch(None, 1 / 4)
         # session -> whether it belongs to this shard; None when not sharding
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
 
@@ -289,7 +293,8 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
     get_line, remember_line, line_switch = judge.lines.get, judge.remember_line, judge.line_switch
     lines_from = 0  # the line from which the line cache is used
-    scan = scanner()
+    scan, scan_switch = judge.scan, judge.scan_switch
+    scan_from = 0 if scan is not None else 1 << 62  # the line from which it is asked
     passed = denied = 0
     try:
         for number, line in source.lines():
@@ -297,7 +302,13 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 exactly(line_too_long(number, source.max_line_bytes))
                 continue
             # the C reader proves the common line whole, or says None (see its header)
-            if scan is not None and (scanned := scan(line)) is not None:
+            if scan_from <= number:
+                scanned = scan(line)
+                if scanned is None:
+                    scan_from = scan_switch.miss(number)
+            else:
+                scanned = None
+            if scanned is not None:
                 tool, session, call_id, digest, hash_prefix, session_json, call_json = scanned
                 known = tools.get(tool)
                 if known is None:
