@@ -744,7 +744,42 @@ static PyObject *sha256_digest(PyObject *module, PyObject *arg)
     return PyBytes_FromStringAndSize((const char *)digest, 32);
 }
 
+/* digest_json(head, data): sha256(head + the canonical form of the one JSON value in
+ * data), by the same reader and subset as scan_event's arguments; None outside it.
+ * For callers that hold a parsed value (replay's judge): orjson's plain dump of it is
+ * read here, which spares the sorted dump, the looks and hashlib's three calls. */
+static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "digest_json() takes two bytes: head, data");
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    size_t size = (size_t)PyBytes_GET_SIZE(args[1]);
+    if (reserve(size + 1) < 0)
+        return PyErr_NoMemory();
+    Reader r = {data, data + size, 0, 0, 0};
+    skip_space(&r);
+    int got = value(&r);
+    if (got == FAIL)
+        return PyErr_NoMemory();
+    skip_space(&r);
+    if (got != OK || r.p != r.end)
+        Py_RETURN_NONE;
+    Sha256 sha;
+    unsigned char digest[32];
+    sha_init(&sha);
+    sha_update(&sha, (const unsigned char *)PyBytes_AS_STRING(args[0]),
+               (size_t)PyBytes_GET_SIZE(args[0]));
+    sha_update(&sha, out_buf, r.out);
+    sha_final(&sha, digest);
+    return PyBytes_FromStringAndSize((const char *)digest, 32);
+}
+
 static PyMethodDef methods[] = {
+    {"digest_json", (PyCFunction)(void (*)(void))digest_json, METH_FASTCALL,
+     "digest_json(head: bytes, data: bytes) -> bytes | None\n\nsha256(head + the canonical "
+     "form of the JSON value in data); None when data is outside what this reader proves."},
     {"scan_event", scan_event, METH_O,
      "scan_event(line: bytes) -> (tool, session, call_id, digest, hash_prefix, session_json, "
      "call_json) | None\n\nAn event line of the common shape, read and hashed; None when "

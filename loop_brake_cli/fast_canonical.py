@@ -28,6 +28,7 @@ what lets the fast path skip them for bytes its digest cache already holds.
 
 from __future__ import annotations
 
+import os
 import re
 from hashlib import sha256 as _sha256
 from typing import Any
@@ -50,6 +51,13 @@ _HIGH_BMP = re.compile(b"[\xee\xef]")  # UTF-8 lead bytes of U+E000..U+FFFF
 # levels, less the caller's stack), orjson at 1024: a line that might nest that deep
 # (this many brackets, inside strings or not) is read by parse_json alone.
 _DEEP = 512
+
+try:  # optional, and only with orjson: see fast_digest
+    from ._event_scan import digest_json as _digest_json
+except ImportError:  # pragma: no cover - exercised where the extension is not built
+    _digest_json = None
+if not AVAILABLE or os.environ.get("LOOP_BRAKE_PURE_PYTHON"):
+    _digest_json = None
 
 if AVAILABLE:
     loads = orjson.loads
@@ -79,7 +87,24 @@ def fast_canonical(args: Any) -> bytes | None:
 
 def fast_digest(tool: str, args: Any) -> bytes:
     """``canonical.call_digest(tool, args)`` for a value from ``parse_json`` or
-    ``orjson.loads``, by orjson where that is provably the same bytes."""
+    ``orjson.loads``, by orjson where that is provably the same bytes.
+
+    With the C reader built (``_event_scan.c``), orjson's plain dump is read and
+    hashed there first: it sorts members itself and proves its subset exact, which
+    spares the sorted dump, the looks and hashlib's calls; outside the subset it says
+    None and the way below decides."""
+    if _digest_json is not None:
+        head = _HEAD_BYTES.get(tool)
+        if head is None:
+            if len(_HEAD_BYTES) >= 1024:
+                _HEAD_BYTES.clear()
+            head = _HEAD_BYTES[tool] = utf8(tool + "\n")
+        try:
+            digest = _digest_json(head, dumps(args))
+        except EncodeError:
+            return call_digest(tool, args)
+        if digest is not None:
+            return digest  # type: ignore[no-any-return]
     try:
         out = dumps(args, option=OPTIONS)
     except EncodeError:
@@ -107,6 +132,8 @@ def fast_digest(tool: str, args: Any) -> bytes:
 
 # tool name -> sha256 of the bytes hashed before the canonical form (copied for each call)
 _HEADS: dict[str, Any] = {}
+# tool name -> those bytes, for the C reader
+_HEAD_BYTES: dict[str, bytes] = {}
 
 
 def too_deep(line: bytes) -> bool:

@@ -1,7 +1,8 @@
 """Replay's fast path (orjson lines, orjson canonical form) against the exact one.
 
 claude-code transcripts are read with ``fast_canonical.load_line`` and their
-arguments hashed with ``fast_digest`` (marked by ``pipeline.plain_records``); with
+arguments hashed with ``fast_digest`` (marked by ``pipeline.plain_records``; with
+and without the C reader's ``digest_json``); with
 ``fast_canonical.AVAILABLE`` off the same file takes ``parse_json`` and
 ``call_digest``. Records and verdicts must be equal, tricky values included.
 """
@@ -65,8 +66,12 @@ def _replay(data: bytes) -> list[tuple]:
 
 
 def _both(data: bytes, monkeypatch) -> tuple[list, list]:
+    """The fast replay (with the C reader's digest_json where it is built), checked
+    equal to the fast replay without it, and the exact one."""
     fast = _replay(data)
     with monkeypatch.context() as patch:
+        patch.setattr(fast_canonical, "_digest_json", None)  # the sorted dump and hashlib
+        assert _replay(data) == fast
         patch.setattr(fast_canonical, "AVAILABLE", False)
         exact = _replay(data)
     return fast, exact
