@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from test_hash_node import random_documents
 
 from loop_brake_cli import fastpath
-from loop_brake_cli.canonical import JSONInputError, call_digest, parse_json
+from loop_brake_cli.canonical import JSONInputError, call_digest, canonical_json, parse_json
 from loop_brake_cli.records import ToolCall
 from loop_brake_cli.wire.event_line import decode as decode_event
 
@@ -479,6 +479,7 @@ def test_deep_nesting(depth: int, kind: str) -> None:
     answered = check(line.encode())
     levels = depth + (kind == "{}")  # the args value's own nesting
     assert answered == (levels <= 63)  # with the line's own object: 64 levels at most
+    assert check_digest_json(deep.encode()) == (levels <= 64)
     # deep elsewhere than args, and cut short at the deepest point
     check(('{"tool":"t","args":{},"m":' + deep + ',"sessionId":"s","callId":"c"}').encode())
     check(('{"tool":"t","args":' + deep[: len(deep) // 2]).encode())
@@ -487,6 +488,7 @@ def test_deep_nesting(depth: int, kind: str) -> None:
 @built
 def test_huge_lines() -> None:
     big = "x" * (1 << 20)
+    assert check_digest_json(('{"s":"' + big + '","n":[1.5,"' + big + '"]}').encode())
     assert check(('{"tool":"t","args":{"s":"' + big + '"},"sessionId":"s","callId":"c"}').encode())
     assert check(('{"tool":"t","args":{},"sessionId":"' + big + '","callId":"c"}').encode())
     escaped = "\\n\u00e9\\\\" * (1 << 17)
@@ -590,9 +592,9 @@ def mutate(rnd: random.Random, line: bytes) -> bytes:
 
 
 def fuzz_corpus(rnd: random.Random, count: int) -> list[bytes]:
-    """Lines to mutate: PLAIN, and common-shape lines whose arguments are random
+    """Inputs to mutate: PLAIN, and common-shape lines whose arguments are random
     documents (``test_hash_node``'s generator: every number spelling and escape, some
-    invalid) or values inside the subset."""
+    invalid) or values inside the subset; and those arguments alone (for digest_json)."""
     lines = list(PLAIN)
     docs = random_documents(count, seed=rnd.randrange(1 << 30))
     docs += [("t", _random_subset_value(rnd, 3)) for _ in range(count)]
@@ -606,42 +608,60 @@ def fuzz_corpus(rnd: random.Random, count: int) -> list[bytes]:
         ]
         rnd.shuffle(order)
         lines.append(("{" + ",".join(order) + "}").encode("utf-8", "surrogatepass"))
+        lines.append(raw.encode("utf-8", "surrogatepass"))
     return lines
 
 
-def fuzz(rounds: int, seed: int = 0) -> tuple[int, int]:
-    """``rounds`` mutated lines through ``check``; returns (lines run, lines answered).
+def check_digest_json(data: bytes) -> bool:
+    """Whether ``digest_json`` (the same reader, for replay) answered for ``data``; fails
+    the test if an answer is not sha256(head + the canonical form of the value)."""
+    got = _event_scan.digest_json(b"t\n", data)
+    if got is None:
+        return False
+    try:
+        value = parse_json(data)
+    except JSONInputError:
+        pytest.fail(f"digest_json answered for text parse_json rejects: {data[:300]!r}")
+    assert got == hashlib.sha256(b"t\n" + canonical_json(value).encode()).digest(), data[:300]
+    return True
+
+
+def fuzz(rounds: int, seed: int = 0) -> tuple[int, int, int]:
+    """``rounds`` mutated inputs through ``check`` and ``check_digest_json``; returns
+    (inputs run, scan_event answers, digest_json answers).
 
     Also the driver of the manual sanitizer runs: from tests/,
     ``python -c "import test_event_scan as t; print(t.fuzz(10**6, 7))"``."""
     rnd = random.Random(seed)
     corpus = fuzz_corpus(rnd, 400)
-    run = answered = 0
-    for line in corpus:
-        run += 1
-        answered += check(line)
+    run = scanned = digested = 0
     for _ in range(rounds):
-        line = rnd.choice(corpus)
-        if rnd.random() < 0.2:
-            line = mutate(rnd, line)  # a second generation
+        data = rnd.choice(corpus)
+        if run >= len(corpus):  # the corpus itself first, then its mutations
+            data = mutate(rnd, mutate(rnd, data) if rnd.random() < 0.2 else data)
+        else:
+            data = corpus[run]
         run += 1
-        answered += check(mutate(rnd, line))
-    return run, answered
+        scanned += check(data)
+        digested += check_digest_json(data)
+    return run, scanned, digested
 
 
 @built
 def test_mutated_lines_never_crash_and_any_answer_is_exact() -> None:
-    run, answered = fuzz(200_000, seed=1)
-    assert run > 200_000
-    assert answered > 3000  # some mutations keep a line valid and inside the subset
+    run, scanned, digested = fuzz(200_000, seed=1)
+    assert run == 200_000
+    # some mutations keep a line valid and inside the subset
+    assert scanned > 2000 and digested > 8000
 
 
 @built
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(subset_lines(), event_lines()), st.randoms(use_true_random=False))
 def test_mutations_of_generated_lines(line: bytes, rnd: random.Random) -> None:
-    check(line)
-    check(mutate(rnd, line))
+    for data in (line, mutate(rnd, line)):
+        check(data)
+        check_digest_json(data)
 
 
 @built
