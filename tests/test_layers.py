@@ -23,6 +23,7 @@ CORE = {
     "slotted",
     "fast_canonical",
     "fast_lines",
+    "_event_scan",  # the optional C reader (_event_scan.c): imports nothing of ours
     "records",
     "pipeline",
     "reader",
