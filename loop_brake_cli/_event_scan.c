@@ -437,6 +437,26 @@ static int literal(Reader *r, const char *word, size_t size)
 
 static int value(Reader *r);
 
+/* What follows a member or an element: NEXT (a comma, skipped with the space after
+ * it), CLOSED (``close``, skipped), or NO. One rule for objects, arrays and the line. */
+enum { NEXT = 2, CLOSED = 3 };
+
+static int separator(Reader *r, unsigned char close)
+{
+    skip_space(r);
+    if (r->p >= r->end)
+        return NO;
+    if (*r->p == ',') {
+        r->p++;
+        skip_space(r);
+        return NEXT;
+    }
+    if (*r->p != close)
+        return NO;
+    r->p++;
+    return CLOSED;
+}
+
 static int compare_members(const void *left, const void *right)
 {
     const Member *a = left, *b = right;
@@ -484,18 +504,11 @@ static int object(Reader *r)
             return got;
         member = &members[base + count - 1]; /* the stack may have moved */
         member->size = r->out - member->start;
-        skip_space(r);
-        if (r->p >= r->end)
+        got = separator(r, '}');
+        if (got == CLOSED)
+            break;
+        if (got != NEXT)
             return NO;
-        if (*r->p == ',') {
-            r->p++;
-            skip_space(r);
-            continue;
-        }
-        if (*r->p != '}')
-            return NO;
-        r->p++;
-        break;
     }
     Member *own = &members[base];
     if (count > 1) {
@@ -533,20 +546,14 @@ static int array(Reader *r)
         int got = value(r);
         if (got != OK)
             return got;
-        skip_space(r);
-        if (r->p >= r->end)
-            return NO;
-        if (*r->p == ',') {
-            r->p++;
-            out_buf[r->out++] = ',';
-            skip_space(r);
-            continue;
+        got = separator(r, ']');
+        if (got == CLOSED) {
+            out_buf[r->out++] = ']';
+            return OK;
         }
-        if (*r->p != ']')
+        if (got != NEXT)
             return NO;
-        r->p++;
-        out_buf[r->out++] = ']';
-        return OK;
+        out_buf[r->out++] = ',';
     }
 }
 
@@ -646,18 +653,11 @@ static int event(Reader *r, Span *tool, Span *session, Span *call, size_t *args_
         }
         if (got != OK)
             return got;
-        skip_space(r);
-        if (r->p >= r->end)
+        got = separator(r, '}');
+        if (got == CLOSED)
+            break;
+        if (got != NEXT)
             return NO;
-        if (*r->p == ',') {
-            r->p++;
-            skip_space(r);
-            continue;
-        }
-        if (*r->p != '}')
-            return NO;
-        r->p++;
-        break;
     }
     skip_space(r);
     if (r->p != r->end)
