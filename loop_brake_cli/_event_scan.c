@@ -27,7 +27,8 @@
  *   inside, that is the text between and including the quotes.
  *
  * Everything is read from the line's bytes; no Python object is made until the
- * answer. Buffers are module globals grown as needed (the GIL is held throughout).
+ * answer. Buffers are module globals grown as needed (the GIL is held throughout),
+ * and given back after a line of more than a MiB.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -249,6 +250,25 @@ static int reserve(size_t size)
     tmp_buf = tmp;
     buf_size = size;
     return 0;
+}
+
+/* After a line of more than RETAINED bytes, give its buffers back: the next lines
+ * are likely short, and a long one should not pin twice its size for the run. */
+#define RETAINED ((size_t)1 << 20)
+
+static void release_large(void)
+{
+    if (buf_size > RETAINED) {
+        PyMem_Free(out_buf);
+        PyMem_Free(tmp_buf);
+        out_buf = tmp_buf = NULL;
+        buf_size = 0;
+    }
+    if (members_size * sizeof(Member) > RETAINED) {
+        PyMem_Free(members);
+        members = NULL;
+        members_size = 0;
+    }
 }
 
 static int push_member(size_t index)
@@ -689,10 +709,12 @@ static PyObject *scan_event(PyObject *module, PyObject *arg)
     Span tool = {NULL, 0}, session = {NULL, 0}, call = {NULL, 0};
     size_t args_end = 0;
     int got = event(&r, &tool, &session, &call, &args_end);
-    if (got == FAIL)
-        return PyErr_NoMemory();
-    if (got != OK)
+    if (got != OK) {
+        release_large();
+        if (got == FAIL)
+            return PyErr_NoMemory();
         Py_RETURN_NONE;
+    }
     /* args was written first at offset 0 only if no other member's value came
      * before it and was dropped at a later offset: members before args reset the
      * offset to their own mark, which is 0, so args always starts at 0. */
@@ -703,6 +725,7 @@ static PyObject *scan_event(PyObject *module, PyObject *arg)
     sha_update(&sha, (const unsigned char *)"\n", 1);
     sha_update(&sha, out_buf, args_end);
     sha_final(&sha, digest);
+    release_large();
     for (int i = 0; i < 6; i++) {
         prefix[2 * i] = (unsigned char)HEX[digest[i] >> 4];
         prefix[2 * i + 1] = (unsigned char)HEX[digest[i] & 15];
@@ -761,11 +784,13 @@ static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t
     Reader r = {data, data + size, 0, 0, 0};
     skip_space(&r);
     int got = value(&r);
-    if (got == FAIL)
-        return PyErr_NoMemory();
     skip_space(&r);
-    if (got != OK || r.p != r.end)
+    if (got != OK || r.p != r.end) {
+        release_large();
+        if (got == FAIL)
+            return PyErr_NoMemory();
         Py_RETURN_NONE;
+    }
     Sha256 sha;
     unsigned char digest[32];
     sha_init(&sha);
@@ -773,6 +798,7 @@ static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t
                (size_t)PyBytes_GET_SIZE(args[0]));
     sha_update(&sha, out_buf, r.out);
     sha_final(&sha, digest);
+    release_large();
     return PyBytes_FromStringAndSize((const char *)digest, 32);
 }
 
