@@ -6,6 +6,10 @@ exact path (``formats.events.parse`` -> ``judge`` -> ``verdict_record`` ->
 path takes a line only when it can be sure, and hands it to the exact path
 otherwise:
 
+* The optional C reader (``_event_scan.c``, built where a compiler was found) is
+  asked first: it answers only for a line it proves whole (valid JSON, the common
+  shape, arguments in a subset whose canonical form is the input sorted), and it
+  is switched off for a while where it declines most lines. Otherwise:
 * Lines are parsed with orjson (optional: without it everything goes the exact
   way). Anything orjson rejects (bad JSON, lone surrogates, literals beyond the
   double range, nesting past 1024) is re-read by ``canonical.parse_json``, so
