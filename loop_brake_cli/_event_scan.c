@@ -662,7 +662,7 @@ static int event(Reader *r, Span *tool, Span *session, Span *call, size_t *args_
             if (seen_args || (r->p < r->end && *r->p == 'n'))
                 return NO; /* a second args, or null (the decoder's {}) */
             seen_args = 1;
-            got = value(r); /* args is written from offset 0: nothing precedes it */
+            got = value(r); /* at offset 0: every member before it was read and dropped */
             *args_end = r->out;
         }
         else if (name_is(name, name_size, "agentId") || name_is(name, name_size, "agent_id"))
@@ -689,6 +689,28 @@ static int event(Reader *r, Span *tool, Span *session, Span *call, size_t *args_
 
 static const char HEX[] = "0123456789abcdef";
 
+/* sha256(head + suffix + the canonical text read into out_buf), the end of a read. */
+static void read_digest(const unsigned char *head, size_t head_size, const char *suffix,
+                        size_t canonical_size, unsigned char *digest)
+{
+    Sha256 sha;
+    sha_init(&sha);
+    sha_update(&sha, head, head_size);
+    sha_update(&sha, (const unsigned char *)suffix, strlen(suffix));
+    sha_update(&sha, out_buf, canonical_size);
+    sha_final(&sha, digest);
+    release_large();
+}
+
+/* The answer to a read that did not end OK: None, or MemoryError for FAIL. */
+static PyObject *declined(int got)
+{
+    release_large();
+    if (got == FAIL)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyObject *id_text(const Span *span)
 {
     return PyUnicode_DecodeUTF8((const char *)span->start + 1, (Py_ssize_t)span->size - 2,
@@ -709,23 +731,10 @@ static PyObject *scan_event(PyObject *module, PyObject *arg)
     Span tool = {NULL, 0}, session = {NULL, 0}, call = {NULL, 0};
     size_t args_end = 0;
     int got = event(&r, &tool, &session, &call, &args_end);
-    if (got != OK) {
-        release_large();
-        if (got == FAIL)
-            return PyErr_NoMemory();
-        Py_RETURN_NONE;
-    }
-    /* args was written first at offset 0 only if no other member's value came
-     * before it and was dropped at a later offset: members before args reset the
-     * offset to their own mark, which is 0, so args always starts at 0. */
-    Sha256 sha;
+    if (got != OK)
+        return declined(got);
     unsigned char digest[32], prefix[12];
-    sha_init(&sha);
-    sha_update(&sha, tool.start + 1, tool.size - 2);
-    sha_update(&sha, (const unsigned char *)"\n", 1);
-    sha_update(&sha, out_buf, args_end);
-    sha_final(&sha, digest);
-    release_large();
+    read_digest(tool.start + 1, tool.size - 2, "\n", args_end, digest); /* args is at 0 */
     for (int i = 0; i < 6; i++) {
         prefix[2 * i] = (unsigned char)HEX[digest[i] >> 4];
         prefix[2 * i + 1] = (unsigned char)HEX[digest[i] & 15];
@@ -785,20 +794,11 @@ static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t
     skip_space(&r);
     int got = value(&r);
     skip_space(&r);
-    if (got != OK || r.p != r.end) {
-        release_large();
-        if (got == FAIL)
-            return PyErr_NoMemory();
-        Py_RETURN_NONE;
-    }
-    Sha256 sha;
+    if (got != OK || r.p != r.end)
+        return declined(got == OK ? NO : got);
     unsigned char digest[32];
-    sha_init(&sha);
-    sha_update(&sha, (const unsigned char *)PyBytes_AS_STRING(args[0]),
-               (size_t)PyBytes_GET_SIZE(args[0]));
-    sha_update(&sha, out_buf, r.out);
-    sha_final(&sha, digest);
-    release_large();
+    read_digest((const unsigned char *)PyBytes_AS_STRING(args[0]),
+                (size_t)PyBytes_GET_SIZE(args[0]), "", r.out, digest);
     return PyBytes_FromStringAndSize((const char *)digest, 32);
 }
 

@@ -93,14 +93,12 @@ def fast_digest(tool: str, args: Any) -> bytes:
     hashed there first: it sorts members itself and proves its subset exact, which
     spares the sorted dump, the looks and hashlib's calls; outside the subset it says
     None and the way below decides."""
+    head = _HEADS.get(tool)
+    if head is None:
+        head = _head(tool)
     if _digest_json is not None:
-        head = _HEAD_BYTES.get(tool)
-        if head is None:
-            if len(_HEAD_BYTES) >= 1024:
-                _HEAD_BYTES.clear()
-            head = _HEAD_BYTES[tool] = utf8(tool + "\n")
         try:
-            digest = _digest_json(head, dumps(args))
+            digest = _digest_json(head[0], dumps(args))
         except EncodeError:
             return call_digest(tool, args)
         if digest is not None:
@@ -120,20 +118,23 @@ def fast_digest(tool: str, args: Any) -> bytes:
         or not out.isascii()
     ) and not is_exact(out):
         return call_digest(tool, args)
-    head = _HEADS.get(tool)
-    if head is None:
-        if len(_HEADS) >= 1024:
-            _HEADS.clear()
-        head = _HEADS[tool] = _sha256(utf8(tool + "\n"))
-    hasher = head.copy()  # cheaper than a new sha256: OpenSSL 3 looks the digest up each time
+    hasher = head[1].copy()  # cheaper than a new sha256: OpenSSL 3 looks the digest up each time
     hasher.update(out)
     return hasher.digest()
 
 
-# tool name -> sha256 of the bytes hashed before the canonical form (copied for each call)
-_HEADS: dict[str, Any] = {}
-# tool name -> those bytes, for the C reader
-_HEAD_BYTES: dict[str, bytes] = {}
+def _head(tool: str) -> tuple[bytes, Any]:
+    """Fill the head cache: the bytes hashed before a call's canonical form, and a
+    sha256 that has hashed them (copied for each call)."""
+    if len(_HEADS) >= 1024:
+        _HEADS.clear()
+    text = utf8(tool + "\n")
+    head = _HEADS[tool] = (text, _sha256(text))
+    return head
+
+
+# tool name -> (the bytes hashed before the canonical form, a sha256 of them)
+_HEADS: dict[str, tuple[bytes, Any]] = {}
 
 
 def too_deep(line: bytes) -> bool:
