@@ -218,7 +218,10 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
     if (table := _table(document, "cycles", CYCLE_KEYS, checker)) is not None:
         period = checker.integer("cycles", 0, table, "max_period", 2, MAX_PERIOD)
         repeats = checker.integer("cycles", 0, table, "max_repeats", 2)
-        cycles = CycleRule(period or CycleRule.max_period, repeats or CycleRule.max_repeats)
+        # a key left out takes the documented default (CycleRule's): slotted dataclasses
+        # keep defaults in __init__ only, not as class attributes
+        given = {"max_period": period, "max_repeats": repeats}
+        cycles = CycleRule(**{key: value for key, value in given.items() if value is not None})
     stop = None
     if (table := _table(document, "stop", STOP_KEYS, checker)) is not None:
         if "after_denials" not in table and set(table) <= set(STOP_KEYS):
