@@ -21,10 +21,10 @@ from conftest import cli_env, run_cli
 from hook_helpers import claude_input, hook, store_bytes
 
 from loop_brake_cli.formats.hook_log import parse
-from loop_brake_cli.hook.store import StateStore
 from loop_brake_cli.policy import load_policy
 from loop_brake_cli.reader import open_source
 from loop_brake_cli.records import ToolResult
+from loop_brake_cli.stores.sqlite_store import StateStore
 
 SECRET = "canary-2d4f-result-secret"
 

@@ -34,6 +34,7 @@ CORE = {
     "policy",
     "progress",
     "toml_reader",
+    "stores",  # where streaks live between processes: LoopBrake(store=...) counts through one
 }
 COMMANDS = {"commands", "cli", "entry", "__main__"}
 LAYER = {"core": 0, "front": 1, "commands": 2}

@@ -98,5 +98,5 @@ def test_the_hook_imports_no_click_dataclasses_or_formats(tmp_path: Path) -> Non
         "tool_use_id": "t1",
     }
     modules = loaded(tmp_path, "hook", stdin=json.dumps(call).encode())
-    assert "loop_brake_cli.hook.store" in modules  # the call was counted
+    assert "loop_brake_cli.stores.sqlite_store" in modules  # the call was counted
     assert not {"click", "dataclasses", "loop_brake_cli.formats", "rich"} & modules

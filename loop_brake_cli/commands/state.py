@@ -31,7 +31,7 @@ def _shown_id(call_id: object) -> str:
 
 
 def _store(path: str | None):
-    from ..hook.store import StateStore, default_state_path
+    from ..stores.sqlite_store import StateStore, default_state_path
 
     def warn(message: str) -> None:
         click.echo(f"loop-brake state: {message}", err=True)
@@ -41,7 +41,7 @@ def _store(path: str | None):
 
 def _failed(exc: Exception) -> ExitStatus:
     """One line: 2 for a path that is not a store (a bad --state), else 3 (unreadable)."""
-    from ..hook.store import NotAStoreError
+    from ..stores.sqlite_store import NotAStoreError
 
     click.echo(f"loop-brake state: {exc}", err=True)
     return ExitStatus.USAGE if isinstance(exc, NotAStoreError) else ExitStatus.UNREADABLE
@@ -60,7 +60,7 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
     """Sessions with their tool, streak count, hash prefix, last call id and age.
 
     Read-only: the store is never created, changed or moved aside."""
-    from ..hook.store import StoreError
+    from ..stores.sqlite_store import StoreError
 
     store = _store(path)
     try:
@@ -121,7 +121,7 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 def reset_command(session: str | None, path: str | None) -> int:
     """Forget one session's streak, or every session's."""
-    from ..hook.store import StoreError
+    from ..stores.sqlite_store import StoreError
 
     store = _store(path)
     try:

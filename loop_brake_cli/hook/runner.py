@@ -44,9 +44,7 @@ from .. import agents
 from ..canonical import JSONInputError, call_digest, parse_json
 from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..records import BadRecord, ToolCall, ToolResult
-from ..verdicts import Verdict
-from .stdio import Streams
-from .store import (
+from ..stores.sqlite_store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_TTL,
@@ -54,6 +52,8 @@ from .store import (
     StoreError,
     default_state_path,
 )
+from ..verdicts import Verdict
+from .stdio import Streams
 
 __all__ = ["DEFAULT_MAX_INPUT_BYTES", "HELP", "main", "parse_duration"]
 

@@ -8,7 +8,7 @@ rule), write the new slot back unless the call was a duplicate. SQLite
 serialises writers (WAL, a busy timeout), so no count is lost and no two calls
 see the same count.
 
-Which file may be used at all is ``store_file``'s question (no link, nothing
+Which file may be used at all is ``sqlite_file``'s question (no link, nothing
 but our marked store). A new store gets its mark and table in its first
 transaction, in rollback-journal mode so the mark is in the file at once, then
 switches to WAL. Only the hook moves a corrupt store (with the mark) aside.
@@ -49,7 +49,8 @@ from typing import Any
 from ..streak import PolicySlot, Slot, policy_step, result_step, step
 from ..verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
-from .store_file import (
+from .rows import SessionRow, decode_call_id, encode_call_id, session_row, well_typed
+from .sqlite_file import (
     APPLICATION_ID,
     ENV_STATE,
     NotAStoreError,
@@ -59,7 +60,6 @@ from .store_file import (
     default_state_path,
     inspect,
 )
-from .store_rows import SessionRow, decode_call_id, encode_call_id, session_row, well_typed
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -152,7 +152,7 @@ class StateStore:
     # -- connection ---------------------------------------------------------
 
     def _open(self, write: bool, create: bool) -> sqlite3.Connection | None:
-        """Check the file (``store_file``) and connect; None: no store to use."""
+        """Check the file (``sqlite_file``) and connect; None: no store to use."""
         for _attempt in (0, 1):
             found = self._file = inspect(self.path, create=create, write=write)
             if found.kind == "missing" or (found.kind == "empty" and not create):
