@@ -4,7 +4,8 @@ Hypothesis draws sequences of calls with the edges where front-ends used to
 drift: numbers that are equal as doubles (``1`` and ``1.0``), keys whose
 UTF-16 order differs from their code-point order, arguments sent as a JSON
 string, ``null`` arguments, empty and non-string session ids, repeated and
-numeric call ids, non-string tool names. The same calls are then expressed in
+numeric call ids, non-string tool names, lone surrogates in tool names, session
+ids and call ids. The same calls are then expressed in
 each wire shape and judged by
 
 * ``filter`` on event lines (the reference),
@@ -52,9 +53,9 @@ ARGS = [
     '{"secret":"' + CANARY + '"}',
     "null",
 ]
-TOOLS = ["search", "read", "", 7]
-SESSIONS = ["s1", "s1", "s2", "", None, 42]
-CALL_IDS = ["c1", "c2", "c3", 7, None]
+TOOLS = ["search", "read", "", 7, "\ud800x"]  # a lone surrogate: valid JSON, not valid text
+SESSIONS = ["s1", "s1", "s2", "", None, 42, "s\udfff", "s\udc00"]
+CALL_IDS = ["c1", "c2", "c3", 7, None, "c\udc00"]
 AGENTS = ("claude-code", "codex", "gemini", "cursor")
 COMPARED = ("verdict", "toolName", "sessionId", "callId", "count", "maxRepeats", "hashPrefix")
 
@@ -80,7 +81,11 @@ def calls(draw: st.DrawFn) -> list[dict]:
 
 
 def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """JSON text; a string holding a lone surrogate (no UTF-8 form) with ``\\u`` escapes."""
+    text = json.dumps(value, ensure_ascii=False)
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        return json.dumps(value)
+    return text
 
 
 def _wire_args(call: dict) -> str:

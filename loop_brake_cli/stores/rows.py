@@ -13,7 +13,15 @@ from typing import Any
 
 from ..canonical import canonical_json, hash_prefix, parse_json
 
-__all__ = ["SessionRow", "decode_call_id", "encode_call_id", "session_row", "well_typed"]
+__all__ = [
+    "SessionRow",
+    "decode_call_id",
+    "encode_call_id",
+    "from_column",
+    "session_row",
+    "to_column",
+    "well_typed",
+]
 
 
 class SessionRow:
@@ -47,6 +55,25 @@ def decode_call_id(text: str | None) -> Any:
         return None
 
 
+def to_column(text: str) -> str | bytes:
+    """A session key or tool name as stored. SQLite text must be UTF-8, which a
+    string with a lone surrogate (``"\\ud800"`` in the agent's JSON) is not: such a
+    string is stored as a BLOB of its surrogate-preserving UTF-8 bytes. A BLOB never
+    equals a TEXT value, so the key stays as distinct as ``filter`` keeps it in memory."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def from_column(value: str | bytes) -> str:
+    """``to_column`` undone: the string the row was written from."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    return value
+
+
 def well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -> bool:
     """A row's columns hold what this module writes (SQLite lets any column hold anything)."""
     return (
@@ -54,7 +81,7 @@ def well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -
         and len(digest) == 32
         and type(count) is int
         and (call_id is None or isinstance(call_id, str))
-        and isinstance(tool, str)
+        and isinstance(tool, (str, bytes))
         and type(updated) in (int, float)
         and math.isfinite(updated)
     )
@@ -62,6 +89,12 @@ def well_typed(digest: Any, count: Any, call_id: Any, tool: Any, updated: Any) -
 
 def session_row(row: tuple[Any, ...]) -> SessionRow | None:
     session, tool, count, digest, call_id, updated = row
-    if not isinstance(session, str) or not well_typed(digest, count, call_id, tool, updated):
+    if not isinstance(session, (str, bytes)) or not well_typed(
+        digest, count, call_id, tool, updated
+    ):
+        return None
+    try:
+        session, tool = from_column(session), from_column(tool)
+    except UnicodeDecodeError:  # a BLOB this module did not write
         return None
     return SessionRow(session, tool, count, hash_prefix(digest), decode_call_id(call_id), updated)

@@ -49,7 +49,15 @@ from typing import Any
 from ..streak import PolicySlot, Slot, policy_step, result_step, step
 from ..verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
-from .rows import SessionRow, decode_call_id, encode_call_id, session_row, well_typed
+from .rows import (
+    SessionRow,
+    decode_call_id,
+    encode_call_id,
+    from_column,
+    session_row,
+    to_column,
+    well_typed,
+)
 from .sqlite_file import (
     APPLICATION_ID,
     ENV_STATE,
@@ -103,10 +111,10 @@ _UPSERT = (
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
-def _write_slot(conn: sqlite3.Connection, session: str, slot: Slot, at: float) -> None:
-    """Store a session's slot (upsert), stamped ``at``."""
+def _write_slot(conn: sqlite3.Connection, key: str | bytes, slot: Slot, at: float) -> None:
+    """Store a session's slot (upsert), stamped ``at``; ``key`` is ``to_column(session)``."""
     stored_id = encode_call_id(slot.call_id)
-    conn.execute(_UPSERT, (session, slot.digest, slot.count, stored_id, slot.tool, at))
+    conn.execute(_UPSERT, (key, slot.digest, slot.count, stored_id, to_column(slot.tool), at))
 
 
 def _old_layout(exc: sqlite3.OperationalError) -> bool:
@@ -252,6 +260,8 @@ class StateStore:
         """Count one call in one ``BEGIN IMMEDIATE`` transaction and return its verdict
         (under ``policy``, a ``policy.Policy``, with ``streak.policy_step``)."""
 
+        key = to_column(session)  # rows are keyed by it; the verdict keeps ``session``
+
         def work(conn: sqlite3.Connection) -> Verdict:
             at = time.time() if now is None else now
             conn.execute("BEGIN IMMEDIATE")
@@ -259,10 +269,10 @@ class StateStore:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
                 if policy is None:
-                    verdict = self._decide(conn, session, tool, digest, call_id, max_repeats, at)
+                    verdict = self._decide(conn, key, tool, digest, call_id, max_repeats, at)
                 else:
                     verdict = self._decide_policy(
-                        conn, session, tool, digest, call_id, max_repeats, at, policy
+                        conn, key, tool, digest, call_id, max_repeats, at, policy
                     )
                 conn.execute("COMMIT")
             except BaseException:
@@ -270,7 +280,7 @@ class StateStore:
                     conn.execute("ROLLBACK")
                 raise
             self._use_wal(conn)
-            return verdict
+            return verdict if key is session else verdict._replace(session_id=session)
 
         return self._run(work)
 
@@ -287,7 +297,7 @@ class StateStore:
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
-                paired = self._record_result(conn, session, call_id, digest, at, policy)
+                paired = self._record_result(conn, to_column(session), call_id, digest, at, policy)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -301,29 +311,29 @@ class StateStore:
     def _record_result(
         self,
         conn: sqlite3.Connection,
-        session: str,
+        key: str | bytes,
         call_id: Any,
         digest: bytes,
         at: float,
         policy: Any,
     ) -> bool:
-        row = self._read_row(conn, session)
+        row = self._read_row(conn, key)
         slot = self._live_slot(row, at)
         if slot is None:
             return False
-        prev = self._policy_state(conn, session, slot, row, policy)
+        prev = self._policy_state(conn, key, slot, row, policy)
         state, paired = result_step(prev, call_id, digest)
         if state is not prev and isinstance(state, PolicySlot):
             conn.execute(
-                policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, row[4]))
+                policy_rows.POLICY_UPSERT, (key, policy_rows.encode_policy_state(state, row[4]))
             )
         return paired
 
-    def _read_row(self, conn: sqlite3.Connection, session: str) -> Any:
+    def _read_row(self, conn: sqlite3.Connection, key: str | bytes) -> Any:
         """The session's row, or None: the table is created if missing, and a table of
         an older layout is dropped and created afresh (streaks are ephemeral)."""
         try:
-            return conn.execute(_SELECT, (session,)).fetchone()
+            return conn.execute(_SELECT, (key,)).fetchone()
         except sqlite3.OperationalError as exc:
             if _old_layout(exc):
                 conn.execute("DROP TABLE streaks")
@@ -340,26 +350,26 @@ class StateStore:
     def _decide(
         self,
         conn: sqlite3.Connection,
-        session: str,
+        key: str | bytes,
         tool: str,
         digest: bytes,
         call_id: Any,
         max_repeats: int,
         at: float,
     ) -> Verdict:
-        row = self._read_row(conn, session)
+        row = self._read_row(conn, key)
         prev = self._live_slot(row, at)
         slot, duplicate = step(prev, tool, digest, call_id)
         if not duplicate:
-            _write_slot(conn, session, slot, at)
+            _write_slot(conn, key, slot, at)
             if prev is None:
                 self._prune(conn, at)
-        return verdict_of(slot, session, call_id, duplicate, max_repeats)
+        return verdict_of(slot, key, call_id, duplicate, max_repeats)
 
     def _decide_policy(
         self,
         conn: sqlite3.Connection,
-        session: str,
+        key: str | bytes,
         tool: str,
         digest: bytes,
         call_id: Any,
@@ -367,22 +377,22 @@ class StateStore:
         at: float,
         policy: Any,
     ) -> Verdict:
-        row = self._read_row(conn, session)
+        row = self._read_row(conn, key)
         slot = self._live_slot(row, at)
-        prev = self._policy_state(conn, session, slot, row, policy)
+        prev = self._policy_state(conn, key, slot, row, policy)
         state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
         if not duplicate:
-            _write_slot(conn, session, state.slot, at)
+            _write_slot(conn, key, state.slot, at)
             conn.execute(
-                policy_rows.POLICY_UPSERT, (session, policy_rows.encode_policy_state(state, at))
+                policy_rows.POLICY_UPSERT, (key, policy_rows.encode_policy_state(state, at))
             )
             if slot is None:  # a new streak, as in _decide: no row, or an expired one
                 self._prune(conn, at)
                 conn.execute(policy_rows.POLICY_PRUNE)  # policy rows whose streak row is gone
-        return verdict_of_policy(state, session, call_id, duplicate)
+        return verdict_of_policy(state, key, call_id, duplicate)
 
     def _policy_state(
-        self, conn: sqlite3.Connection, session: str, slot: Slot | None, row: Any, policy: Any
+        self, conn: sqlite3.Connection, key: str | bytes, slot: Slot | None, row: Any, policy: Any
     ) -> PolicySlot | None:
         """The live streak's policy state (None without one): its slot and the policy part
         stored beside it. The policy table is created on first use: a store written
@@ -390,13 +400,17 @@ class StateStore:
         conn.execute(policy_rows.POLICY_SCHEMA)
         if slot is None:
             return None
-        stored = conn.execute(policy_rows.POLICY_SELECT, (session,)).fetchone()
+        stored = conn.execute(policy_rows.POLICY_SELECT, (key,)).fetchone()
         return policy_rows.decode_policy_state(slot, row[4], stored[0] if stored else None, policy)
 
     def _live_slot(self, row: Any, at: float) -> Slot | None:
         """A row's slot, or None (no row, one past the TTL, one not ours): a new streak."""
         if row is not None and well_typed(*row) and row[4] >= at - self.ttl:
-            return Slot(row[0], row[1], decode_call_id(row[2]), row[3])
+            try:
+                tool = from_column(row[3])
+            except UnicodeDecodeError:  # a BLOB this module did not write
+                return None
+            return Slot(row[0], row[1], decode_call_id(row[2]), tool)
         return None
 
     def _prune(self, conn: sqlite3.Connection, at: float) -> None:
@@ -423,7 +437,7 @@ class StateStore:
             params: tuple[object, ...] = ()
             if session is not None:
                 query += " WHERE session = ?"
-                params = (session,)
+                params = (to_column(session),)
             try:
                 rows = conn.execute(query + " ORDER BY updated DESC", params).fetchall()
             except sqlite3.OperationalError as exc:
@@ -444,7 +458,9 @@ class StateStore:
                 if session is None:
                     cursor = conn.execute("DELETE FROM streaks")
                 else:
-                    cursor = conn.execute("DELETE FROM streaks WHERE session = ?", (session,))
+                    cursor = conn.execute(
+                        "DELETE FROM streaks WHERE session = ?", (to_column(session),)
+                    )
                 removed = cursor.rowcount
                 conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
