@@ -55,6 +55,27 @@ def test_real_trajectories(name: str, count: int, streak: int) -> None:
     assert longest_streak(records)[0] == streak
 
 
+HISTORY_ONLY = "SWE-agent__trajectories-demonstrations__function_calling_simple.traj"
+
+
+def test_history_only_demonstration_is_swe_agent() -> None:
+    """A demonstration holding only ``{"history": [...]}`` (no trajectory) is detected as
+    swe-agent, not as a chat message list, and gives its 5 calls with their ids."""
+    fmt, records = read(FIXTURES / "swe-agent" / HISTORY_ONLY)
+    assert fmt == "swe-agent"
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    assert [c.tool for c in calls(records)] == ["find_file", "open", "edit", "bash", "submit"]
+    assert all(c.call_id and c.call_id.startswith("call_") for c in calls(records))
+
+
+def test_history_only_demonstration_replays_its_five_calls() -> None:
+    result = run_cli("replay", "--json", str(FIXTURES / "swe-agent" / HISTORY_ONLY))
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["totals"]["calls"] == 5
+    assert [f["format"] for f in document["files"]] == ["swe-agent"]
+
+
 @pytest.mark.parametrize("name", [EPS, PYDICOM, MARSHMALLOW])
 def test_shared_copies(shared_samples: Path, name: str) -> None:
     fmt, records = read(shared_samples / "trajectories/swe-agent" / name)

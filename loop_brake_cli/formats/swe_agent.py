@@ -38,6 +38,10 @@ args ``{"action": "submit flag{x}\\n"}``. So two steps are the same call only
 when their whole command text is the same, and the tool names stay readable.
 An empty action (no command was run) is not a call.
 
+* A demonstration may hold its history alone, ``{"history": [...]}`` with no
+  trajectory (SWE-agent's ``trajectories/demonstrations/function_calling_simple.traj``,
+  5 calls): its tool calls are read as above. It is told from a chat message list
+  by the ``message_type`` SWE-agent writes on each message.
 * Demonstration messages (``is_demo: true``) in ``history`` are examples shown
   to the model, not its calls, and are skipped.
 * The session is the file.
@@ -90,15 +94,21 @@ INFO = FormatInfo(
 # Quote first, look-behind after it (as in formats/_sniff.py): re scans for the quote's byte.
 _TRAJECTORY = re.compile(rb'"(?<!\\")trajectory"\s*:\s*\[')
 _STEP = re.compile(rb'"(?<!\\")(action|observation|history|environment)"\s*:')
+_HISTORY = re.compile(rb'"(?<!\\")history"\s*:\s*\[')
+_MESSAGE_TYPE = re.compile(rb'"(?<!\\")message_type"\s*:\s*"')
 
 
 def sniff(head: bytes) -> bool:
-    """An object with a ``trajectory`` list of steps (a bytes search for the key first:
-    most heads sniffed here are other formats', without it)."""
+    """An object with a ``trajectory`` list of steps, or a ``history`` of SWE-agent's
+    messages alone (each names its ``message_type``, a key no chat format writes: the
+    demonstrations such as ``function_calling_simple.traj`` hold nothing else). A bytes
+    search for the keys first: most heads sniffed here are other formats', without them."""
     body = head_text(head)
-    if not body.startswith(b"{") or b'"trajectory"' not in body:
+    if not body.startswith(b"{"):
         return False
-    return bool(_TRAJECTORY.search(body) and _STEP.search(body))
+    if b'"trajectory"' in body and _TRAJECTORY.search(body) and _STEP.search(body):
+        return True
+    return b'"message_type"' in body and bool(_HISTORY.search(body) and _MESSAGE_TYPE.search(body))
 
 
 def _is_call_message(message: Any) -> bool:
