@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -44,7 +45,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            _silence_stdout()
+            _silence("stdout")
             return ExitStatus.OK
 
 
@@ -80,20 +81,38 @@ def cli() -> None:
     """
 
 
-def _silence_stdout() -> None:
-    """After a closed pipe, point stdout at /dev/null so the exit flush is quiet."""
+def _silence(name: str = "stdout") -> None:
+    """After a closed pipe or a failed write, point the stream at /dev/null so the
+    exit flush is quiet (a failed flush at exit would turn the status into 120)."""
+    stream = getattr(sys, name)
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # AttributeError: no stdout at all
+        os.dup2(devnull, stream.fileno())
+    except (AttributeError, OSError, ValueError):  # AttributeError: no such stream at all
         pass
 
 
 def _output_failed(reason: str) -> int:
-    """Stdout cannot take the output: say so once and drop what is still buffered."""
-    click.echo(f"loop-brake: cannot write to standard output ({reason})", err=True)
-    _silence_stdout()
+    """Stdout cannot take the output: say so once and drop what is still buffered.
+
+    Stderr may be full or closed too (``>/dev/full 2>/dev/full``): the status is 5
+    all the same, never the 1 an unwritable message would give (1 means "denied")."""
+    try:
+        click.echo(f"loop-brake: cannot write to standard output ({reason})", err=True)
+    except (OSError, ValueError, AttributeError):  # AttributeError: no stderr at all
+        _silence("stderr")
+    _silence("stdout")
     return ExitStatus.OUTPUT
+
+
+def _tell(show: Callable[[], None], status: int) -> int:
+    """Say why the run ends (on stderr) and end with ``status``; a stderr that cannot
+    take the line makes it an output failure (5), never an exception's 1."""
+    try:
+        show()
+    except (OSError, ValueError, AttributeError):
+        return _output_failed("standard error cannot be written either")
+    return status
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -107,20 +126,20 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
     except click.ClickException as exc:
-        exc.show()
-        status = exc.exit_code
+        status = _tell(exc.show, exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("loop-brake: interrupted", err=True)
-        status = ExitStatus.INTERRUPTED
+        status = _tell(
+            lambda: click.echo("loop-brake: interrupted", err=True), ExitStatus.INTERRUPTED
+        )
     except BrokenPipeError:
-        _silence_stdout()
+        _silence("stdout")
         status = ExitStatus.OK
     except OSError as exc:
         status = _output_failed(exc.strerror or exc.__class__.__name__)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        _silence("stdout")
     except OSError as exc:
         status = _output_failed(exc.strerror or exc.__class__.__name__)
     sys.exit(int(status) if isinstance(status, int) else 0)

@@ -154,3 +154,41 @@ def test_replay_workers_die_with_the_parent(tmp_path: Path, signame: str) -> Non
     assert time.monotonic() - started < 10
     assert proc.returncode == (130 if signame == "SIGINT" else 128 + getattr(signal, signame))
     assert b"Traceback" not in err
+
+
+# Every command, each with output on stdout (issue 23: 7 of them exited 1 when
+# stderr could not take the "cannot write" line either; CI reads 1 as "denied").
+BOTH_FULL = WRITERS + [
+    "check-config samples/config/typo/cordis.patch.yml",  # its errors go to stderr
+    "state list",
+    "hook install claude-code --dry-run",
+    "--version",
+    "replay --help",
+    "filter --no-such-option",  # a usage error: its message is on stderr
+    "mcp-proxy -- {python} tests/echo_server.py < samples/mcp-tools-list.jsonl",
+]
+
+
+@pytest.mark.parametrize("args", BOTH_FULL)
+def test_stdout_and_stderr_both_full_is_exit_5(tmp_path: Path, args: str) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    (tmp_path / "home").mkdir()
+    command = args.replace("{python}", sys.executable).replace(
+        "samples/mcp-tools-list.jsonl", str(tmp_path / "requests.jsonl")
+    )
+    (tmp_path / "requests.jsonl").write_text(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', encoding="utf-8"
+    )
+    result = shell(
+        f"HOME={tmp_path}/home LOOP_BRAKE_STATE={tmp_path}/state.db "
+        f"{LOOP_BRAKE} {command} >/dev/full 2>/dev/full"
+    )
+    assert result.returncode == 5
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_replay_with_stderr_closed_still_writes_its_summary(jobs: str) -> None:
+    result = shell(f"{LOOP_BRAKE} replay -j {jobs} {SAMPLE} 2>&-")
+    assert result.returncode == 0
+    assert b"denied" in result.stdout.lower() or b"deny" in result.stdout.lower()

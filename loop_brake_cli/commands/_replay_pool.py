@@ -142,7 +142,9 @@ class Progress:
 
 
 def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+    """Whether a progress bar may be drawn; a closed stderr (``2>&-``: None) is not."""
+    stream = sys.stderr
+    return stream is not None and stream.isatty() and os.environ.get("TERM") != "dumb"
 
 
 def progress_bar(files: list[str]) -> Progress | None:
