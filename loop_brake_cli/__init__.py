@@ -10,7 +10,14 @@ brake without the CLI::
 
 from typing import TYPE_CHECKING, Any
 
-from .brake import LoopBrake, LoopBrakeError, decorate_tool, session_key, wrap_execute
+from .brake import (
+    LoopBrake,
+    LoopBrakeError,
+    LoopBrakeStop,
+    decorate_tool,
+    session_key,
+    wrap_execute,
+)
 from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
 from .limits import (
     DEFAULT_MAX_REPEATS,
@@ -43,6 +50,7 @@ __all__ = [
     "JSONInputError",
     "LoopBrake",
     "LoopBrakeError",
+    "LoopBrakeStop",
     "Verdict",
     "attach",
     "call_hash",

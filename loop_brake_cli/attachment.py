@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .brake import LoopBrake, LoopBrakeError, session_key
+from .brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key
 from .canonical import call_digest
 
 __all__ = ["attach", "dispose"]
@@ -79,7 +79,7 @@ class _Attachment:
             return session, digest
         verdict = self.brake.observe(session, tool, digest, kwargs.get("call_id"))
         if verdict.denied:
-            raise LoopBrakeError(verdict)
+            raise LoopBrakeStop(verdict) if verdict.stop else LoopBrakeError(verdict)
         return session, digest
 
     def patch(self, name: str, wrapper: Callable[..., Any]) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "DISCOVER",
     "LoopBrake",
     "LoopBrakeError",
+    "LoopBrakeStop",
     "decorate_tool",
     "session_key",
     "subagent_session_key",
@@ -53,9 +54,10 @@ class _Discover:
 
 
 DISCOVER: Any = _Discover()
-"""``LoopBrake(policy=DISCOVER)`` (the default): the policy file found as the CLI finds
-it (``LOOP_BRAKE_POLICY``, ``.loop-brake.toml`` / ``pyproject.toml`` upward, the user's
-config), or none."""
+"""``LoopBrake(policy=DISCOVER)``: the policy file found as the CLI finds it
+(``LOOP_BRAKE_POLICY``, ``.loop-brake.toml`` / ``pyproject.toml`` upward, the user's
+config), or none. An explicit opt-in: a library never changes its verdicts because of
+a file in its working directory that nobody passed, so the default is no policy."""
 
 
 def _resolve_policy(policy: Any) -> Any:
@@ -89,6 +91,11 @@ class LoopBrakeError(Exception):
         super().__init__(verdict.message)
 
 
+class LoopBrakeStop(LoopBrakeError):
+    """A policy's ``[stop]``: the agent's run must end, not just this call. A
+    ``LoopBrakeError``, so code that catches every denial catches it too."""
+
+
 class LoopBrake:
     """The per-session streak counter.
 
@@ -102,12 +109,12 @@ class LoopBrake:
         max_repeats: object = None,
         max_sessions: int | None = None,
         source: str | None = None,
-        policy: Any = DISCOVER,
+        policy: Any = None,
     ) -> None:
         """``source`` names where an explicit ``max_repeats`` came from (for summaries).
 
-        ``policy``: a ``policy.Policy``, a path to a policy file, None (no policy), or
-        ``DISCOVER`` (the default: found as the CLI finds it). A bad file raises
+        ``policy``: a ``policy.Policy``, a path to a policy file, None (the default: no
+        policy), or ``DISCOVER`` (found as the CLI finds it). A bad file raises
         ``policy.PolicyError``. An empty policy is no policy."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
         if source is not None and max_repeats is not None:
@@ -155,12 +162,13 @@ class LoopBrake:
         agent_id: str | None = None,
         call_id: Any = None,
     ) -> Verdict:
-        """Count one call; raise LoopBrakeError if it must not run."""
+        """Count one call; raise LoopBrakeError if it must not run (``LoopBrakeStop``
+        at a policy's stop)."""
         verdict = self.check(
             tool_name, args, session_id=session_id, agent_id=agent_id, call_id=call_id
         )
         if verdict.denied:
-            raise LoopBrakeError(verdict)
+            raise LoopBrakeStop(verdict) if verdict.stop else LoopBrakeError(verdict)
         return verdict
 
     def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:

@@ -6,6 +6,7 @@ the same tool with the same arguments again and again, then a different call.
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
@@ -158,3 +159,137 @@ def test_canary_in_arguments_reaches_no_log_or_message(
     denials = [r.model_dump_json() for r in results[1:]]
     out, err = capfd.readouterr()
     assert all(CANARY not in text for text in [*denials, caplog.text, out, err])
+
+
+# -- issue 23: sessions, progress, bounds, explicit policies -----------------------
+
+
+def test_stateless_clients_never_share_a_streak_by_default() -> None:
+    """The SDK's default Client(server) (the 2026-07-28 single-exchange protocol): three
+    clients making one identical call each; on the old main the third was denied (a
+    denial telling one client what another had called)."""
+    ran: list[str] = []
+    server = make_server(ran)
+    brake = attach(server, max_repeats=3)
+
+    async def one_client() -> bool:
+        async with Client(server) as client:
+            return (await client.call_tool("search", {"q": "weather"})).is_error
+
+    async def main() -> list[bool]:
+        return [await one_client() for _ in range(3)]
+
+    assert anyio.run(main) == [False, False, False]
+    assert ran == ["weather"] * 3
+    gc.collect()
+    assert len(brake) == 0  # each request's streak went with it
+
+
+def test_a_shared_stateless_key_is_the_user_s_explicit_choice() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=3, session_key=lambda ctx: "tenant-a")
+
+    async def one_client() -> bool:
+        async with Client(server) as client:
+            return (await client.call_tool("search", {"q": "weather"})).is_error
+
+    async def main() -> list[bool]:
+        return [await one_client() for _ in range(3)]
+
+    assert anyio.run(main) == [False, False, True]
+
+
+def test_a_session_key_that_is_not_a_str_is_a_clear_error() -> None:
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=3, session_key=lambda ctx: 42)
+
+    async def main() -> Any:
+        async with Client(server, mode="legacy") as client:
+            return await client.call_tool("search", {"q": "weather"})
+
+    with pytest.raises(Exception) as caught:
+        anyio.run(main)
+    assert "session_key returned int" in repr(caught.value)  # the client gets the error
+    assert ran == []
+
+
+def progress_server(answers: list[str]) -> tuple[MCPServer, list[str]]:
+    ran: list[str] = []
+    server = MCPServer("polled")
+
+    @server.tool()
+    def poll(job: int) -> str:
+        ran.append(str(job))
+        return answers[min(len(ran), len(answers)) - 1]
+
+    return server, ran
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        (["1%", "40%", "80%", "95%", "done"], [False] * 5),  # changing: never denied
+        (["running"], [False, False, True, True, True]),  # the same: denied at the limit
+    ],
+)
+def test_progress_mode_reads_each_result(answers: list[str], expected: list[bool]) -> None:
+    """Under ``progress = true`` a poll whose result changes is never denied; on the old
+    main no result was fed, so the changing poll was denied at the third call."""
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("progress = true\n", "inline.toml")
+    server, _ = progress_server(answers)
+    attach(server, max_repeats=3, policy=policy)
+
+    async def main() -> list[bool]:
+        async with Client(server, mode="legacy") as client:
+            return [(await client.call_tool("poll", {"job": 7})).is_error for _ in range(5)]
+
+    assert anyio.run(main) == expected
+
+
+def test_connections_release_their_streaks() -> None:
+    """300 clients come and go: no session is left (the old main kept all 300)."""
+    ran: list[str] = []
+    server = make_server(ran)
+    brake = attach(server, max_repeats=3)
+
+    async def main() -> None:
+        for _ in range(300):
+            async with Client(server, mode="legacy") as client:
+                await client.call_tool("search", {"q": "weather"})
+
+    anyio.run(main)
+    gc.collect()
+    assert len(ran) == 300 and len(brake) == 0
+
+
+def test_the_default_brake_is_bounded() -> None:
+    from loop_brake_cli.integrations._session import DEFAULT_MAX_SESSIONS
+
+    server = make_server([])
+    assert attach(server).max_sessions == DEFAULT_MAX_SESSIONS
+
+
+def test_no_policy_is_discovered_from_the_working_directory(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .loop-brake.toml nobody passed changes nothing (the old main read it)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".loop-brake.toml").write_text('[[tools]]\nmatch = "search"\nmax_repeats = 2\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOOP_BRAKE_POLICY", raising=False)
+    server = make_server([])
+    brake = attach(server, max_repeats=3)
+    assert brake.policy is None
+
+    async def main() -> list[bool]:
+        async with Client(server, mode="legacy") as client:
+            return [(await client.call_tool("search", {"q": "w"})).is_error for _ in range(3)]
+
+    assert anyio.run(main) == [False, False, True]
+    from loop_brake_cli.brake import DISCOVER
+
+    assert attach(make_server([]), policy=DISCOVER).policy is not None  # the opt-in

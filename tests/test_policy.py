@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, cli_env, run_cli
 
-from loop_brake_cli.brake import LoopBrake, LoopBrakeError
+from loop_brake_cli.brake import DISCOVER, LoopBrake, LoopBrakeError, LoopBrakeStop
 from loop_brake_cli.policy import (
     PolicyError,
     check_policy,
@@ -220,15 +220,28 @@ def test_duplicate_call_id_gets_the_counted_calls_decision(tmp_path: Path) -> No
 
 def test_library_enforce_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOP_BRAKE_POLICY", write(tmp_path, FULL))
-    brake = LoopBrake(3)
+    assert LoopBrake(3).policy is None  # discovery is an explicit opt-in (issue 23)
+    brake = LoopBrake(3, policy=DISCOVER)
     assert brake.policy is not None and brake.policy_path.endswith("policy.toml")
     for _ in range(19):
         brake.enforce("write_stdin", {"x": 1}, session_id="s")
     with pytest.raises(LoopBrakeError):
         brake.enforce("write_stdin", {"x": 1}, session_id="s")
     monkeypatch.setenv("LOOP_BRAKE_POLICY", "")
-    assert LoopBrake(3).policy is None
+    assert LoopBrake(3, policy=DISCOVER).policy is None
     assert LoopBrake(3, policy=None).policy is None
+
+
+def test_enforce_raises_loop_brake_stop_at_a_stop(tmp_path: Path) -> None:
+    """A stop is a ``LoopBrakeStop`` (a ``LoopBrakeError``): a host tells it from a denial."""
+    brake = LoopBrake(2, policy=write(tmp_path, "[stop]\nafter_denials = 2\n"))
+    brake.enforce("a", {}, session_id="s")
+    with pytest.raises(LoopBrakeError) as denied:
+        brake.enforce("a", {}, session_id="s")
+    assert not isinstance(denied.value, LoopBrakeStop)
+    with pytest.raises(LoopBrakeStop) as stopped:
+        brake.enforce("a", {}, session_id="s")
+    assert stopped.value.verdict.stop and stopped.value.count == 3
 
 
 def test_empty_policy_is_no_policy(tmp_path: Path) -> None:

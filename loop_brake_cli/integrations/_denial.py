@@ -1,11 +1,9 @@
-"""What every integration hands over with a denial, besides the core's text, and the brake
-it counts with."""
+"""What every integration hands over with a denial, besides the core's text."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..brake import LoopBrake
 from ..verdicts import CODE, PLUGIN, Verdict
 
 META_KEY = "loop-brake/denial"
@@ -13,8 +11,9 @@ META_KEY = "loop-brake/denial"
 
 
 def denial_fields(verdict: Verdict) -> dict[str, Any]:
-    """The denial as data, named as in the verdict lines: never the arguments."""
-    return {
+    """The denial as data, named as in the verdict lines: never the arguments. Under a
+    policy also ``rule`` (``streak``, ``cycle`` or ``stop``)."""
+    fields: dict[str, Any] = {
         "code": CODE,
         "plugin": PLUGIN,
         "toolName": verdict.tool_name,
@@ -22,10 +21,6 @@ def denial_fields(verdict: Verdict) -> dict[str, Any]:
         "maxRepeats": verdict.max_repeats,
         "hashPrefix": verdict.hash_prefix,
     }
-
-
-def make_brake(brake: LoopBrake | None, max_repeats: object) -> LoopBrake:
-    """The given ``brake``, else a new one with ``max_repeats``: never both."""
-    if brake is not None and max_repeats is not None:
-        raise ValueError("give either brake or max_repeats, not both")
-    return LoopBrake(max_repeats) if brake is None else brake
+    if verdict.rule is not None:
+        fields["rule"] = verdict.rule
+    return fields

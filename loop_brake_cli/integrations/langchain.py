@@ -32,7 +32,8 @@ from langchain_core.messages import ToolMessage
 
 from ..brake import LoopBrake
 from ..verdicts import Verdict
-from ._denial import denial_fields, make_brake
+from ._denial import denial_fields
+from ._session import make_brake
 
 __all__ = ["LoopBrakeMiddleware", "thread_session_key"]
 

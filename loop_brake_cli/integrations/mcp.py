@@ -13,51 +13,42 @@ every tool of the server is braked, whenever it was added. A denied call's
 body never runs: the client gets a tool result with ``isError`` and the core's
 denial text (never the arguments), as the SDK reports a failing tool, and the
 denial as data (``code``, ``count``, ``maxRepeats``, ``hashPrefix``) in the
-result's ``_meta`` under ``"loop-brake/denial"``.
+result's ``_meta`` under ``"loop-brake/denial"``. MCP has no way for a server to
+end a client's run, so a policy's stop is a denial carrying the stop message.
 
 The session is the MCP session: the transport's session id (``Mcp-Session-Id``
-over Streamable HTTP) when there is one, else the connection (one stdio or
-in-memory client). A stateless request (the 2026-07-28 single-exchange
-protocol builds a fresh connection per request and has no session) counts in
-the server-wide session ``"mcp"``; pass ``session_key=`` (a function of the
-middleware's ``ServerRequestContext``) to key such calls yourself.
+over Streamable HTTP) when there is one, else the connection, which is one
+client on stdio or in memory and one request in the stateless modes (the
+2026-07-28 single-exchange protocol, the SDK's default ``Client(server)``, and
+stateless HTTP). A stateless request therefore never shares a streak with
+another request, and so is never denied: the server cannot tell two clients
+apart, and a shared streak would let one client's calls deny another's (and tell
+it what the other called). To brake stateless clients, pass ``session_key=`` (a
+function of the middleware's ``ServerRequestContext`` returning a str, or None
+for the default), keyed on something that is one client's own (an authenticated
+principal, ``mcp.server.auth.middleware.auth_context.get_access_token()``).
+
+Each call's result feeds the policy's progress mode. The brake is bounded
+(``integrations._session``); a connection's streak is forgotten with it.
 """
 
 from __future__ import annotations
 
-import itertools
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..brake import LoopBrake
-from ._denial import META_KEY, denial_fields, make_brake
+from ._denial import META_KEY, denial_fields
+from ._session import SessionBrake, fresh_call_id, make_brake, to_json
 
-__all__ = ["LoopBrakeMiddleware", "attach", "dispose", "mcp_session_key"]
-
-STATELESS_SESSION = "mcp"
-
-_numbers = itertools.count(1)
-_connection_keys: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+__all__ = ["LoopBrakeMiddleware", "attach", "dispose"]
 
 
-def mcp_session_key(ctx: Any) -> str:
-    """The MCP session of a request: the transport session id, else the connection."""
-    session = getattr(ctx, "session", None)
-    connection = getattr(session, "_connection", None)  # ServerSession keeps it private
-    if connection is None:
-        return STATELESS_SESSION
-    session_id = getattr(connection, "session_id", None)
-    if session_id is not None:
-        return str(session_id)
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    if getattr(connection, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
-        return STATELESS_SESSION  # a fresh connection per request: nothing to key on
-    key = _connection_keys.get(connection)
-    if key is None:
-        key = _connection_keys[connection] = f"mcp#{next(_numbers)}"
-    return key
+def _result_json(result: Any) -> Any:
+    """The tool result as the client gets it (wire names: ``isError``)."""
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return to_json(result)
 
 
 class LoopBrakeMiddleware:
@@ -68,10 +59,27 @@ class LoopBrakeMiddleware:
         brake: LoopBrake | None = None,
         *,
         max_repeats: object = None,
-        session_key: Callable[[Any], str] | None = None,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self.brake = make_brake(brake, max_repeats)
-        self.session_key = session_key or mcp_session_key
+        self.brake = make_brake(brake, max_repeats, policy=policy)
+        self.seam = SessionBrake(
+            self.brake,
+            session_key=session_key,
+            default_key=self._default_key,
+            where="mcp",
+            to_json=_result_json,
+        )
+
+    def _default_key(self, ctx: Any) -> str:
+        """The transport session id, else the connection (per request when stateless)."""
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+        if connection is None:  # nothing lasts beyond this request
+            return self.seam.scoped_key(ctx, "mcp-request")
+        session_id = getattr(connection, "session_id", None)
+        if session_id is not None:
+            return str(session_id)
+        return self.seam.scoped_key(connection, "mcp")
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         params = ctx.params
@@ -80,9 +88,13 @@ class LoopBrakeMiddleware:
         name, args = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or not isinstance(args, (Mapping, type(None))):
             return await call_next(ctx)  # malformed: the SDK's own validation answers
-        verdict = self.brake.check(name, args, session_id=self.session_key(ctx))
+        # The request id is the client's choice (and repeats across connections): a
+        # fresh call id pairs the result with this call and never merges two calls.
+        verdict = self.seam.judge(self.seam.session(ctx), name, args, fresh_call_id())
         if not verdict.denied:
-            return await call_next(ctx)
+            result = await call_next(ctx)
+            self.seam.feed(verdict, result)
+            return result
         from mcp.types import CallToolResult, TextContent
 
         return CallToolResult(
@@ -97,13 +109,16 @@ def attach(
     brake: LoopBrake | None = None,
     *,
     max_repeats: object = None,
-    session_key: Callable[[Any], str] | None = None,
+    policy: Any = None,
+    session_key: Callable[[Any], str | None] | None = None,
 ) -> LoopBrake:
     """Brake every tool of ``server`` (``MCPServer`` or ``Server``); returns the brake.
 
     The middleware is appended to ``server.middleware``, innermost of the user's
     middleware, so one added earlier sees the call before the brake does."""
-    middleware = LoopBrakeMiddleware(brake, max_repeats=max_repeats, session_key=session_key)
+    middleware = LoopBrakeMiddleware(
+        brake, max_repeats=max_repeats, policy=policy, session_key=session_key
+    )
     server.middleware.append(middleware)
     return middleware.brake
 

@@ -35,7 +35,8 @@ from agents import Agent, FunctionTool, ToolGuardrailFunctionOutput, ToolInputGu
 
 from ..brake import LoopBrake
 from ..canonical import parse_arguments
-from ._denial import denial_fields, make_brake
+from ._denial import denial_fields
+from ._session import make_brake
 
 __all__ = ["LoopBrakeGuardrail", "run_session_key"]
 

@@ -35,7 +35,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
 
 from ..brake import LoopBrake
-from ._denial import make_brake
+from ._session import make_brake
 
 __all__ = ["LoopBrakeToolset", "conversation_session_key"]
 
