@@ -23,15 +23,24 @@ __all__ = ["ENV_POLICY", "discover_policy", "find_policy_file"]
 
 ENV_POLICY = "LOOP_BRAKE_POLICY"
 LOCAL_FILE = ".loop-brake.toml"
+_HEAD_BYTES = 1 << 20  # load.MAX_POLICY_BYTES, not imported: the hook's common case has no file
 
 
 def _has_table(path: str) -> bool:
-    """A pyproject.toml with a ``[tool.loop-brake]`` table (or a sub-table of it)."""
+    """A pyproject.toml with a ``[tool.loop-brake]`` table (or a sub-table of it). Only
+    its first ``MAX_POLICY_BYTES`` are looked at, never blocking: a larger file with
+    the table is then refused by the loader, with its reason."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, flags | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        data = os.read(fd, _HEAD_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return b"tool.loop-brake" in data or b'tool."loop-brake"' in data
 
 

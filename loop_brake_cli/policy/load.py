@@ -10,7 +10,9 @@ make the file unusable; warnings (a rule shadowed by an earlier one) do not.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,16 @@ from ..progress import DEFAULT_IGNORE
 from ..toml_reader import tomllib
 from .model import CycleRule, Policy, StopRule, ToolRule
 
-__all__ = ["MAX_PERIOD", "PolicyError", "Problem", "check_policy", "load_policy", "parse_policy"]
+__all__ = [
+    "MAX_PERIOD",
+    "MAX_POLICY_BYTES",
+    "PolicyError",
+    "Problem",
+    "check_policy",
+    "load_policy",
+    "parse_policy",
+    "read_policy_bytes",
+]
 
 MAX_PERIOD = 16
 """The longest cycle ``[cycles] max_period`` may ask for (memory per session grows with it)."""
@@ -371,6 +382,61 @@ def _shadowed(rules: list[ToolRule], checker: _Checker) -> None:
             )
 
 
+MAX_POLICY_BYTES = 1 << 20
+"""The largest policy file read (1 MiB; real ones are a few hundred bytes). The hook
+reads the policy before every tool call, so a path naming ``/dev/zero`` or a huge
+file must be a prompt error, never an unbounded read."""
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_policy_bytes(path: str, limit: int = MAX_POLICY_BYTES) -> bytes:
+    """The bytes of the policy file at ``path``: a regular file (or a link to one) of at
+    most ``limit`` bytes, else ``PolicyError``. Opened non-blocking, so a FIFO (whose
+    plain open waits for a writer) or a device is refused at once, as the settings
+    file is (``hook/settings_file.py``)."""
+
+    def fail(message: str) -> PolicyError:
+        return PolicyError([Problem(path, None, None, message)])
+
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise fail(f"cannot open the policy file: {reason}") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise fail(f"the policy file is {_kind(status.st_mode)}, not a regular file")
+        if status.st_size > limit:
+            raise fail(f"the policy file is larger than {limit} bytes ({status.st_size})")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise fail(f"cannot read the policy file: {reason}") from None
+    finally:
+        os.close(fd)
+    if size > limit:  # grew while it was read
+        raise fail(f"the policy file is larger than {limit} bytes")
+    return b"".join(chunks)
+
+
 def load_policy(path: str) -> Policy:
     """Read and validate one policy file (a ``pyproject.toml`` is read at
     ``[tool.loop-brake]``); ``PolicyError`` with located errors, or for a file that
@@ -380,14 +446,7 @@ def load_policy(path: str) -> Policy:
 
 def check_policy(path: str) -> tuple[Policy, list[Problem]]:
     """The policy and its warnings (check-config); ``PolicyError`` for any error."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise PolicyError(
-            [Problem(path, None, None, f"cannot open the policy file: {reason}")]
-        ) from None
+    data = read_policy_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

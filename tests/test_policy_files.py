@@ -1,0 +1,99 @@
+"""Policy files are regular files of at most 1 MiB, refused at once otherwise (issue 23).
+
+``--policy /dev/zero`` used to read without limit (gigabytes of memory) and a FIFO
+as ``--policy`` or ``$LOOP_BRAKE_POLICY`` blocked forever, in the hook too (an
+agent waiting on its hook). Every command now gives one located line: exit 2,
+and the hook lets the call run (it fails open) at once.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env
+
+from loop_brake_cli import LoopBrake
+from loop_brake_cli.policy import PolicyError
+from loop_brake_cli.policy.load import MAX_POLICY_BYTES
+
+SAMPLE = str(ROOT / "samples" / "stuck-agent.jsonl")
+HOOK_INPUT = b'{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"t","tool_input":{}}'
+
+
+def special_file(kind: str, tmp_path: Path) -> tuple[str, str]:
+    """A path that is not a usable policy file, and what the error must say."""
+    if kind == "device":
+        return "/dev/zero", "is a character device, not a regular file"
+    if kind == "fifo":
+        path = tmp_path / "policy.fifo"
+        os.mkfifo(path)
+        return str(path), "is a named pipe (FIFO), not a regular file"
+    path = tmp_path / "big.toml"
+    path.write_bytes(b"# padding\n" * (MAX_POLICY_BYTES // 10 + 1))
+    size = path.stat().st_size
+    return str(path), f"is larger than {MAX_POLICY_BYTES} bytes ({size})"
+
+
+def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess.CompletedProcess:
+    # The timeout only turns a regression (a blocked read) into a failure.
+    return subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+
+
+COMMANDS = {
+    "filter": [SAMPLE],
+    "replay": [SAMPLE],
+    "check-config": [],
+    "mcp-proxy": ["--", sys.executable, str(ROOT / "tests" / "echo_server.py")],
+}
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="POSIX")
+@pytest.mark.parametrize("kind", ["device", "fifo", "large"])
+@pytest.mark.parametrize(
+    "command, how",
+    [(command, "--policy") for command in sorted(COMMANDS)]
+    # check-config checks only a policy that --policy names
+    + [(command, "LOOP_BRAKE_POLICY") for command in sorted(COMMANDS) if command != "check-config"],
+)
+def test_an_unusable_policy_file_is_one_located_line_and_exit_2(
+    tmp_path: Path, kind: str, how: str, command: str
+) -> None:
+    path, reason = special_file(kind, tmp_path)
+    env = cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))
+    args = [command]
+    if how == "--policy":
+        args += ["--policy", path]
+    else:
+        env["LOOP_BRAKE_POLICY"] = path
+    result = run(args + COMMANDS[command], env)
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    assert err.splitlines() == [f"loop-brake {command}: {path}: the policy file {reason}"]
+    assert "Traceback" not in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
+@pytest.mark.parametrize("kind", ["device", "fifo", "large"])
+def test_the_hook_fails_open_at_once_on_an_unusable_policy(tmp_path: Path, kind: str) -> None:
+    path, reason = special_file(kind, tmp_path)
+    env = cli_env(LOOP_BRAKE_POLICY=path, LOOP_BRAKE_STATE=str(tmp_path / "state.db"))
+    result = run(["hook"], env, HOOK_INPUT)
+    assert result.returncode == 0 and result.stdout == b""
+    assert f"unusable policy: {path}: the policy file {reason}" in result.stderr.decode()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
+def test_the_library_raises_a_policy_error(tmp_path: Path) -> None:
+    path, reason = special_file("fifo", tmp_path)
+    with pytest.raises(PolicyError, match="named pipe"):
+        LoopBrake(policy=path)
