@@ -36,7 +36,38 @@ PROXY_EXIT_HELP = (
     short_help="Run an MCP stdio server behind the brake.",
     context_settings={"allow_interspersed_args": False},
 )
-@click.argument("server_command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("server_command", nargs=-1, required=False, type=click.UNPROCESSED)
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="A remote MCP server (Streamable HTTP endpoint) instead of SERVER_COMMAND.",
+)
+@click.option(
+    "--header",
+    "header_specs",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help=(
+        "With --url: an HTTP header for every request (repeatable). A last word env:VAR "
+        "is read from the environment ('Authorization: Bearer env:TOKEN'); values are "
+        "never printed or logged."
+    ),
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="With --url: seconds to connect to the server.",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="With --url: seconds the server may stay silent while answering.",
+)
 @max_repeats_option()
 @click.option(
     "--shadow",
@@ -67,6 +98,10 @@ def mcp_proxy_command(
     shadow: bool,
     log_path: str | None,
     shutdown_timeout: float,
+    url: str | None = None,
+    header_specs: tuple[str, ...] = (),
+    timeout: float = 10.0,
+    read_timeout: float = 300.0,
     policy_path: str | None = None,
 ) -> int:
     """Start SERVER_COMMAND and brake every tools/call an MCP client sends it.
@@ -94,6 +129,23 @@ def mcp_proxy_command(
     policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
+    if (url is None) == (not server_command):
+        return errors("give either SERVER_COMMAND (after --) or --url, not both or neither")
+    if url is None and header_specs:
+        return errors("--header needs --url")
+    if url is not None:
+        return _bridge(
+            errors,
+            url,
+            header_specs,
+            timeout,
+            read_timeout,
+            limit,
+            shadow,
+            log_path,
+            shutdown_timeout,
+            policy,
+        )
     options = ProxyOptions(
         command=list(server_command),
         max_repeats=limit,
@@ -116,4 +168,50 @@ def mcp_proxy_command(
             "the server was not started",
             err=True,
         )
+        return ExitStatus.OUTPUT
+
+
+def _bridge(
+    errors: Errors,
+    url: str,
+    header_specs: tuple[str, ...],
+    timeout: float,
+    read_timeout: float,
+    limit: int,
+    shadow: bool,
+    log_path: str | None,
+    shutdown_timeout: float,
+    policy: object,
+) -> int:
+    """``--url``: the stdio client bridged to a remote server (needs the ``mcp`` extra)."""
+    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
+
+    if not url.startswith(("http://", "https://")) or safe_url(url).endswith("://"):
+        return errors(f"--url must be an http:// or https:// URL, got {safe_url(url)!r}")
+    try:
+        headers = parse_headers(header_specs)
+    except HeaderError as exc:
+        return errors(str(exc))
+    try:
+        from ..mcp_proxy.bridge import BridgeOptions, run_bridge
+    except ImportError:
+        return errors("--url needs the MCP SDK: pip install 'loop-brake-cli[mcp]'")
+    options = BridgeOptions(
+        url=url,
+        max_repeats=limit,
+        headers=headers,
+        shadow=shadow,
+        log_path=log_path,
+        shutdown_timeout=shutdown_timeout,
+        policy=policy,
+        timeout=timeout,
+        read_timeout=read_timeout,
+    )
+    try:
+        return run_bridge(options)
+    except LogOpenError as exc:
+        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
+        return ExitStatus.USAGE
+    except OutputError as exc:
+        click.echo(f"loop-brake mcp-proxy: cannot write to standard output ({exc})", err=True)
         return ExitStatus.OUTPUT

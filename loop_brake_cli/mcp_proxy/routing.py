@@ -50,7 +50,15 @@ from ..verdicts import Verdict
 from ..wire.mcp import DEFAULT_LABEL, Connections, messages
 from .spans import array_element_spans, member_span
 
-__all__ = ["ClientRouter", "MAX_ANSWERED_IDS", "RESULT_WAIT", "Routed", "denial_answer"]
+__all__ = [
+    "ClientRouter",
+    "MAX_ANSWERED_IDS",
+    "RESULT_WAIT",
+    "Routed",
+    "denial_answer",
+    "describe_denial",
+    "is_modern",
+]
 
 MAX_ANSWERED_IDS = 4096  # ids answered by the proxy, remembered to drop their cancellations
 RESULT_WAIT = 1.0  # seconds a client line waits for a response being written or read
@@ -64,14 +72,30 @@ class Routed:
     answer: bytes | None = None
 
 
-def denial_answer(id_bytes: bytes, message: str) -> bytes:
+MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
+"""The ``params._meta`` key of a 2026-07-28 (or later) request, whose results
+must say ``"resultType": "complete"`` (the SDK's clients reject one that does not)."""
+
+
+def denial_answer(id_bytes: bytes, message: str, modern: bool = False) -> bytes:
     """The JSON-RPC answer to a denied call, without a line end: a successful
     response carrying a tool execution error, with the request's id spliced in as
     the client wrote it. A tool error rather than a JSON-RPC error, because
     clients hand tool errors to the model (which should change course) and may
-    treat protocol errors as a broken server."""
-    result = json_line({"content": [{"type": "text", "text": message}], "isError": True})
-    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"result":' + result[:-1] + b"}"
+    treat protocol errors as a broken server. ``modern``: the request carried the
+    2026-07-28 envelope, so the result says it is complete."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": message}], "isError": True}
+    if modern:
+        result["resultType"] = "complete"
+    line = json_line(result)
+    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"result":' + line[:-1] + b"}"
+
+
+def is_modern(message: Any) -> bool:
+    """Whether a request carries the 2026-07-28 per-request envelope in ``params._meta``."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and MODERN_META_KEY in meta
 
 
 def _id_key(request_id: Any) -> str:
@@ -232,7 +256,7 @@ class ClientRouter:
         data = raw()
         span = member_span(data, "id")
         id_bytes = data[span[0] : span[1]] if span else b"null"
-        what = _describe(id_bytes, verdict)
+        what = describe_denial(id_bytes, verdict)
         if self.shadow:
             self.note(f"shadow: would deny {what}; forwarded")
             self._forwarding(message)
@@ -240,7 +264,7 @@ class ClientRouter:
         self.note(f"denied {what}")
         self.connections.forget(record.call_id, DEFAULT_LABEL)
         self._remember_answered(message["id"])
-        return False, denial_answer(id_bytes, verdict.message)
+        return False, denial_answer(id_bytes, verdict.message, is_modern(message))
 
     def _follow_connection(self) -> None:
         """After a reconnect the old session's streak and answered ids are void."""
@@ -281,7 +305,7 @@ class ClientRouter:
             self.answered.popitem(last=False)
 
 
-def _describe(id_bytes: bytes, verdict: Verdict) -> str:
+def describe_denial(id_bytes: bytes, verdict: Verdict) -> str:
     """The call for a stderr note: the id as sent, the tool, the prefix; no arguments."""
     name = json.dumps(verdict.tool_name, ensure_ascii=False)
     if verdict.rule is None:

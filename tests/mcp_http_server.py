@@ -1,0 +1,66 @@
+"""The test server of ``tests/mcp_server.py`` over Streamable HTTP, for the bridge and gateway.
+
+``python tests/mcp_http_server.py PORT [--json]`` serves ``http://127.0.0.1:PORT/mcp``
+with the SDK's own Streamable HTTP transport (SSE answers; ``--json``: plain JSON
+bodies). Besides ``echo``, ``add`` and ``count_to`` (which record every call they
+receive in ``$MCP_TEST_CALLS``, never the arguments), three tools exercise the
+transport: ``big(size)`` returns a text of ``size`` bytes, ``ask(question)``
+sends the client an elicitation request (a server-to-client request) and returns
+its answer, ``wait(seconds)`` sleeps (for a client that leaves mid-call).
+A ``whoami`` tool answers with the ``Authorization`` header it received,
+hashed, so a test can tell whether the gateway forwarded the client's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp_server import _record, server
+from pydantic import BaseModel
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+@server.tool()
+def big(size: int) -> str:
+    """Return a text of ``size`` bytes."""
+    _record("big", str(size))
+    return "x" * size
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client (elicitation) and return what it answered."""
+    _record("ask", question)
+    result = await ctx.elicit(question, Answer)
+    return f"{result.action}:{result.data.answer if result.data else ''}"
+
+
+@server.tool()
+async def wait(seconds: float) -> str:
+    """Sleep, then return "woke"."""
+    _record("wait", str(seconds))
+    await anyio.sleep(seconds)
+    return "woke"
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The sha256 of the Authorization header this request carried, or "none"."""
+    request = ctx.request_context.request
+    value = request.headers.get("authorization") if request is not None else None
+    return hashlib.sha256(value.encode()).hexdigest() if value else "none"
+
+
+if __name__ == "__main__":
+    server.run(
+        "streamable-http",
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        json_response="--json" in sys.argv,
+    )

@@ -1,0 +1,71 @@
+"""Real Streamable HTTP servers on loopback for the bridge and gateway tests.
+
+``upstream(tmp_path)`` starts ``tests/mcp_http_server.py`` (the SDK's own HTTP
+transport) on a free loopback port and stops it by its pid; ``free_port`` and
+``wait_listening`` serve the gateway's processes too.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from conftest import ROOT
+
+HTTP_SERVER = str(ROOT / "tests" / "mcp_http_server.py")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on port {port}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def upstream(tmp_path: Path, *options: str, **env: str) -> Iterator[tuple[str, Path]]:
+    """A real SDK server: yields its URL and the file its calls are recorded in."""
+    calls = tmp_path / f"calls-{len(list(tmp_path.glob('calls-*')))}.jsonl"
+    port = free_port()
+    log = (tmp_path / f"upstream-{port}.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, HTTP_SERVER, str(port), *options],
+        cwd=ROOT / "tests",
+        env={**os.environ, "MCP_TEST_CALLS": str(calls), **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_listening(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp", calls
+    finally:
+        stop(proc)
+        log.close()
