@@ -104,11 +104,17 @@ def mcp_proxy_command(
     read_timeout: float = 300.0,
     policy_path: str | None = None,
 ) -> int:
-    """Start SERVER_COMMAND and brake every tools/call an MCP client sends it.
+    """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client sends it.
 
     \b
     In the client's configuration, put the proxy in front of the server:
       loop-brake mcp-proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp
+      loop-brake mcp-proxy --url https://mcp.example.com/mcp \\
+        --header 'Authorization: Bearer env:EXAMPLE_TOKEN'
+
+    With --url the server is remote (Streamable HTTP): the proxy speaks stdio to
+    the client and HTTP to the server, with the same verdicts and answers;
+    stderr and the exit status are the proxy's own (0 when the client leaves).
 
     The server gets the proxy's environment, working directory and stderr.
     Every line passes through unchanged, except a tools/call the brake denies:
