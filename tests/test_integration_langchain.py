@@ -116,3 +116,95 @@ def test_canary_in_arguments_reaches_no_log_or_message(
     out, err = capfd.readouterr()
     shown = [m.model_dump_json() for m in denials] + [caplog.text, out, err]
     assert all(CANARY not in text for text in shown)
+
+
+# -- issue 23: runs without a thread, progress, the stop, bounds --------------------
+
+
+def plain_agent(model: ScriptedModel, middleware: LoopBrakeMiddleware, answers: Any = None) -> Any:
+    """An agent without a checkpointer: a stateless server's, one ``invoke`` per request."""
+    calls: list[int] = []
+
+    @tool
+    def search(q: str) -> str:
+        """Search the web."""
+        calls.append(1)
+        return f"results for {q}" if answers is None else answers[len(calls) - 1]
+
+    return create_agent(model, [search], middleware=[middleware])
+
+
+def test_requests_without_a_thread_do_not_share_a_streak() -> None:
+    """Request 2 of a stateless server was denied by request 1's calls on the old main
+    (both counted in "default"); each run is now its own session, forgotten at its end."""
+    middleware = LoopBrakeMiddleware(max_repeats=3)
+    statuses = []
+    for request in range(2):
+        agent = plain_agent(script([{"q": "weather"}] * 2, tag=f"r{request}"), middleware)
+        result = agent.invoke({"messages": [("user", "weather?")]})
+        statuses.append([m.status for m in tool_messages(result)])
+    assert statuses == [["success", "success"], ["success", "success"]]
+    assert len(middleware.brake) == 0
+    # a run is still braked within itself
+    agent = plain_agent(script([{"q": "weather"}] * 3, tag="r3"), middleware)
+    result = agent.invoke({"messages": [("user", "weather?")]})
+    assert [m.status for m in tool_messages(result)] == ["success", "success", "error"]
+
+
+def turns(count: int) -> ScriptedModel:
+    """A model for ``count`` runs: one tool call, then an answer, in each."""
+    call = {"name": "search", "args": {"q": "w"}, "id": "c"}
+    script = [m for _ in range(count) for m in (AIMessage("", tool_calls=[call]), "done")]
+    return ScriptedModel(messages=iter(script), seen=[])
+
+
+def test_runs_leave_no_session_and_threads_stay_bounded() -> None:
+    middleware = LoopBrakeMiddleware(max_repeats=3)
+    agent = plain_agent(turns(100), middleware)
+    for _ in range(100):
+        agent.invoke({"messages": [("user", "go")]})
+    assert len(middleware.brake) == 0  # the old main kept them all in "default"
+    from loop_brake_cli.integrations._session import DEFAULT_MAX_SESSIONS
+
+    assert middleware.brake.max_sessions == DEFAULT_MAX_SESSIONS
+    bounded = LoopBrakeMiddleware(LoopBrake(3, max_sessions=20))
+    agent = make_agent(turns(60), [], bounded)
+    for thread in range(60):
+        agent.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": f"t{thread}"}})
+    assert len(bounded.brake) == 20 and bounded.brake.evictions == 40
+
+
+def test_progress_mode_reads_each_tool_message() -> None:
+    """A poll whose result changes is never denied under ``progress = true``; the old
+    main fed no result and denied the third poll."""
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("progress = true\n", "inline.toml")
+    changing = [f"{n * 20}% done" for n in range(5)]
+    middleware = LoopBrakeMiddleware(max_repeats=3, policy=policy)
+    agent = plain_agent(script([{"q": "build"}] * 5), middleware, changing)
+    result = agent.invoke({"messages": [("user", "wait for the build")]})
+    assert [m.status for m in tool_messages(result)] == ["success"] * 5
+    same = LoopBrakeMiddleware(max_repeats=3, policy=policy)
+    agent = plain_agent(script([{"q": "build"}] * 5), same, ["running"] * 5)
+    result = agent.invoke({"messages": [("user", "wait for the build")]})
+    assert [m.status for m in tool_messages(result)] == ["success"] * 2 + ["error"] * 3
+
+
+def test_a_policy_stop_ends_the_run() -> None:
+    """A model that ignores denials ran on to LangChain's step limit on the old main;
+    the stop now ends the run: no more model calls, the stop message last."""
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
+    model = script([{"q": CANARY}] * 40)
+    middleware = LoopBrakeMiddleware(max_repeats=2, policy=policy)
+    result = plain_agent(model, middleware).invoke({"messages": [("user", "go")]})
+    replies = tool_messages(result)
+    assert [m.status for m in replies] == ["success", "error", "error"]
+    assert replies[2].artifact["rule"] == "stop"
+    assert len(model.seen) == 3  # the model is not called after the stop
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage) and last.content == replies[2].content
+    assert last.content.startswith("loop brake: 2 calls in a row were denied")
+    assert all(CANARY not in m.content for m in [*replies[1:], last])

@@ -14,28 +14,46 @@ tool runs. A denied call's tool never runs: the model gets a ``ToolMessage``
 with the core's denial text and ``status="error"``, answering its tool call
 id, as LangChain reports a failed tool; the denial as data (``code``,
 ``count``, ``maxRepeats``, ``hashPrefix``) is the message's ``artifact``,
-which is not sent to the model.
+which is not sent to the model. A policy's stop ends the run the way
+LangChain's own limit middleware does (``exit_behavior="end"``): the stop's
+``ToolMessage``, then a jump to the end with an ``AIMessage`` carrying the stop
+message, so the model is not called again.
 
 The session is the LangGraph thread (``configurable.thread_id``); a run
-without one counts in ``"default"``, as the core does. The tool call's id is
-the call id, so a retry middleware outside this one that runs the same call
-again is not counted twice. ``middleware.brake`` is the ``LoopBrake``.
+without one is a session of its own (one ``invoke``/``stream``, from its
+``before_agent`` to its ``after_agent``, which forgets it), so two requests of a
+stateless server never share a streak. ``session_key=`` (a function of the
+``ToolCallRequest``, returning a str, or None for the default) keys calls
+yourself. The tool call's id is the call id, so a retry middleware outside this
+one that runs the same call again is not counted twice. Each tool's
+``ToolMessage`` content feeds the policy's progress mode. ``middleware.brake``
+is the ``LoopBrake``; its session table is bounded (``integrations._session``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import ToolMessage
+from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Command
+from typing_extensions import NotRequired  # typing has it from 3.11 only
 
 from ..brake import LoopBrake
 from ..verdicts import Verdict
 from ._denial import denial_fields
-from ._session import make_brake
+from ._session import SessionBrake, fresh_call_id, make_brake
 
-__all__ = ["LoopBrakeMiddleware", "thread_session_key"]
+__all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key"]
+
+
+class LoopBrakeState(AgentState):
+    """The agent state the middleware adds: this run's session, and whether it stopped."""
+
+    loop_brake_run: NotRequired[Annotated[str, PrivateStateAttr]]
+    loop_brake_stop: NotRequired[Annotated[str | None, PrivateStateAttr]]
 
 
 def thread_session_key(request: Any) -> str | None:
@@ -46,41 +64,97 @@ def thread_session_key(request: Any) -> str | None:
 
 
 class LoopBrakeMiddleware(AgentMiddleware):
-    """Deny the ``max_repeats``-th identical tool call in a row of a thread."""
+    """Deny the ``max_repeats``-th identical tool call in a row of a thread or run."""
+
+    state_schema = LoopBrakeState
 
     def __init__(
         self,
         brake: LoopBrake | None = None,
         *,
         max_repeats: object = None,
-        session_key: Callable[[Any], str | None] = thread_session_key,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
     ) -> None:
         super().__init__()
-        self.brake = make_brake(brake, max_repeats)
-        self.session_key = session_key
+        self.brake = make_brake(brake, max_repeats, policy=policy)
+        self.seam = SessionBrake(
+            self.brake, session_key=session_key, default_key=self._default_key, where="langchain"
+        )
 
-    def _denial(self, request: Any) -> ToolMessage | None:
+    @staticmethod
+    def _default_key(request: Any) -> str:
+        """The thread, else this run (a call outside ``create_agent``: a session alone)."""
+        thread = thread_session_key(request)
+        if thread is not None:
+            return thread
+        state = getattr(request, "state", None)
+        run = state.get("loop_brake_run") if isinstance(state, dict) else None
+        return run if isinstance(run, str) else fresh_call_id()
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """A new run: a session key of its own, and no stop yet."""
+        return {"loop_brake_run": f"run-{fresh_call_id()}", "loop_brake_stop": None}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """After a stop, end the run instead of calling the model again."""
+        stop = state.get("loop_brake_stop")
+        if not stop:
+            return None
+        return {"jump_to": "end", "messages": [AIMessage(content=stop)]}
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.before_model(state, runtime)
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The run ended: forget its own session (a thread's stays, LRU-bounded)."""
+        run = state.get("loop_brake_run")
+        if isinstance(run, str):
+            self.seam.release(run)
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.after_agent(state, runtime)
+
+    def _denial(self, request: Any) -> tuple[Verdict, ToolMessage | Command | None]:
         call = request.tool_call
-        verdict: Verdict = self.brake.check(
-            call["name"],
-            call.get("args"),
-            session_id=self.session_key(request),
-            call_id=call.get("id"),
+        verdict = self.seam.judge(
+            self.seam.session(request), call["name"], call.get("args"), call.get("id")
         )
         if not verdict.denied:
-            return None
-        return ToolMessage(
+            return verdict, None
+        message = ToolMessage(
             content=verdict.message,
             tool_call_id=call.get("id") or "",
             name=call["name"],
             status="error",
             artifact=denial_fields(verdict),
         )
+        if verdict.stop:  # before_model ends the run
+            return verdict, Command(
+                update={"messages": [message], "loop_brake_stop": verdict.message}
+            )
+        return verdict, message
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        denial = self._denial(request)
-        return handler(request) if denial is None else denial
+        verdict, denial = self._denial(request)
+        if denial is not None:
+            return denial
+        result = handler(request)
+        if isinstance(result, ToolMessage):  # a Command carries no result of its own
+            self.seam.feed(verdict, result.content)
+        return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        denial = self._denial(request)
-        return await handler(request) if denial is None else denial
+        verdict, denial = self._denial(request)
+        if denial is not None:
+            return denial
+        result = await handler(request)
+        if isinstance(result, ToolMessage):  # a Command carries no result of its own
+            self.seam.feed(verdict, result.content)
+        return result
