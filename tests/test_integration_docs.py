@@ -17,7 +17,16 @@ from conftest import ROOT
 
 DOC = ROOT / "docs" / "integrations.md"
 BLOCK = re.compile(r"```python\n(.*?)```\s*```text\n(.*?)```", re.S)
-FRAMEWORKS = ["mcp", "langchain", "langgraph", "agents", "openai", "pydantic_ai"]
+FRAMEWORKS = [
+    "mcp",
+    "langchain",
+    "langgraph",
+    "agents",
+    "openai",
+    "pydantic_ai",
+    "google",
+    "fastmcp",
+]
 
 
 def examples() -> list[tuple[str, str, str]]:
@@ -42,8 +51,22 @@ def needs(code: str) -> str | None:
 
 
 def test_the_doc_has_one_example_per_integration() -> None:
-    headings = [heading for heading, _, _ in examples()]
-    assert len(headings) == 5 and len(set(headings)) == 5
+    found = examples()
+    headings = [heading for heading, _, _ in found]
+    modules = sorted(
+        path.stem
+        for path in (ROOT / "loop_brake_cli" / "integrations").glob("*.py")
+        if not path.stem.startswith("_")
+    )
+    shown = sorted(
+        {
+            m
+            for _, code, _ in found
+            for m in re.findall(r"loop_brake_cli\.integrations\.(\w+)", code)
+        }
+    )
+    assert shown == modules  # every integration module has its example
+    assert len(headings) == len(modules) + 1 == len(set(headings))  # and the registry's
 
 
 @pytest.mark.parametrize("heading,code,expected", EXAMPLES)

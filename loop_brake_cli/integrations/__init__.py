@@ -11,6 +11,10 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.openai_agents``: the OpenAI Agents SDK's tool
   input guardrails.
 * ``loop_brake_cli.integrations.pydantic_ai``: a pydantic-ai wrapper toolset.
+* ``loop_brake_cli.integrations.google_adk``: a Google ADK runner plugin.
+* ``loop_brake_cli.integrations.langgraph``: a LangGraph ``ToolNode`` tool-call
+  wrapper (hand-built graphs, ``create_react_agent``).
+* ``loop_brake_cli.integrations.fastmcp``: FastMCP server middleware.
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
 the core's ``Verdict.message``: never the arguments. See docs/integrations.md.

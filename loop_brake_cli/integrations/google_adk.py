@@ -1,0 +1,112 @@
+"""The brake in a Google ADK app: a ``BasePlugin`` around every tool call of a runner.
+
+Needs ``pip install 'loop-brake-cli[google-adk]'`` (``google-adk`` 2.x)::
+
+    from google.adk.runners import Runner
+    from loop_brake_cli.integrations.google_adk import LoopBrakePlugin
+
+    runner = Runner(agent=root_agent, app_name="app", session_service=...,
+                    plugins=[LoopBrakePlugin(max_repeats=3)])
+
+A plugin's ``before_tool_callback`` runs before every tool of every agent the runner
+runs (sub-agents, agent tools and MCP toolsets too), ahead of the agents' own
+callbacks; a dict it returns is the tool's response and the tool never runs. A
+denied call answers ``{"error": <the core's denial text>}``, as ADK reports a tool
+that failed (an unknown tool, bad arguments), and the model reads it on its next
+turn. ``after_tool_callback`` hands the result of a call that ran to the policy's
+progress mode. At a policy's ``[stop]`` the stop text is the call's error and the
+invocation ends: the event skips the model's summary (``skip_summarization``) and
+the run ends there, the model is not asked again.
+
+The session is the ADK session (``tool_context.session``: its app, user and id, so
+two users who pick the same session id never share a streak); ``session_key=`` (a
+function of the ``ToolContext``) keys calls yourself. The function call id is the
+call id. ``plugin.brake`` is the ``LoopBrake``; its session table is bounded.
+``dispose(runner)`` takes the plugin off a runner and forgets its streaks.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from google.adk.plugins.base_plugin import BasePlugin
+
+from ..brake import LoopBrake
+from ..verdicts import Verdict
+from ._session import SessionBrake, make_brake
+
+__all__ = ["LoopBrakePlugin", "adk_session_key", "dispose"]
+
+
+def adk_session_key(tool_context: Any) -> str:
+    """The ADK session of a tool call: app, user and session id (one JSON text)."""
+    session = tool_context.session
+    return json.dumps([session.app_name, session.user_id, session.id])
+
+
+class LoopBrakePlugin(BasePlugin):
+    """Deny the ``max_repeats``-th identical tool call in a row of an ADK session."""
+
+    def __init__(
+        self,
+        brake: LoopBrake | None = None,
+        *,
+        max_repeats: object = None,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
+        name: str = "loop_brake",
+    ) -> None:
+        super().__init__(name=name)
+        self.seam = SessionBrake(
+            make_brake(brake, max_repeats, policy=policy),
+            session_key=session_key,
+            default_key=adk_session_key,
+            where="google_adk",
+        )
+        self.brake = self.seam.brake
+        # The verdict of each call that ran, until its result comes back: held by the
+        # call's ToolContext, so a call that never returns takes its entry with it.
+        self._running: weakref.WeakKeyDictionary[Any, Verdict] = weakref.WeakKeyDictionary()
+
+    async def before_tool_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
+    ) -> dict[str, Any] | None:
+        verdict = self.seam.judge(
+            self.seam.session(tool_context),
+            tool.name,
+            tool_args,
+            tool_context.function_call_id,
+        )
+        if not verdict.denied:
+            self._running[tool_context] = verdict
+            return None
+        if verdict.stop:
+            tool_context.actions.skip_summarization = True  # no model turn after this event
+            tool_context._invocation_context.end_invocation = True  # nor for any other agent
+        return {"error": verdict.message}
+
+    async def after_tool_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any
+    ) -> None:
+        verdict = self._running.pop(tool_context, None)
+        if verdict is not None:
+            self.seam.feed(verdict, result)
+        return None
+
+    async def on_tool_error_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
+    ) -> None:
+        self._running.pop(tool_context, None)  # a failed call reported no result
+        return None
+
+
+def dispose(runner: Any) -> None:
+    """Remove every ``LoopBrakePlugin`` from ``runner`` (its plugin manager) and forget
+    their streaks: the runner's tools run as they did without the brake."""
+    plugins = runner.plugin_manager.plugins
+    for plugin in [p for p in plugins if isinstance(p, LoopBrakePlugin)]:
+        plugins.remove(plugin)
+        plugin.brake.reset()
