@@ -9,6 +9,15 @@ defaults (``DEFAULT_IGNORE``) were picked from real Codex ``exec_command`` /
 equal); a policy adds patterns (``result_ignore``) or replaces them
 (``result_ignore_defaults = false``).
 
+A pattern runs on every result before the hook lets the agent go on, so none
+may take more than linear time. The defaults are fixed Python patterns that
+cannot backtrack without bound; a policy's own patterns are RE2 syntax, matched
+by RE2 (the ``re2`` extra, google-re2), whose time is linear in the text for
+every pattern: ``(a+)+$`` cannot stall a hook. Without RE2 installed such a
+pattern is a policy error (``pattern_error``), never a backtracking fallback.
+RE2 reads a repetition count it cannot take (``x{99999999999}``) as literal
+text, so counts above ``MAX_REPEAT`` are refused here first.
+
 The canonical form, a contract like the call hash: ``sha256(canonical_json(v))``
 where ``v`` is the result with every string normalised, and an MCP tool result
 (an object with an array ``content`` and no other keys than ``isError``,
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -32,9 +42,11 @@ from .canonical import JSONInputError, canonical_json, utf8
 __all__ = [
     "DEFAULT_IGNORE",
     "DIGEST_HEX",
+    "MAX_REPEAT",
     "compile_ignore",
     "digest_of_hex",
     "normalise",
+    "pattern_error",
     "result_digest",
 ]
 
@@ -63,14 +75,117 @@ DIGEST_HEX = re.compile(r"[0-9a-fA-F]{64}")
 """A ``resultDigest`` as a host sends it: the sha256 in hex."""
 
 
+MAX_REPEAT = 1000
+"""The largest repetition count a ``result_ignore`` pattern may use (RE2's own limit)."""
+
+_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Linear:
+    """A policy's own pattern, matched by RE2 (linear time). RE2 reads UTF-8, which a
+    string with a lone surrogate has no form in: such a string is matched with the
+    surrogate as U+FFFD, the character it is hashed as (``canonical.utf8``)."""
+
+    __slots__ = ("_regexp",)
+
+    def __init__(self, regexp: Any) -> None:
+        self._regexp = regexp
+
+    def search(self, text: str) -> Any:
+        return self._regexp.search(_encodable(text))
+
+    def sub(self, repl: str, text: str) -> str:
+        return self._regexp.sub(repl, _encodable(text))
+
+
+def _encodable(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if not text.isascii() else text
+
+
+def _counts(pattern: str) -> Iterator[str]:
+    """The repetition counts (``{n}``, ``{n,}``, ``{n,m}``) of a pattern, as digits;
+    escaped characters and character classes are passed over."""
+    i, end = 0, len(pattern)
+    while i < end:
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            j = i + 1
+            j += pattern.startswith("^", j)
+            j += pattern.startswith("]", j)
+            while j < end and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if char == "{" and (found := _COUNT.match(pattern, i)):
+            yield from (digits for digits in found.groups() if digits)
+        i += 1
+
+
+def _re2() -> Any:
+    try:
+        import re2  # the ``re2`` extra (google-re2)
+    except ImportError:
+        return None
+    return re2
+
+
+def _compile_re2(pattern: str) -> Any:
+    """The RE2 form of one of a policy's patterns; ``ValueError`` saying why not."""
+    for digits in _counts(pattern):
+        if len(digits) > 4 or int(digits) > MAX_REPEAT:
+            raise ValueError(f"has a repetition count above {MAX_REPEAT} ({digits[:12]})")
+    re2 = _re2()
+    if re2 is None:
+        raise ValueError(
+            "needs the RE2 engine, which matches a policy's own patterns in linear time: "
+            "pip install 'loop-brake-cli[re2]'"
+        )
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own copy of the error on stderr
+    try:
+        return re2.compile("(?m)" + pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "not valid"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        # RE2 quotes the part of the pattern at fault after ": "; never quoted here
+        reason = str(reason).split(": ", 1)[0]
+        raise ValueError(f"is not a valid regular expression (RE2 syntax): {reason}") from None
+    except (TypeError, UnicodeEncodeError):  # a lone surrogate in the pattern
+        raise ValueError("is not a valid regular expression: not valid Unicode text") from None
+
+
+def pattern_error(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a ``result_ignore`` pattern (a predicate: "has a
+    repetition count above 1000 (…)"), or None; the loader locates it. The defaults
+    always can. The pattern itself is never quoted."""
+    if pattern in DEFAULT_IGNORE:
+        return None
+    try:
+        _compile_re2(pattern)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 @lru_cache(maxsize=32)
-def compile_ignore(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    """Each pattern compiled, ``^``/``$`` matching at line ends; ``re.error`` for one that
-    does not compile (the policy loader says which)."""
-    return tuple(re.compile(pattern, re.MULTILINE) for pattern in patterns)
+def compile_ignore(patterns: tuple[str, ...]) -> tuple[Any, ...]:
+    """Each pattern compiled, ``^``/``$`` matching at line ends: a default by Python's
+    ``re``, any other by RE2 (``_Linear``). ``ValueError`` for one that cannot be
+    (``pattern_error`` says why; the policy loader has said it already)."""
+    return tuple(
+        re.compile(pattern, re.MULTILINE)
+        if pattern in DEFAULT_IGNORE
+        else _Linear(_compile_re2(pattern))
+        for pattern in patterns
+    )
 
 
-def _clean(text: str, ignore: tuple[re.Pattern[str], ...]) -> str:
+def _clean(text: str, ignore: tuple[Any, ...]) -> str:
     for pattern in ignore:
         if pattern.search(text) is None:  # the common case: one scan, no split
             continue
@@ -99,7 +214,7 @@ def normalise(result: Any, ignore: tuple[str, ...] = DEFAULT_IGNORE) -> Any:
         raise JSONInputError("not valid JSON: nested too deep") from None
 
 
-def _walk(value: Any, ignore: tuple[re.Pattern[str], ...]) -> Any:
+def _walk(value: Any, ignore: tuple[Any, ...]) -> Any:
     cls = value.__class__
     if cls is str:
         return _clean(value, ignore)

@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from ..progress import DEFAULT_IGNORE
+from ..progress import DEFAULT_IGNORE, pattern_error
 from ..toml_reader import tomllib
 from .model import CycleRule, Policy, StopRule, ToolRule
 
@@ -264,14 +264,13 @@ def _result_ignore(document: dict[str, Any], checker: _Checker) -> tuple[str, ..
         )
         return patterns
     for position, pattern in enumerate(raw):
-        try:
-            re.compile(pattern)
-        except re.error as exc:
+        problem = pattern_error(pattern)
+        if problem is not None:
             checker.error(
                 "",
                 0,
                 "result_ignore",
-                f"result_ignore[{position}] is not a valid regular expression: {exc}",
+                f"result_ignore[{position}] {problem}",
             )
     return patterns + tuple(raw)
 
