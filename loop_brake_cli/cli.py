@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "filter": "loop_brake_cli.commands.filter:filter_command",
     "hash": "loop_brake_cli.commands.hash:hash_command",
     "hook": "loop_brake_cli.commands.hook:hook_command",
+    "mcp-gateway": "loop_brake_cli.commands.mcp_gateway:mcp_gateway_command",
     "mcp-proxy": "loop_brake_cli.commands.mcp_proxy:mcp_proxy_command",
     "replay": "loop_brake_cli.commands.replay:replay_command",
     "state": "loop_brake_cli.commands.state:state_command",

@@ -69,3 +69,32 @@ def upstream(tmp_path: Path, *options: str, **env: str) -> Iterator[tuple[str, P
     finally:
         stop(proc)
         log.close()
+
+
+@contextmanager
+def gateway(
+    tmp_path: Path, upstream_url: str, *options: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, Path, Path]]:
+    """``loop-brake mcp-gateway`` in its own process: yields its URL, its log and its
+    stderr file (read after the block, when the process has stopped)."""
+    port = free_port()
+    log = tmp_path / f"gateway-{port}.jsonl"
+    stderr_path = tmp_path / f"gateway-{port}.stderr"
+    stdout_path = tmp_path / f"gateway-{port}.stdout"
+    command = [sys.executable, "-m", "loop_brake_cli", "mcp-gateway"]
+    command += ["--listen", f"127.0.0.1:{port}", "--upstream", upstream_url, "--log", str(log)]
+    with stderr_path.open("wb") as err, stdout_path.open("wb") as out:
+        proc = subprocess.Popen(
+            [*command, *options],
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            stdout=out,
+            stderr=err,
+        )
+        try:
+            wait_listening(port, proc)
+            yield f"http://127.0.0.1:{port}/mcp", log, stderr_path
+        finally:
+            stop(proc)
+    assert proc.returncode == 0, stderr_path.read_text()
+    assert stdout_path.read_bytes() == b""

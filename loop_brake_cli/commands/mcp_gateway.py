@@ -1,0 +1,174 @@
+"""``loop-brake mcp-gateway``: the brake in front of a remote MCP server shared by many agents.
+
+Only argument parsing lives here; the gateway itself is ``loop_brake_cli.mcp_gateway``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..exitcodes import ExitStatus
+from ._options import Errors, max_repeats_option, policy_option, resolve, resolve_policy
+
+PROG = "loop-brake mcp-gateway"
+
+GATEWAY_EXIT_HELP = (
+    "Exit status: 0 after SIGINT or SIGTERM; 2 usage or configuration error "
+    "(including an address it cannot listen on), before it listens."
+)
+
+
+@click.command(
+    "mcp-gateway",
+    epilog=GATEWAY_EXIT_HELP,
+    short_help="Serve a remote MCP server to many agents, behind the brake.",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:8808",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to serve Streamable HTTP (loopback unless you say otherwise; port 0: any).",
+)
+@click.option(
+    "--upstream", required=True, metavar="URL", help="The MCP server's Streamable HTTP endpoint."
+)
+@click.option(
+    "--header",
+    "header_specs",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help=(
+        "An HTTP header for every upstream request (repeatable); a last word env:VAR "
+        "is read from the environment. Values are never printed or logged."
+    ),
+)
+@click.option(
+    "--forward-auth",
+    is_flag=True,
+    help="Pass each client's Authorization header to the upstream (default: never).",
+)
+@click.option(
+    "--anonymous",
+    type=click.Choice(["refuse", "connection"]),
+    default="refuse",
+    show_default=True,
+    help=(
+        "A tools/call that names no session (no _meta loop-brake/session, Loop-Brake-Session, "
+        "Mcp-Session-Id or Authorization): refuse it with an error, or count it per TCP "
+        "connection. Never one streak shared by every client."
+    ),
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1024),
+    default=4 << 20,
+    show_default=True,
+    help="Largest POST body in bytes (larger: HTTP 413).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to connect to the upstream.",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds the upstream may stay silent while answering a request.",
+)
+@max_repeats_option()
+@click.option(
+    "--shadow", is_flag=True, help="Never deny: forward every call, and log what would have been."
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help=(
+        "Append a verdict line per tools/call (with sessionSource; never arguments); "
+        "created 0600, never through a symlink."
+    ),
+)
+@policy_option()
+def mcp_gateway_command(
+    listen: str,
+    upstream: str,
+    header_specs: tuple[str, ...],
+    forward_auth: bool,
+    anonymous: str,
+    max_body: int,
+    timeout: float,
+    read_timeout: float,
+    max_repeats: int | None,
+    shadow: bool,
+    log_path: str | None,
+    policy_path: str | None = None,
+) -> int:
+    """Serve the MCP server at --upstream to many agents, braking each session's calls.
+
+    \b
+    loop-brake mcp-gateway --listen 127.0.0.1:8808 --upstream https://mcp.example.com/mcp \\
+      --header 'Authorization: Bearer env:EXAMPLE_TOKEN'
+
+    Agents connect to http://127.0.0.1:8808/mcp (any path) with Streamable HTTP.
+    Each tools/call counts in its session: params._meta["loop-brake/session"],
+    else a Loop-Brake-Session header, else the Mcp-Session-Id, else a digest of
+    the Authorization header; with none, --anonymous decides. A denied call never
+    reaches the upstream: the agent gets a tool error (isError: true).
+    """
+    errors = Errors(PROG)
+    resolved = resolve(errors, max_repeats)
+    if isinstance(resolved, ExitStatus):
+        return resolved
+    limit, _source = resolved
+    policy = resolve_policy(errors, policy_path)
+    if isinstance(policy, ExitStatus):
+        return policy
+    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
+
+    if not upstream.startswith(("http://", "https://")) or safe_url(upstream).endswith("://"):
+        return errors(f"--upstream must be an http:// or https:// URL, got {safe_url(upstream)!r}")
+    try:
+        headers = parse_headers(header_specs)
+    except HeaderError as exc:
+        return errors(str(exc))
+    try:
+        from ..mcp_gateway.app import GatewayConfig
+        from ..mcp_gateway.serve import ListenError, is_loopback, parse_listen, run_gateway
+        from ..mcp_proxy.verdict_log import LogOpenError
+    except ImportError:
+        return errors("mcp-gateway needs the MCP SDK: pip install 'loop-brake-cli[mcp]'")
+    try:
+        host, port = parse_listen(listen)
+    except ListenError as exc:
+        return errors(str(exc))
+    from ..brake import LoopBrake
+
+    if LoopBrake(limit, policy=policy).progress:
+        return errors(
+            "a policy with progress is not supported by mcp-gateway (results are not read)"
+        )
+    config = GatewayConfig(
+        upstream,
+        headers,
+        timeout=timeout,
+        read_timeout=read_timeout,
+        max_body=max_body,
+        forward_auth=forward_auth,
+        loopback=is_loopback(host),
+    )
+    brake_options = {
+        "max_repeats": limit,
+        "shadow": shadow,
+        "anonymous": anonymous,
+        "policy": policy,
+    }
+    try:
+        return run_gateway((host, port), config, brake_options, log_path)
+    except (ListenError, LogOpenError) as exc:
+        return errors(str(exc))

@@ -1,0 +1,13 @@
+"""The brake in front of a remote MCP server that many agents share: ``loop-brake mcp-gateway``.
+
+Modules, by responsibility:
+
+* ``keys``: which session a call counts in, and where that key came from;
+* ``decide``: the decision for one POSTed body (decoded by ``wire.mcp``, judged
+  by ``pipeline.judge``, answered with the stdio proxy's deny answer);
+* ``app``: the ASGI application (Starlette in, ``httpx2`` to the upstream,
+  streaming both ways, limits, header allow-lists);
+* ``serve``: uvicorn, the listening socket, quiet logging.
+
+Needs the ``mcp`` extra (the SDK brings Starlette, uvicorn and httpx2).
+"""

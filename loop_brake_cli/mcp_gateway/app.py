@@ -1,0 +1,254 @@
+"""The gateway as an ASGI application: Streamable HTTP in, the same upstream out.
+
+Starlette serves the endpoint; ``httpx2`` (the MCP SDK's HTTP client) speaks to
+the upstream server. A POST's body is read (at most ``max_body`` bytes, else 413)
+and decided by ``GatewayBrake``; forwarded, it goes upstream with its bytes
+unchanged, and the upstream's answer (a JSON body, an SSE stream, 202) comes back
+streamed chunk by chunk, never held whole. GET (the server's own stream) and
+DELETE (the end of a session) pass through the same way.
+
+Headers are passed by allow-list. To the upstream: the MCP transport's own
+(``Accept``, ``Content-Type``, ``Mcp-Session-Id``, ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``, ``Last-Event-ID``), the client's
+``Authorization`` only with ``forward_auth``, then the gateway's own ``--header``
+values. Back to the client: ``Content-Type``, ``Mcp-Session-Id``, and with
+``forward_auth`` ``WWW-Authenticate``. Nothing else crosses (no cookies, no
+``Host``, no ``Loop-Brake-Session``).
+
+On a loopback address the gateway only answers requests whose ``Host`` is a
+loopback name and whose ``Origin``, if any, is a loopback origin, so a web page
+cannot reach it through DNS rebinding. Every failure is an HTTP status with a
+JSON-RPC error body naming the upstream without user info or query; nothing is
+ever raised to the ASGI server (which would print a traceback).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+
+from ..canonical import JSONInputError, parse_json
+from ..mcp_proxy.headers import safe_url
+from ..mcp_proxy.remote import transport_problem
+from ..mcp_proxy.spans import member_span
+from .decide import INVALID_REQUEST, GatewayBrake, request_error
+
+__all__ = ["DEFAULT_MAX_BODY", "Gateway", "GatewayConfig"]
+
+DEFAULT_MAX_BODY = 4 << 20  # bytes of one POSTed message
+UPSTREAM_FAILED = -32000  # the MCP SDK's CONNECTION_CLOSED: no answer can come
+
+_TO_UPSTREAM = frozenset(
+    {
+        "accept",
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "last-event-id",
+    }
+)
+_TO_CLIENT = frozenset({"content-type", "mcp-session-id", "cache-control"})
+_LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(:\d+)?", re.IGNORECASE)
+_LOOPBACK_ORIGIN = re.compile(r"https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?", re.IGNORECASE)
+
+
+class GatewayConfig:
+    """What the command line decided for the HTTP side."""
+
+    def __init__(
+        self,
+        upstream: str,
+        headers: list[tuple[str, str]],
+        *,
+        timeout: float,
+        read_timeout: float,
+        max_body: int = DEFAULT_MAX_BODY,
+        forward_auth: bool = False,
+        loopback: bool = True,
+    ) -> None:
+        self.upstream = upstream
+        self.headers = headers
+        self.timeout = timeout
+        self.read_timeout = read_timeout
+        self.max_body = max_body
+        self.forward_auth = forward_auth
+        self.loopback = loopback
+
+    def __repr__(self) -> str:  # never the header values
+        return f"GatewayConfig(upstream={safe_url(self.upstream)!r})"
+
+
+def _json(status: int, body: bytes) -> Response:
+    return Response(body, status_code=status, media_type="application/json")
+
+
+class Gateway:
+    """The ASGI application: one upstream, one brake, many clients."""
+
+    def __init__(
+        self, config: GatewayConfig, brake: GatewayBrake, note: Callable[[str], None]
+    ) -> None:
+        self.config = config
+        self.brake = brake
+        self.note = note
+        self.where = safe_url(config.upstream)
+        self.client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(config.timeout, read=config.read_timeout),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        self.last_problem: str | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            response = await self._handle(Request(scope, receive))
+        except ClientDisconnect:
+            return
+        except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+            self.note(f"internal error while handling a request ({type(exc).__name__})")
+            response = _json(500, request_error(b"null", -32603, "loop-brake mcp-gateway failed"))
+        await response(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.client.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _allowed(self, request: Request) -> bool:
+        if not self.config.loopback:
+            return True
+        host = request.headers.get("host", "")
+        origin = request.headers.get("origin")
+        if not _LOOPBACK_HOST.fullmatch(host):
+            return False
+        return origin is None or bool(_LOOPBACK_ORIGIN.fullmatch(origin))
+
+    async def _handle(self, request: Request) -> Response:
+        if not self._allowed(request):
+            text = "loop-brake mcp-gateway: Host or Origin is not a loopback name"
+            return _json(403, request_error(b"null", INVALID_REQUEST, text))
+        method = request.method
+        if method == "POST":
+            return await self._post(request)
+        if method in ("GET", "DELETE"):
+            return await self._forward(request, None, None)
+        return Response(status_code=405, headers={"allow": "GET, POST, DELETE"})
+
+    async def _read_body(self, request: Request) -> bytes | None:
+        limit = self.config.max_body
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _post(self, request: Request) -> Response:
+        body = await self._read_body(request)
+        if body is None:
+            limit = self.config.max_body
+            text = f"loop-brake mcp-gateway: the request body is larger than {limit} bytes"
+            return _json(413, request_error(b"null", INVALID_REQUEST, text))
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        client = request.client
+        peer = f"{client.host}:{client.port}" if client is not None else None
+        answer = self.brake.decide(body, headers, peer)
+        if answer is not None:
+            status, data = answer
+            return _json(status, data)
+        return await self._forward(request, body, _request_id(body))
+
+    def _upstream_headers(self, request: Request) -> list[tuple[str, str]]:
+        out = []
+        for name, value in request.headers.items():
+            lower = name.lower()
+            if lower in _TO_UPSTREAM or lower.startswith("mcp-param-"):
+                out.append((lower, value))
+            elif lower == "authorization" and self.config.forward_auth:
+                out.append((lower, value))
+        given = {name.lower() for name, _ in self.config.headers}
+        out = [(name, value) for name, value in out if name not in given]
+        out.extend(self.config.headers)
+        out.append(("accept-encoding", "identity"))  # the body is copied as it comes
+        return out
+
+    async def _forward(
+        self, request: Request, body: bytes | None, id_bytes: bytes | None
+    ) -> Response:
+        upstream_request = self.client.build_request(
+            request.method,
+            self.config.upstream,
+            content=body,
+            headers=self._upstream_headers(request),
+            timeout=httpx2.Timeout(
+                self.config.timeout, read=None if body is None else self.config.read_timeout
+            ),
+        )
+        try:
+            response = await self.client.send(upstream_request, stream=True)
+        except httpx2.HTTPError as exc:
+            problem = f"{self.where}: {transport_problem(exc, self.config.read_timeout)}"
+            if problem != self.last_problem:
+                self.note(problem)
+            self.last_problem = problem
+            text = f"loop-brake mcp-gateway: upstream {problem}"
+            return _json(502, request_error(id_bytes or b"null", UPSTREAM_FAILED, text))
+        self.last_problem = None
+        headers = {
+            name: value
+            for name, value in response.headers.items()
+            if name.lower() in _TO_CLIENT
+            or (self.config.forward_auth and name.lower() == "www-authenticate")
+        }
+        return StreamingResponse(
+            self._copy(response),
+            status_code=response.status_code,
+            headers=headers,
+            background=BackgroundTask(response.aclose),
+        )
+
+    async def _copy(self, response: httpx2.Response) -> AsyncIterator[bytes]:
+        """The upstream's body as it arrives; a broken stream just ends (the client's
+        SDK resolves the request), with one note."""
+        try:
+            async for chunk in response.aiter_raw():
+                yield chunk
+        except httpx2.HTTPError as exc:
+            self.note(f"{self.where}: {transport_problem(exc, self.config.read_timeout)}")
+        finally:
+            await response.aclose()
+
+
+def _request_id(body: bytes) -> bytes | None:
+    """A request's id as the client wrote it, for an error answered on its behalf."""
+    try:
+        value = parse_json(body)
+    except JSONInputError:
+        return None
+    if not isinstance(value, dict) or "id" not in value or "method" not in value:
+        return None
+    span = member_span(body, "id")
+    return body[span[0] : span[1]] if span else None

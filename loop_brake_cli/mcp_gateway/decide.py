@@ -1,0 +1,121 @@
+"""The gateway's decision for one POSTed body: forward it, or answer it here.
+
+No verdict logic of its own: a ``tools/call`` is decoded by ``wire.mcp.decode_call``
+and judged by ``pipeline.judge`` over one ``LoopBrake`` whose sessions are the
+keys of ``keys.session_key``; its verdict line is ``records.verdict_record`` with
+``sessionSource`` added, and a denial is answered with the stdio proxy's
+``denial_answer`` (a tool error, ``isError: true``, for the same id). Anything
+else is forwarded as it came (bytes unchanged); so is a body that is not JSON
+(the server answers it), after an error line in the log.
+
+A JSON-RPC batch (removed from MCP in 2025-06-18) is forwarded unless it holds a
+``tools/call``: that is refused, as one decision per body is all the gateway makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..brake import LoopBrake
+from ..canonical import JSONInputError, parse_json
+from ..mcp_proxy.routing import denial_answer, describe_denial, is_modern
+from ..mcp_proxy.spans import member_span
+from ..output import json_line
+from ..pipeline import judge
+from ..records import BadRecord, ToolCall, error_record, verdict_record
+from ..wire.mcp import decode_call
+from .keys import SessionNameError, session_key
+
+__all__ = ["Answer", "GatewayBrake", "INVALID_REQUEST", "request_error"]
+
+INVALID_REQUEST = -32600
+
+Answer = tuple[int, bytes]
+"""The gateway's own answer: an HTTP status and a JSON body."""
+
+
+def request_error(id_bytes: bytes, code: int, message: str) -> bytes:
+    """A JSON-RPC error response with the request's id as the client wrote it."""
+    error = json_line({"code": code, "message": message})[:-1]
+    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"error":' + error + b"}"
+
+
+NO_KEY = (
+    "loop-brake mcp-gateway: this tools/call names no session, so it cannot be counted "
+    'apart from other clients\' calls: send params._meta["loop-brake/session"] or a '
+    "Loop-Brake-Session header (or an Authorization header), or start the gateway with "
+    "--anonymous connection"
+)
+
+
+class GatewayBrake:
+    """The brake of one gateway process: every session's streak, the log, the notes.
+
+    ``log`` takes each verdict record, ``note`` one line for people (stderr)."""
+
+    def __init__(
+        self,
+        max_repeats: int,
+        log: Callable[[dict[str, Any]], None],
+        note: Callable[[str], None],
+        *,
+        shadow: bool = False,
+        anonymous: str = "refuse",
+        policy: Any = None,
+    ) -> None:
+        self.brake = LoopBrake(max_repeats, policy=policy)
+        self.log = log
+        self.note = note
+        self.shadow = shadow
+        self.anonymous = anonymous
+
+    def decide(self, body: bytes, headers: Mapping[str, str], peer: str | None) -> Answer | None:
+        """None to forward ``body`` upstream, else the gateway's answer to it."""
+        try:
+            value = parse_json(body)
+        except JSONInputError as exc:
+            self.log(error_record(BadRecord(str(exc))))
+            return None
+        if isinstance(value, list):
+            if any(_is_call(item) for item in value):
+                message = (
+                    "loop-brake mcp-gateway: a JSON-RPC batch holding tools/call is not "
+                    "accepted (batches were removed from MCP in 2025-06-18); send each call alone"
+                )
+                return 400, request_error(b"null", INVALID_REQUEST, message)
+            return None
+        if not _is_call(value):
+            return None
+        span = member_span(body, "id")
+        id_bytes = body[span[0] : span[1]] if span else b"null"
+        try:
+            key = session_key(value, headers, peer, self.anonymous)
+        except SessionNameError as exc:
+            text = f"loop-brake mcp-gateway: {exc}"
+            self.log(error_record(BadRecord(str(exc), None, "$.params._meta")))
+            return 400, request_error(id_bytes, INVALID_REQUEST, text)
+        if key is None:
+            self.log(error_record(BadRecord("no session key (refused)")))
+            return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
+        record = decode_call(value, key.name)
+        ((record, verdict),) = judge((record,), self.brake)
+        if verdict is None:
+            self.log(error_record(record))  # type: ignore[arg-type]
+            return None
+        assert isinstance(record, ToolCall)
+        line = verdict_record(record, verdict)
+        line["sessionSource"] = key.source
+        self.log(line)
+        if not verdict.denied:
+            return None
+        what = f"{describe_denial(id_bytes, verdict)} in session {key.name} ({key.source})"
+        if self.shadow:
+            self.note(f"shadow: would deny {what}; forwarded")
+            return None
+        self.note(f"denied {what}")
+        return 200, denial_answer(id_bytes, verdict.message, is_modern(value))
+
+
+def _is_call(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message

@@ -1,0 +1,121 @@
+"""Whose streak a call counts in: the gateway's session key and where it came from.
+
+Many agents share one gateway, and the 2026-07-28 MCP protocol is stateless
+(no ``Mcp-Session-Id``), so the key is looked for in this order, the first
+found wins (``SOURCES``):
+
+1. ``meta``: ``params._meta["loop-brake/session"]`` of the ``tools/call``;
+2. ``header``: a ``Loop-Brake-Session`` request header;
+3. ``mcp-session-id``: the ``Mcp-Session-Id`` header of a stateful connection
+   (the key is a digest of it: a session id is a bearer secret too);
+4. ``authorization``: a digest of the ``Authorization`` header (never the header);
+5. none of them: the ``anonymous`` rule decides. ``refuse`` (the default)
+   answers the call with an error that says how to name a session;
+   ``connection`` keys the call by the client's TCP connection (``conn:HOST:PORT``).
+   There is no rule that puts every anonymous client in one streak: that would
+   let one agent's loop deny another's calls, and a denial would tell a client
+   that someone else had just made the same call.
+
+A name given by ``meta`` or ``header`` is scoped by the caller's credential when
+the request carries ``Authorization`` (``name@auth:<digest>``): two tokens never
+share a streak, whatever names their agents pick, so no client can probe another's
+session by naming it. Without ``Authorization`` (the loopback default: one user's
+agents) names are the clients' own choice.
+
+Digests are the first 16 hex digits of a SHA-256 under a fixed label: they stay
+equal across gateway processes (a shared store needs that) and across restarts.
+A low-entropy credential (a password in ``Basic`` auth) could be guessed from its
+digest by someone who reads the log; bearer tokens cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "ANONYMOUS_RULES",
+    "META_KEY",
+    "SESSION_HEADER",
+    "SOURCES",
+    "SessionNameError",
+    "SessionKey",
+    "digest",
+    "session_key",
+]
+
+META_KEY = "loop-brake/session"
+SESSION_HEADER = "loop-brake-session"
+SOURCES = ("meta", "header", "mcp-session-id", "authorization", "connection")
+ANONYMOUS_RULES = ("refuse", "connection")
+MAX_NAME = 256  # characters of a session name a client may give
+
+
+class SessionNameError(ValueError):
+    """A session name that cannot be used (not a string, empty, too long)."""
+
+
+class SessionKey:
+    """A session's name (what the verdict line's ``sessionId`` says) and its source."""
+
+    __slots__ = ("name", "source")
+
+    def __init__(self, name: str, source: str) -> None:
+        self.name = name
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"SessionKey({self.name!r}, {self.source!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionKey) and (self.name, self.source) == (
+            other.name,
+            other.source,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.source))
+
+
+def digest(value: str) -> str:
+    """16 hex digits standing for a secret (a credential, a session id), never the secret."""
+    return hashlib.sha256(b"loop-brake/gateway\0" + value.encode("utf-8", "replace")).hexdigest()[
+        :16
+    ]
+
+
+def _named(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SessionNameError(f"{where} must be a non-empty string")
+    if len(value) > MAX_NAME:
+        raise SessionNameError(f"{where} is longer than {MAX_NAME} characters")
+    return value
+
+
+def session_key(
+    message: Mapping[str, Any],
+    headers: Mapping[str, str],
+    peer: str | None,
+    anonymous: str = "refuse",
+) -> SessionKey | None:
+    """The key of one ``tools/call`` (``headers`` keyed in lower case), or None when
+    nothing names a session and ``anonymous`` is ``refuse``. Raises ``SessionNameError``
+    for a name that is given but unusable."""
+    auth = headers.get("authorization")
+    scope = f"@auth:{digest(auth)}" if auth else ""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and META_KEY in meta:
+        name = _named(meta[META_KEY], f'params._meta["{META_KEY}"]')
+        return SessionKey(name + scope, "meta")
+    if SESSION_HEADER in headers:
+        return SessionKey(_named(headers[SESSION_HEADER], "Loop-Brake-Session") + scope, "header")
+    mcp_session = headers.get("mcp-session-id")
+    if mcp_session:
+        return SessionKey(f"mcp-session:{digest(mcp_session)}", "mcp-session-id")
+    if auth:
+        return SessionKey(f"auth:{digest(auth)}", "authorization")
+    if anonymous == "connection" and peer is not None:
+        return SessionKey(f"conn:{peer}", "connection")
+    return None

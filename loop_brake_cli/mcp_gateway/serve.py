@@ -1,0 +1,144 @@
+"""Run the gateway: uvicorn on the listen address, quiet logging, the log file.
+
+uvicorn's own logging is reduced to one line per warning, without tracebacks
+(``_Plain``): an exception's text or locals could hold a request body. No access
+log: a URL's query may carry a token.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from typing import Any
+
+import uvicorn
+
+from ..mcp_proxy.headers import safe_url
+from ..mcp_proxy.pipes import write_all
+from ..mcp_proxy.verdict_log import VerdictLog
+from .app import Gateway, GatewayConfig
+from .decide import GatewayBrake
+
+__all__ = ["ListenError", "is_loopback", "parse_listen", "run_gateway"]
+
+PROG = "loop-brake mcp-gateway"
+
+
+class ListenError(ValueError):
+    """A ``--listen`` value that is not HOST:PORT."""
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as a host and a port."""
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or not host or int(port) > 65535:
+        raise ListenError(f"--listen must be HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def note(text: str) -> None:
+    """One line for people on stderr."""
+    try:
+        write_all(2, f"{PROG}: {text}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+class _Plain(logging.Formatter):
+    """A log record as one line: its message, never a traceback or stack."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{PROG}: {record.getMessage()}"
+
+
+def _quiet_uvicorn() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Plain())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler] if name == "uvicorn" else []
+        logger.setLevel(logging.WARNING)
+        logger.propagate = name != "uvicorn"
+
+
+def run_gateway(
+    listen: tuple[str, int],
+    config: GatewayConfig,
+    brake_options: dict[str, Any],
+    log_path: str | None,
+) -> int:
+    """Serve until SIGINT or SIGTERM; the exit status (0 after a clean stop).
+
+    Raises ``LogOpenError`` before listening if the log cannot be opened."""
+    host, port = listen
+    sock = _bind(host, port)
+    port = sock.getsockname()[1]
+    log = VerdictLog(log_path, note)
+    brake = GatewayBrake(log=log.write, note=note, **brake_options)
+    app = Gateway(config, brake, note)
+    _quiet_uvicorn()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            server_header=False,
+            timeout_graceful_shutdown=2,
+        )
+    )
+    shown = f"[{host}]" if ":" in host else host
+    note(f"listening on http://{shown}:{port}/ (any path), upstream {safe_url(config.upstream)}")
+    if not is_loopback(host):
+        note(
+            "not a loopback address: every client that reaches it uses the upstream "
+            "(and the gateway's --header credentials)"
+        )
+    # uvicorn stops on SIGINT/SIGTERM, then raises the signal again for the handler
+    # it found: ours takes it, so a requested stop is exit status 0, not 130 or 143.
+    previous = {signum: signal.signal(signum, _stopped) for signum in STOP_SIGNALS}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        log.close()
+        sock.close()
+    return 0
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _stopped(_signum: int, _frame: Any) -> None:
+    """A stop signal uvicorn has already acted on."""
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a refusal is one clear error (and port 0
+    is told as the port it became)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
