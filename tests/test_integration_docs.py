@@ -26,6 +26,7 @@ FRAMEWORKS = [
     "pydantic_ai",
     "google",
     "fastmcp",
+    "claude_agent_sdk",
 ]
 
 

@@ -15,6 +15,7 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.langgraph``: a LangGraph ``ToolNode`` tool-call
   wrapper (hand-built graphs, ``create_react_agent``).
 * ``loop_brake_cli.integrations.fastmcp``: FastMCP server middleware.
+* ``loop_brake_cli.integrations.claude_agent_sdk``: Claude Agent SDK hook callbacks.
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
 the core's ``Verdict.message``: never the arguments. See docs/integrations.md.
