@@ -125,3 +125,143 @@ def test_canary_in_arguments_reaches_no_log_or_message(
     assert all(CANARY not in text for text in shown)
     # The SDK's own debug log may quote model output; the brake adds no record of its own.
     assert not [r for r in caplog.records if r.name.startswith("loop_brake")]
+
+
+# -- issue 23: the whole run braked, progress, the stop, released runs --------------
+
+
+def searcher(ran: list[str], answers: list[str] | None = None) -> Any:
+    @function_tool
+    def search(q: str) -> str:
+        """Search the web."""
+        ran.append(q)
+        return f"results for {q}" if answers is None else answers[len(ran) - 1]
+
+    return search
+
+
+def test_the_tools_of_a_handoff_target_are_braked() -> None:
+    """On the old main only the clone's own tools carried the guardrail."""
+    ran: list[str] = []
+    steps = [[function_call("search", {"q": "w"}, call_id=f"h{i}")] for i in range(3)]
+    specialist = Agent(
+        name="specialist", model=ScriptedModel([*steps, [assistant_message("done")]]),
+        tools=[searcher(ran)],
+    )  # fmt: skip
+    triage_model = ScriptedModel([[function_call("transfer_to_specialist", {}, call_id="t0")]])
+    triage = Agent(name="triage", model=triage_model, handoffs=[specialist])
+    guard = LoopBrakeGuardrail(max_repeats=3)
+    result = Runner.run_sync(guard.brake_agent(triage), "go", run_config=OFFLINE)
+    assert result.final_output == "done" and ran == ["w", "w"]
+    assert outputs_seen(specialist.model)["h2"].startswith('loop brake: tool "search"')
+
+
+def test_the_tools_of_an_agent_used_as_a_tool_are_braked() -> None:
+    ran: list[str] = []
+    steps = [[function_call("search", {"q": "w"}, call_id=f"n{i}")] for i in range(3)]
+    inner_model = ScriptedModel([*steps, [assistant_message("inner done")]])
+    inner = Agent(name="inner", model=inner_model, tools=[searcher(ran)])
+    outer_model = ScriptedModel(
+        [[function_call("research", {"input": "w"}, call_id="o0")], [assistant_message("done")]]
+    )
+    outer = Agent(
+        name="outer", model=outer_model,
+        tools=[inner.as_tool(tool_name="research", tool_description="Research.")],
+    )  # fmt: skip
+    guard = LoopBrakeGuardrail(max_repeats=3)
+    result = Runner.run_sync(guard.brake_agent(outer), "go", run_config=OFFLINE)
+    assert result.final_output == "done" and ran == ["w", "w"]
+    assert outputs_seen(inner_model)["n2"].startswith('loop brake: tool "search"')
+
+
+def test_the_tools_of_mcp_servers_are_braked(tmp_path: Any) -> None:
+    """A real MCP server over stdio (tests/mcp_server.py), its ``echo`` tool called
+    three times: the third never reaches the server."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from agents.mcp import MCPServerStdio
+
+    calls = tmp_path / "calls.jsonl"
+    server_script = Path(__file__).with_name("mcp_server.py")
+    steps = [[function_call("echo", {"text": "hi"}, call_id=f"m{i}")] for i in range(3)]
+    model = ScriptedModel([*steps, [assistant_message("done")]])
+    guard = LoopBrakeGuardrail(max_repeats=3)
+
+    async def main() -> Any:
+        params = {
+            "command": sys.executable,
+            "args": [str(server_script)],
+            "env": {"MCP_TEST_CALLS": str(calls)},
+        }
+        async with MCPServerStdio(params=params) as server:  # type: ignore[arg-type]
+            agent = Agent(name="mcp", model=model, mcp_servers=[server])
+            return await Runner.run(guard.brake_agent(agent), "go", run_config=OFFLINE)
+
+    result = asyncio.run(main())
+    assert result.final_output == "done"
+    reached = [json.loads(line)["tool"] for line in calls.read_text().splitlines()]
+    assert reached == ["echo", "echo"]
+    assert outputs_seen(model)["m2"].startswith('loop brake: tool "echo"')
+
+
+def test_progress_mode_reads_each_output() -> None:
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("progress = true\n", "inline.toml")
+    for answers, denied in (
+        ([f"{n}0%" for n in range(5)], []),
+        (["running"] * 5, ["c2", "c3", "c4"]),
+    ):
+        ran: list[str] = []
+        model = script([{"q": "build"}] * 5)
+        guard = LoopBrakeGuardrail(max_repeats=3, policy=policy)
+        agent = guard.brake_agent(Agent(name="poller", model=model, tools=[searcher(ran, answers)]))
+        Runner.run_sync(agent, "wait", run_config=OFFLINE)
+        seen = outputs_seen(model)
+        assert [c for c, text in seen.items() if text.startswith("loop brake")] == denied
+
+
+def test_a_policy_stop_ends_the_run_with_the_sdk_tripwire() -> None:
+    from agents.exceptions import ToolInputGuardrailTripwireTriggered
+
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
+    ran: list[str] = []
+    steps = [[function_call("search", {"q": CANARY}, call_id=f"c{i}")] for i in range(40)]
+    model = ScriptedModel(steps)
+    guard = LoopBrakeGuardrail(max_repeats=2, policy=policy)
+    agent = guard.brake_agent(Agent(name="looper", model=model, tools=[searcher(ran)]))
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stopped:
+        Runner.run_sync(agent, "go", run_config=OFFLINE)
+    assert len(model.calls) == 3 and ran == [CANARY]  # not 40 model calls
+    info = stopped.value.output.output_info
+    assert info["rule"] == "stop" and info["count"] == 3
+    assert CANARY not in repr(stopped.value) and CANARY not in str(info)
+
+
+def test_runs_release_their_sessions() -> None:
+    import gc
+
+    guard = LoopBrakeGuardrail(max_repeats=3)
+    for run in range(50):
+        ran: list[str] = []
+        agent = guard.brake_agent(
+            Agent(name="a", model=script([{"q": "w"}], tag=f"r{run}"), tools=[searcher(ran)])
+        )
+        Runner.run_sync(agent, "go", run_config=OFFLINE)
+    gc.collect()
+    assert len(guard.brake) == 0  # the old main kept one session per run
+
+
+def test_a_run_that_is_not_braked_stays_unbraked() -> None:
+    """The wrapped ``Agent.get_all_tools`` adds nothing to a run no guard braked."""
+    LoopBrakeGuardrail(max_repeats=2).brake_agent(Agent(name="x"))  # wraps get_all_tools
+    ran: list[str] = []
+    model = script([{"q": "w"}] * 3)
+    Runner.run_sync(
+        Agent(name="plain", model=model, tools=[searcher(ran)]), "go", run_config=OFFLINE
+    )
+    assert ran == ["w"] * 3

@@ -183,10 +183,17 @@ class SessionBrake:
         """Give a call's result to the progress mode; whether it paired. Only a call
         that ran (a passed verdict) has a result; without the progress mode, or for a
         result with no JSON form, nothing happens."""
-        if not self.brake.progress or verdict.denied:
+        if verdict.denied:
+            return False
+        return self.feed_call(verdict.session_id, verdict.call_id, result)
+
+    def feed_call(self, session: str, call_id: Any, result: Any) -> bool:
+        """``feed`` where the framework hands the result over apart from the verdict
+        (a second hook after the tool): the session and call id the call was judged with."""
+        if not self.brake.progress:
             return False
         try:
             value = self.to_json(result)
-            return self.brake.observe_result(verdict.session_id, verdict.call_id, value)
+            return self.brake.observe_result(session, call_id, value)
         except (TypeError, ValueError):
             return False  # no JSON form: the call reported no result

@@ -1,4 +1,4 @@
-"""The brake in an OpenAI Agents SDK agent: a tool input guardrail.
+"""The brake in an OpenAI Agents SDK agent: tool guardrails on every function tool.
 
 Needs ``pip install 'loop-brake-cli[openai-agents]'``::
 
@@ -9,96 +9,175 @@ Needs ``pip install 'loop-brake-cli[openai-agents]'``::
     agent = guard.brake_agent(Agent(name="a", tools=[search]))   # a braked clone
     Runner.run_sync(agent, "find the weather")
 
-The guardrail runs before each function tool is invoked. A denied call's tool
-never runs: the guardrail answers ``reject_content`` with the core's denial
-text, which the SDK hands the model as that tool call's output, and the run
-goes on; the denial as data (``code``, ``count``, ``maxRepeats``,
+A tool input guardrail runs before each function tool is invoked. A denied
+call's tool never runs: the guardrail answers ``reject_content`` with the core's
+denial text, which the SDK hands the model as that tool call's output, and the
+run goes on; the denial as data (``code``, ``count``, ``maxRepeats``,
 ``hashPrefix``) is the guardrail's ``output_info``. Arguments are hashed as the
-model sent them (the JSON text, parsed as the CLI parses it).
+model sent them (the JSON text, parsed as the CLI parses it). A policy's stop
+trips the guardrail (``raise_exception``): the run ends with the SDK's own
+``ToolInputGuardrailTripwireTriggered``, whose ``output.output_info`` is the stop
+as data. A tool output guardrail feeds each result to the progress mode.
+
+``brake_agent`` brakes the whole run, not only the clone's own tools: every
+function tool an agent of a braked run gets from ``Agent.get_all_tools`` (its
+``tools``, the tools of its ``mcp_servers``, agents used as tools) carries the
+guardrails, and so do the tools of every agent the run hands off to and of an
+agent run as a tool (they share the run's ``usage``, which marks the run as
+braked). For that the module wraps ``Agent.get_all_tools`` once, on the first
+``brake_agent``; the wrapper changes nothing for a run that is not braked.
 
 The session is the conversation where the SDK names one, the run config's
 ``group_id`` ("links traces from the same conversation"), else the run: every
-``ToolContext`` of one ``Runner.run`` shares that run's ``Usage``, which keys it,
-so two runs in parallel never share a streak. ``session_key=`` (a function of the
-``ToolContext``) keys calls yourself; ``guard.brake`` is the ``LoopBrake``.
+``ToolContext`` of one ``Runner.run`` (and of the runs nested in it) shares that
+run's ``Usage``, which keys it and whose streak is forgotten with it, so two runs
+in parallel never share a streak. ``session_key=`` (a function of the
+``ToolContext``, returning a str, or None for the default) keys calls yourself;
+``guard.brake`` is the ``LoopBrake``, its session table bounded
+(``integrations._session``).
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agents import Agent, FunctionTool, ToolGuardrailFunctionOutput, ToolInputGuardrail
+from agents import (
+    Agent,
+    FunctionTool,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolOutputGuardrail,
+)
 
 from ..brake import LoopBrake
 from ..canonical import parse_arguments
 from ._denial import denial_fields
-from ._session import make_brake
+from ._session import SessionBrake, make_brake
 
 __all__ = ["LoopBrakeGuardrail", "run_session_key"]
 
-_numbers = itertools.count(1)
-_run_keys: dict[int, tuple[weakref.ref[Any], str]] = {}
+# The runs braked by a guard: id(usage) -> (the usage, weakly; the guards braking it).
+_BRAKED_RUNS: dict[int, tuple[weakref.ref[Any], list[LoopBrakeGuardrail]]] = {}
+_GUARD_ATTRIBUTE = "_loop_brake_guards"
 
 
-def run_session_key(context: Any) -> str:
-    """The conversation (``run_config.group_id``), else the run the call belongs to."""
+def run_session_key(context: Any) -> str | None:
+    """The conversation (``run_config.group_id``), else None (the run's own session)."""
     group = getattr(getattr(context, "run_config", None), "group_id", None)
-    if group is not None:
-        return str(group)
-    usage = context.usage  # one object per run, shared by each ToolContext of the run
-    entry = _run_keys.get(id(usage))
-    if entry is None or entry[0]() is not usage:
-        ident = id(usage)
-        ref = weakref.ref(usage, lambda _ref, ident=ident: _run_keys.pop(ident, None))
-        entry = _run_keys[ident] = (ref, f"run#{next(_numbers)}")
-    return entry[1]
+    return None if group is None else str(group)
 
 
 class LoopBrakeGuardrail:
-    """A tool input guardrail that denies the ``max_repeats``-th identical call."""
+    """Tool guardrails that deny the ``max_repeats``-th identical call in a row."""
 
     def __init__(
         self,
         brake: LoopBrake | None = None,
         *,
         max_repeats: object = None,
-        session_key: Callable[[Any], str] = run_session_key,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self.brake = make_brake(brake, max_repeats)
-        self.session_key = session_key
+        self.brake = make_brake(brake, max_repeats, policy=policy)
+        self.seam = SessionBrake(
+            self.brake,
+            session_key=session_key,
+            default_key=self._default_key,
+            where="openai_agents",
+        )
         self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check, name="loop_brake"
         )
+        self.output_guardrail: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
+            guardrail_function=self._observe, name="loop_brake_results"
+        )
+
+    def _default_key(self, context: Any) -> str:
+        group = run_session_key(context)
+        if group is not None:
+            return group
+        return self.seam.scoped_key(context.usage, "run")  # one Usage per run
 
     def _check(self, data: Any) -> ToolGuardrailFunctionOutput:
         context = data.context
         args, _ = parse_arguments(context.tool_arguments)
-        verdict = self.brake.check(
-            context.tool_name,
-            args,
-            session_id=self.session_key(context),
-            call_id=context.tool_call_id,
+        verdict = self.seam.judge(
+            self.seam.session(context), context.tool_name, args, context.tool_call_id
         )
         if not verdict.denied:
             return ToolGuardrailFunctionOutput.allow()
+        if verdict.stop:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=denial_fields(verdict))
         return ToolGuardrailFunctionOutput.reject_content(
             verdict.message, output_info=denial_fields(verdict)
         )
 
+    def _observe(self, data: Any) -> ToolGuardrailFunctionOutput:
+        context = data.context
+        self.seam.feed_call(self.seam.session(context), context.tool_call_id, data.output)
+        return ToolGuardrailFunctionOutput.allow()
+
     def brake_tools(self, tools: Iterable[Any]) -> list[Any]:
-        """Copies of the function tools with this guardrail added; other tools as given."""
+        """Copies of the function tools with this guard's guardrails added (once);
+        other tools as given."""
         braked = []
         for tool in tools:
-            if isinstance(tool, FunctionTool):
+            if isinstance(tool, FunctionTool) and self.guardrail not in (
+                tool.tool_input_guardrails or []
+            ):
                 tool = copy.copy(tool)
                 tool.tool_input_guardrails = [*(tool.tool_input_guardrails or []), self.guardrail]
+                tool.tool_output_guardrails = [
+                    *(tool.tool_output_guardrails or []),
+                    self.output_guardrail,
+                ]
             braked.append(tool)
         return braked
 
     def brake_agent(self, agent: Agent[Any]) -> Agent[Any]:
-        """A clone of ``agent`` whose function tools carry this guardrail."""
-        return agent.clone(tools=self.brake_tools(agent.tools))
+        """A clone of ``agent`` whose runs are braked: its function tools carry this
+        guard's guardrails, and so do those of every agent the run reaches."""
+        _wrap_get_all_tools()
+        clone = agent.clone(tools=self.brake_tools(agent.tools))
+        setattr(clone, _GUARD_ATTRIBUTE, [*getattr(agent, _GUARD_ATTRIBUTE, []), self])
+        return clone
+
+
+def _guards_of_run(agent: Any, run_context: Any) -> list[LoopBrakeGuardrail]:
+    """The guards braking this run: the agent's own (which marks the run), and those
+    of the run it belongs to (a handoff target, an agent run as a tool)."""
+    usage = getattr(run_context, "usage", None)
+    if usage is None:
+        return list(getattr(agent, _GUARD_ATTRIBUTE, []))
+    ident = id(usage)
+    entry = _BRAKED_RUNS.get(ident)
+    if entry is None or entry[0]() is not usage:
+        entry = (weakref.ref(usage, lambda _ref: _BRAKED_RUNS.pop(ident, None)), [])
+    guards = entry[1]
+    for guard in getattr(agent, _GUARD_ATTRIBUTE, []):
+        if guard not in guards:
+            guards.append(guard)
+    if guards:
+        _BRAKED_RUNS[ident] = entry
+    return guards
+
+
+def _wrap_get_all_tools() -> None:
+    """Wrap ``Agent.get_all_tools`` once: the tools of a braked run get the guardrails."""
+    original = Agent.get_all_tools
+    if getattr(original, "_loop_brake", False):
+        return
+
+    async def get_all_tools(self: Any, run_context: Any) -> list[Any]:
+        tools = await original(self, run_context)
+        for guard in _guards_of_run(self, run_context):
+            tools = guard.brake_tools(tools)
+        return tools
+
+    get_all_tools._loop_brake = True  # type: ignore[attr-defined]
+    get_all_tools.__wrapped__ = original  # type: ignore[attr-defined]
+    get_all_tools.__doc__ = original.__doc__
+    Agent.get_all_tools = get_all_tools  # type: ignore[method-assign]
