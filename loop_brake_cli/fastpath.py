@@ -87,10 +87,18 @@ def scanner() -> Any:
     return _scan_event
 
 
+NOT_BUILT = (
+    "Python (the optional C reader was not built at install, usually for want of a C "
+    "compiler: install gcc and the Python headers, then reinstall loop-brake-cli)"
+)
+
+
 def reader_name() -> str:
-    """Which reader ``filter`` uses for event lines (``loop-brake --version``)."""
+    """Which reader ``filter`` uses for event lines (``loop-brake --version``), and why."""
+    if _scan_event is None:
+        return NOT_BUILT
     if scanner() is None:
-        return "Python (the optional C reader is not built, or LOOP_BRAKE_PURE_PYTHON is set)"
+        return "Python (LOOP_BRAKE_PURE_PYTHON is set)"
     return "C with SHA-NI" if _SHA_NI else "C"
 
 
