@@ -286,6 +286,18 @@ class _ReplayView:
                 f"{_plural(report.sessions_with_denial, 'session')} "
                 f"({_plural(report.denied_streaks, 'streak')})"
             )
+        elif records or failed:
+            # Never the all-clear of a clean run beside an exit status of 3.
+            gone = f"{_plural(failed, 'unreadable file')}" if failed else ""
+            if records:
+                gone += (" and " if gone else "") + _plural(records, "unreadable record")
+            if report.calls:
+                out(
+                    "[bold red]Incomplete:[/] no call would be denied in what could be read; "
+                    f"{gone} left out (see stderr)."
+                )
+            else:
+                out(f"[bold red]Nothing was replayed:[/] no tool call was read; {gone}")
         else:
             out("[green]No call would be denied.[/]")
         if self.wasted:

@@ -6,9 +6,10 @@ from its definition (report.py, waste.py): streaks are maximal runs of identical
 calls, an alternation a maximal run where each call equals the one two back and
 differs from the last, a same-tool run a maximal run of one tool whose arguments
 change at every call, the longest of each the first to reach its length; call-id
-duplicates (the id of the session's last counted call) count as calls and add
-nothing else. Sessions, files (sessions continue across them), duplicates and
-usage records (the waste figures) are all drawn at random.
+duplicates (the id of the session's last counted call) are the same call logged
+again: counted as duplicates and nowhere else (not as calls, denials or in the
+histogram), and they take no ordinal. Sessions, files (sessions continue across
+them), duplicates and usage records (the waste figures) are all drawn at random.
 """
 
 from __future__ import annotations
@@ -123,34 +124,33 @@ def reference(events: list[tuple[Any, ...]], max_repeats: int, cap: int) -> dict
             usages.setdefault(session, []).append((before, tokens))
             continue
         _, session, tool, arg, call_id = event
-        ordinal += 1
-        where = Where(file, line, None, ordinal)
         stats = sessions.setdefault(
             session, {"file": file, "seq": [], "calls": 0, "dups": 0, "denied": 0}
         )
         seq = stats["seq"]
-        stats["calls"] += 1
-        totals["calls"] += 1
         last = seq[-1] if seq else None
         if last is not None and call_id is not None and call_id == last["call_id"]:
-            count = last["count"]  # a duplicate: the counted call's verdict again
-            stats["dups"] += 1
+            stats["dups"] += 1  # the same call logged again: nothing else
             totals["duplicates"] += 1
-        else:
-            digest = call_digest(tool, {"a": arg})
-            count = last["count"] + 1 if last is not None and last["digest"] == digest else 1
-            seq.append(
-                {
-                    "tool": tool,
-                    "digest": digest,
-                    "prefix": digest[:6].hex(),
-                    "call_id": call_id,
-                    "count": count,
-                    "where": where,
-                }
-            )
-            if count <= cap:
-                first_at.setdefault(count, where)
+            continue
+        ordinal += 1
+        where = Where(file, line, None, ordinal)
+        stats["calls"] += 1
+        totals["calls"] += 1
+        digest = call_digest(tool, {"a": arg})
+        count = last["count"] + 1 if last is not None and last["digest"] == digest else 1
+        seq.append(
+            {
+                "tool": tool,
+                "digest": digest,
+                "prefix": digest[:6].hex(),
+                "call_id": call_id,
+                "count": count,
+                "where": where,
+            }
+        )
+        if count <= cap:
+            first_at.setdefault(count, where)
         counts[min(count, cap + 1)] += 1
         totals["denied"] += count >= max_repeats
         stats["denied"] += count >= max_repeats

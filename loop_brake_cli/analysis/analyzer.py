@@ -2,10 +2,10 @@
 
 ``Analyzer`` is fed the ``(record, verdict)`` pairs that ``pipeline.judge``
 yields, so every number here is counted by the same brake that ``filter`` uses
-(call-id duplicates included). It keeps a constant amount of state per session
-(the current streak, the longest one, the current alternation and same-tool
-run) and never a list of calls, so a transcript of any length replays in
-bounded memory.
+(a call logged twice under one call id counted once). It keeps a constant
+amount of state per session (the current streak, the longest one, the current
+alternation and same-tool run) and never a list of calls, so a transcript of
+any length replays in bounded memory.
 """
 
 from __future__ import annotations
@@ -103,14 +103,21 @@ class Analyzer:
         info = self._file
         assert info is not None, "start_file first"
         report = self.report
-        self._call += 1
-        where = (info.file, record.line, record.path, self._call)
         # The verdict's leading fields in one unpacking: the 3.11 interpreter does not
         # specialise a named tuple's attributes (each read is a generic look-up).
         denied, tool, key, count, _, prefix, _, duplicate = verdict[:8]
         stats = self._sessions.get(key)
         if stats is None:
             stats = self._new_session(key, info.file)
+        if duplicate:
+            # The same call logged twice (its call id repeats the session's last one): one
+            # call, so it counts nowhere but here (not in calls, denials, streaks or the
+            # timeline), and every output says so the same way.
+            stats.duplicates += 1
+            report.duplicates += 1
+            return
+        self._call += 1
+        where = (info.file, record.line, record.path, self._call)
         if key not in self._file_sessions:
             self._file_sessions.add(key)
             info.sessions += 1
@@ -126,12 +133,6 @@ class Analyzer:
             report.denied += 1
         counts, bucket = self._counts, count if count <= report.cap else report.cap + 1
         counts[bucket] = counts.get(bucket, 0) + 1
-        if duplicate:
-            stats.duplicates += 1
-            report.duplicates += 1
-            if stats.timeline is not None:
-                self._mark(stats, verdict, where, False)
-            return
         if count <= report.cap and count not in report.first_at:
             report.first_at[count] = _new_where(Where, where)
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
@@ -197,7 +198,7 @@ class Analyzer:
             ordinal = spent.turns + 1
             self._pending[key] = (spent, Turn(usage, ordinal, 0))
             return
-        calls = stats.calls - stats.duplicates
+        calls = stats.calls
         turn = stats.turn
         if turn is None:
             stats.turn = Turn(usage, stats.spent.turns + 1, calls)
@@ -229,7 +230,6 @@ class Analyzer:
                 kind,
                 _new_where(Where, where),
                 wasted,
-                verdict.duplicate,
                 None if turn is None else turn.ordinal,
             )
         )
@@ -286,7 +286,7 @@ class Analyzer:
             if stats.streak_length:
                 self._close(stats)
             if stats.turn is not None:
-                close_turn(stats.turn, stats.calls - stats.duplicates, stats.spent, stats.waste)
+                close_turn(stats.turn, stats.calls, stats.spent, stats.waste)
                 stats.turn = None
             stats.prev_prefix = stats.prev2_prefix = stats.prev_tool = None
             stats.prev_where = stats.streak_start = stats.alt_start = stats.same_start = None

@@ -252,7 +252,8 @@ class Report:
     denied_streaks: int = 0
     streak_lengths: Counter[int] = field(default_factory=Counter)
     counts: Counter[int] = field(default_factory=Counter)
-    """counts[c] = verdicts with count c for 1 <= c <= cap; counts[cap + 1] = above cap.
+    """counts[c] = calls with count c for 1 <= c <= cap; counts[cap + 1] = above cap (a call
+    logged twice under one call id is one call).
     A dict, not a list: its size is bounded by the longest streak, not by the cap."""
     first_at: dict[int, Where] = field(default_factory=dict)
     """The first call in input order whose count was c (for c <= cap)."""

@@ -2,7 +2,8 @@
 
 No second pass is needed: a streak of length L at limit m denies
 max(0, L - m + 1) calls, so a histogram of the counts the brake assigned
-(``counts[c]`` = verdicts with count c, duplicates included) answers every m
+(``counts[c]`` = calls with count c; a call logged twice under one call id
+is one call) answers every m
 at once: denied(m) = sum of counts[c] for c >= m.
 """
 

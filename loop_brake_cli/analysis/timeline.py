@@ -5,7 +5,8 @@ Collected only when asked for (``Analyzer(..., timeline=True)``, ``Job.timeline`
 session, a timeline keeps one small record per call. Each record holds what the
 brake saw and decided, never the arguments: the tool name, the 12-hex hash
 prefix, the count, the verdict, where the call is, and whether it is wasted (a
-call after its streak's first denial; see ``waste``). Streaks are runs of
+call after its streak's first denial; see ``waste``). A call logged twice under
+one call id is one call: its copy is not a record here. Streaks are runs of
 ``count`` 1, 2, 3...; the first denial of a streak is its first ``deny`` or
 ``stop`` record.
 """
@@ -34,8 +35,6 @@ class TimelineCall:
     """File, line or JSON path, and the call's 1-based ordinal in its file."""
     waste: bool
     """After the first denial of its streak (the tries the brake would have saved)."""
-    duplicate: bool
-    """Repeats the previous call id of its session: the same call logged twice."""
     turn: int | None
     """The 1-based model turn of the session that produced it; None: no usage before it."""
 
@@ -47,6 +46,5 @@ class TimelineCall:
             "verdict": self.verdict,
             "at": self.where.to_json(),
             "waste": self.waste,
-            "duplicate": self.duplicate,
             "turn": self.turn,
         }

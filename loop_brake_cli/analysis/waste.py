@@ -224,6 +224,9 @@ class Dollars:
     currency: str
     priced_turns: int
     unpriced: tuple[Unpriced, ...]
+    cache_read: float = 0.0
+    """Of ``amount``, what the cache reads cost: priced apart, since a cache read costs a
+    fraction of fresh input (the HTML report shows the two parts; not in the JSON)."""
 
     @property
     def unpriced_turns(self) -> int:
@@ -243,7 +246,7 @@ def dollars(cost: Cost, prices: Prices) -> Dollars:
     """``cost`` at ``prices``: per model, the first matching entry, which must price every
     kind of token the model's turns recorded (a kind recorded as 0 needs no price);
     a model with no such entry is listed as unpriced, with its turns and the reason."""
-    amount = 0.0
+    amount = cache_read = 0.0
     priced = 0
     unpriced: list[Unpriced] = []
     for model, spent in cost.by_model.items():
@@ -254,7 +257,7 @@ def dollars(cost: Cost, prices: Prices) -> Dollars:
             reason = "no price matches this model" if model else "model not recorded"
             unpriced.append(Unpriced(model, spent.turns, reason))
             continue
-        subtotal = 0.0
+        subtotal = cached = 0.0
         missing = []
         for kind in PRICED:
             count = spent.tokens.get(kind)
@@ -265,14 +268,17 @@ def dollars(cost: Cost, prices: Prices) -> Dollars:
                 missing.append(kind)
             else:
                 subtotal += count * rate / 1_000_000
+                if kind == "cache_read":
+                    cached = count * rate / 1_000_000
         if missing:
             where = f" (line {price.line})" if price.line else ""
             reason = f"the matching price{where} has none for {', '.join(missing)} tokens"
             unpriced.append(Unpriced(model, spent.turns, reason))
             continue
         amount += subtotal
+        cache_read += cached
         priced += spent.turns
-    return Dollars(amount, prices.currency, priced, tuple(unpriced))
+    return Dollars(amount, prices.currency, priced, tuple(unpriced), cache_read)
 
 
 def usage_to_json(spent: Cost, prices: Prices | None) -> dict[str, Any]:

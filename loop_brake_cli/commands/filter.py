@@ -9,6 +9,7 @@ check is one parse of the first line unless that line is not an event.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -145,6 +146,8 @@ def filter_command(
     out = LineWriter(sys.stdout.buffer)
     tally = Tally()
     paths = files or ("-",)
+    if "-" in paths:
+        _hint_stdin()
     label = len(paths) > 1
     unreadable_file = False
     not_read = 0  # inputs not in the format read: said once each
@@ -199,6 +202,20 @@ def filter_command(
     if fail_on_deny and tally.denied:
         return ExitStatus.BRAKE
     return ExitStatus.OK
+
+
+def _hint_stdin() -> None:
+    """A person who typed ``loop-brake filter`` alone sees a waiting cursor: say on stderr
+    what it waits for (only when standard input is a terminal, never in a pipe)."""
+    try:
+        terminal = sys.stdin is not None and os.isatty(sys.stdin.fileno())
+    except (OSError, ValueError):
+        terminal = False
+    if terminal:
+        _say(
+            "reading tool-call events from standard input, one JSON object per line "
+            "(Ctrl-D ends; pipe a log in or name files: loop-brake filter FILE)"
+        )
 
 
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:

@@ -34,6 +34,8 @@ from ._options import (
 )
 
 PROG = "loop-brake replay"
+SKIPPED_NAMED = 3
+"""Up to this many skipped files are named one a line; more are summarised in one."""
 
 
 def _fail(message: str) -> None:
@@ -376,6 +378,8 @@ def _write_html(report: Report, target: str, policy: Any, prices: Prices | None)
     except HtmlWriteError as exc:
         _fail(str(exc))
         return False
+    if target != "-":
+        _fail(f"wrote {target}")  # on stderr: stdout keeps the summary (or the JSON) alone
     return True
 
 
@@ -390,9 +394,18 @@ def _report_problems(report: Report) -> None:
             _fail(str(error))
     if report.unreadable > len(report.errors):
         _fail(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)")
-    for skipped in report.skipped:
-        if not skipped.quiet:
+    loud = [skipped for skipped in report.skipped if not skipped.quiet]
+    if len(loud) <= SKIPPED_NAMED:
+        for skipped in loud:
             _fail(f"{skipped.file}: skipped: {skipped.reason}")
+        return
+    # A directory of transcripts beside other files: one line, not one per file.
+    named = ", ".join(skipped.file for skipped in loud[:SKIPPED_NAMED])
+    _fail(
+        f"skipped {len(loud)} files found in the directories that are not transcripts: "
+        f"{named} and {len(loud) - SKIPPED_NAMED} more (--json lists each with its reason; "
+        "--strict makes them unreadable)"
+    )
 
 
 def _status(

@@ -130,8 +130,10 @@ def reset_command(session: str | None, path: str | None) -> int:
         return _failed(exc)
     finally:
         store.close()
+    if session is not None and removed == 0:
+        message = f"loop-brake state: no session {session} in {store.path}: nothing reset"
+        click.echo(message, err=True)
+        return ExitStatus.NOT_FOUND
     what = f"session {session}" if session is not None else "all sessions"
     click.echo(f"loop-brake state: reset {what} ({removed} removed)", err=True)
-    if session is not None and removed == 0:
-        return ExitStatus.NOT_FOUND
     return ExitStatus.OK

@@ -29,7 +29,7 @@ SAME_TOOL_SHOWN = 3
 lists them (render.py's "What the exact brake does not catch")."""
 
 _VERDICT_CODES = {"pass": "p", "deny": "d", "stop": "s"}
-"""One letter per call; upper case for a call-id duplicate (the same call logged twice)."""
+"""One letter per call (a call logged twice under one call id is one call, drawn once)."""
 
 
 class _Index:
@@ -62,7 +62,9 @@ def page_data(
     sessions = [_session(stats, files, tools, prices) for stats in report.sessions]
     base = _common_dir(files.names())
     waste_tokens = [s["wt"] for s in sessions if s["wt"] is not None]
+    cache_reads = [s["wr"] for s in sessions if s["wr"] is not None]
     waste_dollars = [s["wd"] for s in sessions if s["wd"] is not None]
+    cache_dollars = [s["wrd"] for s in sessions if s["wrd"] is not None]
     return {
         "maxRepeats": report.max_repeats,
         "maxRepeatsSource": report.max_repeats_source,
@@ -77,8 +79,12 @@ def page_data(
             "sessionsWithDenial": report.sessions_with_denial,
             "wasteCalls": sum(s["wc"] for s in sessions),
             "wasteTokens": sum(waste_tokens) if waste_tokens else None,
+            "wasteCacheReads": sum(cache_reads) if cache_reads else None,
             "wasteDollars": sum(waste_dollars) if waste_dollars else None,
+            "wasteCacheDollars": sum(cache_dollars) if cache_dollars else None,
+            "duplicates": report.duplicates,
         },
+        "problems": _problems(report),
         "base": base,
         "files": [os.path.relpath(name, base) if base else name for name in files.names()],
         "tools": tools.names(),
@@ -92,16 +98,19 @@ def _session(
 ) -> dict[str, Any]:
     longest = stats.longest
     timeline = _timeline(stats, files, tools)
-    waste_calls, waste_tokens, waste_dollars = _waste(stats, prices)
+    waste_calls, waste_tokens, cache_reads, waste_dollars, cache_dollars = _waste(stats, prices)
     kinds = stats.waste.cost.tokens()
     return {
         "f": files(stats.file),
         "s": None if stats.session == stats.file else stats.session,  # None: "(the file)"
         "n": stats.calls,
+        "u": stats.duplicates,
         "d": stats.denied,
         "wc": waste_calls,
         "wt": waste_tokens,
+        "wr": cache_reads,
         "wd": waste_dollars,
+        "wrd": cache_dollars,
         "wn": stats.waste.cost.turns,
         "wk": None if waste_tokens is None else [kinds.get(kind) for kind in KINDS],
         "ls": longest.length if longest else 0,
@@ -111,20 +120,32 @@ def _session(
     }
 
 
-def _waste(stats: SessionStats, prices: Prices | None) -> tuple[int, int | None, float | None]:
-    """Wasted calls, and their tokens and cost where known: None when the transcript
-    recorded no usage for the session (never 0), or, for the cost, without prices.
+def _waste(
+    stats: SessionStats, prices: Prices | None
+) -> tuple[int, int | None, int | None, float | None, float | None]:
+    """Wasted calls; their fresh tokens and their cache reads; what they cost, and what
+    of that the cache reads cost. None where unknown: the transcript recorded no usage
+    for the session (never 0), no cache read was recorded, or, for the costs, no prices
+    were given.
 
-    The tokens are one figure, the sum of the kinds that do not overlap: input,
-    output (reasoning is part of it), cache reads and writes (analysis/waste.py)."""
+    Fresh tokens are the kinds that do not overlap other than cache reads: input,
+    output (reasoning is part of it) and cache writes (analysis/waste.py). Cache reads
+    are apart: a long context re-read each turn dwarfs the rest while costing a tenth
+    as much, so one sum of the two would mislead."""
     waste = stats.waste
     if not stats.spent.turns:
-        return waste.calls, None, None
+        return waste.calls, None, None, None, None
     tokens = waste.cost.tokens()
-    kinds = [tokens.get(kind) for kind in ("input", "output", "cache_read", "cache_write")]
-    total = sum(n for n in kinds if n is not None)
-    amount = None if prices is None else dollars(waste.cost, prices).amount
-    return waste.calls, total, amount
+    kinds = [tokens.get(kind) for kind in ("input", "output", "cache_write")]
+    fresh = sum(n for n in kinds if n is not None)
+    cache_reads = tokens.get("cache_read")
+    if prices is None:
+        return waste.calls, fresh, cache_reads, None, None
+    cost = dollars(waste.cost, prices)
+    if not cost.priced_turns:  # no price matches its models: unknown, never 0
+        return waste.calls, fresh, cache_reads, None, None
+    cached = cost.cache_read if cache_reads is not None else None
+    return waste.calls, fresh, cache_reads, cost.amount, cached
 
 
 def _timeline(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, Any] | None:
@@ -144,7 +165,7 @@ def _timeline(stats: SessionStats, files: _Index, tools: _Index) -> dict[str, An
         locations.append(where.line if where.line is not None else where.path)
         file_ids.append(files(where.file))
         code = _VERDICT_CODES.get(call.verdict, "p")
-        verdicts.append(code.upper() if call.duplicate else code)
+        verdicts.append(code)
         position[(where.file, where.call)] = index
     out: dict[str, Any] = {
         "t": tool_ids,
@@ -176,12 +197,12 @@ def _streaks(calls: Sequence[TimelineCall], out: dict[str, Any]) -> None:
     bands, first_denials = out["st"], out["fd"]
     start, top, denied = 0, 0, False
     for index, call in enumerate(calls):
-        if call.count == 1 and not call.duplicate:
+        if call.count == 1:
             if top >= 2:
                 bands.append([start, index - start])
             start, top, denied = index, 0, False
         top = max(top, call.count)
-        if call.verdict != "pass" and not denied and not call.duplicate:
+        if call.verdict != "pass" and not denied:
             first_denials.append(index)
             denied = True
     if top >= 2:
@@ -218,3 +239,15 @@ def _common_dir(names: Sequence[str]) -> str:
 def _span(position: dict[tuple[str, int], int], start: Where, length: int) -> list[int] | None:
     index = position.get((start.file, start.call))
     return None if index is None else [index, length]
+
+
+def _problems(report: Report) -> dict[str, Any]:
+    """What the totals leave out, as the run said it on stderr: every unreadable record
+    or file (located; the messages never quote the input) and every file skipped as not
+    a transcript (a file agents keep beside their transcripts, such as Gemini CLI's
+    logs.json, is skipped quietly there and here)."""
+    return {
+        "unreadable": report.unreadable,
+        "errors": [str(error) for error in report.errors],
+        "skipped": [[item.file, item.reason] for item in report.skipped if not item.quiet],
+    }

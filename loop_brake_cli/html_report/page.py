@@ -60,6 +60,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <h1>loop-brake replay: where the brake would have stopped each agent</h1>
 <p class="lb-meta" id="lb-meta"></p>
 <div class="lb-totals" id="lb-totals"></div>
+<section class="lb-problems" id="lb-problems" role="alert" hidden></section>
 </header>
 <h2>Sessions</h2>
 <div class="lb-controls">

@@ -16,19 +16,24 @@ SCRIPT = r"""
   var DATA = JSON.parse(document.getElementById("lb-data").textContent);
   var PAGE_SIZE = 50;
   var SVGNS = "http://www.w3.org/2000/svg";
-  var PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
-                 "#9c755f", "#ff9da7", "#86bcb6", "#bab0ac", "#8cd17d", "#d4a6c8"];
+  // 24 colours, each at least 25 CIE76 units from every other (Tableau 10, then the
+  // colours that were farthest from all before them): a tool's colour names it.
+  var PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
+                 "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1d1dc9", "#e236c6",
+                 "#36e236", "#501070", "#3670e2", "#701030", "#295640", "#d9f5bc",
+                 "#c91d73", "#bce963", "#707010", "#292956", "#36e2a9", "#ef8fef"];
+  var OTHER = "#d0d4d9";  // every tool past the 24 most used: one grey, named in the legend
   var tools = DATA.tools, files = DATA.files, sessions = DATA.sessions;
   var toolCalls = new Array(tools.length).fill(0);
   sessions.forEach(function (s, i) { s.i = i; if (s.s === null) s.s = "(the file)"; });
   (DATA.toolCalls || []).forEach(function (n, i) { toolCalls[i] = n; });
-  // The most used tools get the palette's colours; the rest get evenly spread hues.
+  // The most used tools get the palette's colours, no two alike; the rest share one grey
+  // (more colours could no longer be told apart, so none would name its tool).
   var byUse = tools.map(function (_, i) { return i; })
     .sort(function (a, b) { return toolCalls[b] - toolCalls[a] || a - b; });
   var colour = new Array(tools.length);
   byUse.forEach(function (t, rank) {
-    colour[t] = rank < PALETTE.length ? PALETTE[rank]
-      : "hsl(" + Math.round((rank * 137.508) % 360) + ",42%,58%)";
+    colour[t] = rank < PALETTE.length ? PALETTE[rank] : OTHER;
   });
 
   function el(tag, cls, text) {
@@ -44,10 +49,11 @@ SCRIPT = r"""
     var places = {minimumFractionDigits: digits, maximumFractionDigits: digits};
     return n.toLocaleString("en-US", places) + " " + DATA.currency;
   }
-  function tokens(s) {  // "19,620 tokens in 3 turns: 48 input, 72 output, ..."
+  function tokens(s) {  // "120 tokens and 19,500 cache reads in 3 turns: 48 input, ..."
     var names = ["input", "output", "cache read", "cache write", "reasoning"], kinds = [];
     s.wk.forEach(function (n, k) { if (n !== null) kinds.push(fmt(n) + " " + names[k]); });
-    return fmt(s.wt) + " tokens in " + fmt(s.wn) + (s.wn === 1 ? " turn" : " turns") +
+    return fmt(s.wt) + " tokens" + (s.wr !== null ? " and " + fmt(s.wr) + " cache reads" : "") +
+      " in " + fmt(s.wn) + (s.wn === 1 ? " turn" : " turns") +
       (kinds.length ? ": " + kinds.join(", ") : "");
   }
   function where(s, i) {
@@ -60,16 +66,35 @@ SCRIPT = r"""
   // ---- totals -----------------------------------------------------------
   function totals() {
     var t = DATA.totals, box = document.getElementById("lb-totals");
+    var noUsage = "no usage recorded";
+    var cost = DATA.prices === null ? "no prices given"
+      : t.wasteTokens === null ? noUsage
+      : t.wasteDollars === null ? "no price matches their models" : money(t.wasteDollars);
+    var costLabel = "wasted cost";
+    if (t.wasteDollars !== null && t.wasteCacheDollars !== null) {
+      costLabel += ": " + money(t.wasteDollars - t.wasteCacheDollars) + " fresh tokens, " +
+        money(t.wasteCacheDollars) + " cache reads";
+    }
     var cards = [
       ["files", fmt(t.files)], ["sessions", fmt(t.sessions)], ["tool calls", fmt(t.calls)],
       ["denied calls", fmt(t.denied)], ["sessions with a denial", fmt(t.sessionsWithDenial)],
       ["wasted calls", fmt(t.wasteCalls)],
-      ["wasted tokens", t.wasteTokens === null ? "no usage recorded" : fmt(t.wasteTokens)],
-      ["wasted cost", DATA.prices === null ? "no prices given"
-        : t.wasteDollars === null ? "no usage recorded" : money(t.wasteDollars)]
+      ["wasted tokens (input, output, cache writes)",
+        t.wasteTokens === null ? noUsage : fmt(t.wasteTokens), "lb-c-tokens"],
+      ["wasted cache reads (re-read context, priced apart)",
+        t.wasteTokens === null ? noUsage : t.wasteCacheReads === null ? "none recorded"
+          : fmt(t.wasteCacheReads), "lb-c-cache"],
+      [costLabel, cost, "lb-c-cost"]
     ];
+    var problems = DATA.problems;
+    if (problems.unreadable) {
+      cards.push(["unreadable (left out of these totals)", fmt(problems.unreadable), "lb-c-bad"]);
+    }
+    if (problems.skipped.length) {
+      cards.push(["files skipped: not transcripts", fmt(problems.skipped.length), "lb-c-skip"]);
+    }
     cards.forEach(function (c) {
-      var card = el("div", "lb-card");
+      var card = el("div", "lb-card" + (c[2] ? " " + c[2] : ""));
       var known = /^[0-9$]/.test(c[1]);
       card.appendChild(el("div", known ? "lb-card-value" : "lb-card-value lb-unknown", c[1]));
       card.appendChild(el("div", "lb-card-label", c[0]));
@@ -78,13 +103,49 @@ SCRIPT = r"""
     var meta = document.getElementById("lb-meta");
     meta.textContent = "maxRepeats = " + DATA.maxRepeats + " (" + DATA.maxRepeatsSource + ")" +
       (DATA.policy ? " \u00b7 policy " + DATA.policy : "") +
-      (DATA.base ? " \u00b7 files in " + DATA.base : "");
+      (DATA.base ? (t.files === 1 ? " \u00b7 file in " : " \u00b7 files in ") + DATA.base : "") +
+      (t.duplicates ? " \u00b7 " + fmt(t.duplicates) + (t.duplicates === 1 ? " call" : " calls") +
+        " logged twice under one call id, counted once" : "");
+    showProblems(problems);
+  }
+
+  // ---- what the totals leave out ------------------------------------------
+  function showProblems(problems) {
+    var box = document.getElementById("lb-problems");
+    if (!problems.unreadable && !problems.skipped.length) return;
+    box.hidden = false;
+    if (problems.unreadable) {
+      var head = el("p", "lb-problem-head", fmt(problems.unreadable) +
+        (problems.unreadable === 1 ? " unreadable record or file"
+          : " unreadable records or files") +
+        ": the totals above leave them out (the run exited 3).");
+      box.appendChild(head);
+      var list = el("ul", "lb-errors");
+      problems.errors.forEach(function (text) { list.appendChild(el("li", null, text)); });
+      box.appendChild(list);
+      if (problems.unreadable > problems.errors.length) {
+        box.appendChild(el("p", null, "\u2026 and " +
+          fmt(problems.unreadable - problems.errors.length) + " more, counted but not listed."));
+      }
+    }
+    if (problems.skipped.length) {
+      var skip = el("details", "lb-skipped");
+      skip.appendChild(el("summary", null, fmt(problems.skipped.length) +
+        (problems.skipped.length === 1 ? " file" : " files") +
+        " found in the directories skipped: not transcripts (--strict makes them unreadable)"));
+      var items = el("ul");
+      problems.skipped.forEach(function (p) {
+        items.appendChild(el("li", null, p[0] + ": " + p[1]));
+      });
+      skip.appendChild(items);
+      box.appendChild(skip);
+    }
   }
 
   // ---- legend -----------------------------------------------------------
   function legend() {
     var box = document.getElementById("lb-legend");
-    var shown = byUse.slice(0, 24);
+    var shown = byUse.slice(0, PALETTE.length);
     shown.forEach(function (t) {
       var item = el("span", "lb-key");
       var sw = el("span", "lb-swatch");
@@ -96,7 +157,12 @@ SCRIPT = r"""
     });
     if (tools.length > shown.length) {
       var more = tools.length - shown.length;
-      box.appendChild(el("span", "lb-key lb-more", "+" + more + " more tools"));
+      var rest = el("span", "lb-key lb-more");
+      var grey = el("span", "lb-swatch");
+      grey.style.background = OTHER;
+      rest.appendChild(grey);
+      rest.appendChild(el("span", "lb-key-name", "+" + more + " more tools, all in grey"));
+      box.appendChild(rest);
     }
     var marks = document.getElementById("lb-marks-key");
     [["lb-k-streak", "streak of identical calls"],
@@ -179,6 +245,9 @@ SCRIPT = r"""
           col.text ? v : col.money ? money(v) : fmt(v));
         if (col.text) td.title = v;
         else if (col.label === "Wasted tokens" && s.wk) td.title = tokens(s);
+        else if (col.money && s.wrd !== null && s.wrd !== undefined) {
+          td.title = money(s.wd - s.wrd) + " fresh tokens, " + money(s.wrd) + " cache reads";
+        }
         tr.appendChild(td);
       });
       tr.tabIndex = 0;
@@ -220,6 +289,7 @@ SCRIPT = r"""
       head.appendChild(el("span", "lb-session-file", files[s.f]));
       if (s.s !== "(the file)") head.appendChild(el("span", "lb-session-id", s.s));
       var facts = fmt(s.n) + " calls \u00b7 " + fmt(s.d) + " denied";
+      if (s.u) facts += " \u00b7 " + fmt(s.u) + " logged twice under one call id (counted once)";
       if (s.wc) facts += " \u00b7 " + fmt(s.wc) + " wasted calls";
       if (s.wk) facts += " (" + tokens(s) + ")";
       if (s.ls > 1) {
@@ -272,7 +342,7 @@ SCRIPT = r"""
     // One mark per call, coloured by tool; a denied call gets a dark outline.
     var ww = w.toFixed(2);
     for (var i = 0; i < n; i++) {
-      var v = tl.v.charCodeAt(i) | 32, denied = v === 100 || v === 115;  // d, s, D, S
+      var v = tl.v.charCodeAt(i), denied = v === 100 || v === 115;  // d, s
       rect(denied ? "lb-mark lb-d" : "lb-mark", x(i).toFixed(2), ROW.top, ww, ROW.mark,
         ' fill="' + colour[tl.t[i]] + '"');
     }
@@ -339,8 +409,7 @@ SCRIPT = r"""
   var tip = document.getElementById("lb-tip");
   function showTip(s, i, ev) {
     var tl = s.tl, v = tl.v[i];
-    var status = {d: "denied", s: "stop"}[v.toLowerCase()] || "passed";
-    if (v !== v.toLowerCase()) status += " (duplicate call id: the same call logged twice)";
+    var status = {d: "denied", s: "stop"}[v] || "passed";
     if (tl.fd.indexOf(i) >= 0) status += " (first denial)";
     if (inWaste(tl, i)) status += " \u00b7 wasted";
     var lines = [

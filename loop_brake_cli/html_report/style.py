@@ -14,6 +14,14 @@ h2 { font-size: 16px; margin: 26px 0 10px; }
   padding: 8px 12px; }
 .lb-card-value { font-size: 19px; font-weight: 600; font-variant-numeric: tabular-nums;
   white-space: nowrap; }
+.lb-c-cost .lb-card-value { white-space: normal; }
+.lb-c-bad, .lb-c-skip { border-color: var(--denial); }
+.lb-c-bad .lb-card-value { color: var(--denial); }
+.lb-problems { margin: 12px 0 0; padding: 8px 12px; background: #fdf1f0;
+  border: 1px solid var(--denial); border-radius: 8px; }
+.lb-problems p { margin: 0 0 4px; }
+.lb-problem-head { font-weight: 600; color: var(--denial); }
+.lb-problems ul { margin: 4px 0; padding-left: 20px; overflow-wrap: anywhere; }
 .lb-card-value.lb-unknown { font-size: 14px; font-weight: 500; color: var(--muted);
   padding: 4px 0 3px; white-space: normal; line-height: 1.2; }
 .lb-card-label { color: var(--muted); font-size: 12px; }
@@ -75,5 +83,14 @@ th.lb-num .lb-sort { text-align: right; }
   border-radius: 6px; font-size: 12px; pointer-events: none; max-width: 520px;
   overflow-wrap: anywhere; box-shadow: 0 2px 8px rgba(0,0,0,.25); }
 .lb-tip b { color: #cbd2d9; font-weight: 500; }
+@media (max-width: 900px) {
+  /* A narrow window: the numeric headers wrap between words and shrink a little, so
+     each stays whole (checked at 700 px in tests/test_html_browser.py). */
+  body { padding: 16px 12px 32px; }
+  th, td { padding: 4px 5px; }
+  th { font-size: 12px; }
+  th:nth-child(1) { width: 22%; } th:nth-child(2) { width: 14%; }
+  .lb-totals { grid-template-columns: repeat(auto-fit, minmax(120px, 1fr)); }
+}
 .lb-foot { color: var(--muted); font-size: 12px; margin-top: 24px; }
 """
