@@ -50,6 +50,7 @@ Nothing here reads or keeps a tool's arguments or results beyond their digests.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -138,6 +139,10 @@ class SessionBrake:
         self.where = where
         self.to_json = to_json
         self._scoped: dict[int, tuple[weakref.ref[Any], str]] = {}
+        # Frameworks run one turn's parallel tool calls in threads (LangGraph's sync
+        # ToolNode, smolagents): a session's read-count-write must not interleave, or
+        # counts are lost and a loop is never denied.
+        self._lock = threading.Lock()
 
     def session(self, ctx: Any) -> str:
         """The user's key for ``ctx`` when it gives one, else the integration's default."""
@@ -176,8 +181,10 @@ class SessionBrake:
         self.brake.reset(key)
 
     def judge(self, session: str, tool: str, args: Any, call_id: Any = None) -> Verdict:
-        """Count one call (``LoopBrake.check``); the caller acts on the verdict."""
-        return self.brake.check(tool, args, session_id=session, call_id=call_id)
+        """Count one call (``LoopBrake.check``); the caller acts on the verdict. Safe
+        from several threads at once."""
+        with self._lock:
+            return self.brake.check(tool, args, session_id=session, call_id=call_id)
 
     def feed(self, verdict: Verdict, result: Any) -> bool:
         """Give a call's result to the progress mode; whether it paired. Only a call
@@ -194,6 +201,7 @@ class SessionBrake:
             return False
         try:
             value = self.to_json(result)
-            return self.brake.observe_result(session, call_id, value)
+            with self._lock:
+                return self.brake.observe_result(session, call_id, value)
         except (TypeError, ValueError):
             return False  # no JSON form: the call reported no result
