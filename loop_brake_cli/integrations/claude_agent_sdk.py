@@ -96,9 +96,7 @@ class LoopBrakeHooks:
         if self.brake.progress:
             record = claude_code.decode(input_data)
             if isinstance(record, ToolResult):
-                self.brake.observe_result(
-                    self.seam.session(input_data), record.call_id, record.result
-                )
+                self.seam.feed_call(self.seam.session(input_data), record.call_id, record.result)
         return {}
 
 
