@@ -5,7 +5,8 @@ drift: numbers that are equal as doubles (``1`` and ``1.0``), keys whose
 UTF-16 order differs from their code-point order, arguments sent as a JSON
 string, ``null`` arguments, empty and non-string session ids, repeated and
 numeric call ids, non-string tool names, lone surrogates in tool names, session
-ids and call ids. The same calls are then expressed in
+ids and call ids, JSON-RPC ids that are not call ids (``1.5``, ``1e400``, 30
+digits, ``true``, an object, an array). The same calls are then expressed in
 each wire shape and judged by
 
 * ``filter`` on event lines (the reference),
@@ -55,7 +56,23 @@ ARGS = [
 ]
 TOOLS = ["search", "read", "", 7, "\ud800x"]  # a lone surrogate: valid JSON, not valid text
 SESSIONS = ["s1", "s1", "s2", "", None, 42, "s\udfff", "s\udc00"]
-CALL_IDS = ["c1", "c2", "c3", 7, None, "c\udc00"]
+
+
+class RawJSON:
+    """An id written as this JSON text: one that is not a string or an integer within
+    +-2**53 (``1e400`` has no Python value that ``json.dumps`` writes back as it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawJSON({self.text!r})"
+
+
+# JSON-RPC ids a client may send that the brake cannot compare: the MCP decoder judges
+# such a call without a call id (filter refuses such a callId: the reference has none).
+ODD_IDS = [RawJSON(text) for text in ("1.5", "1e400", "1" * 30, "true", '{"k":[1]}', "[1,2]")]
+CALL_IDS = ["c1", "c2", "c3", 7, None, "c\udc00", *ODD_IDS]
 AGENTS = ("claude-code", "codex", "gemini", "cursor")
 COMPARED = ("verdict", "toolName", "sessionId", "callId", "count", "maxRepeats", "hashPrefix")
 
@@ -82,6 +99,8 @@ def calls(draw: st.DrawFn) -> list[dict]:
 
 def _json(value: object) -> str:
     """JSON text; a string holding a lone surrogate (no UTF-8 form) with ``\\u`` escapes."""
+    if isinstance(value, RawJSON):
+        return value.text
     text = json.dumps(value, ensure_ascii=False)
     if any("\ud800" <= char <= "\udfff" for char in text):
         return json.dumps(value)
@@ -181,7 +200,8 @@ def run_hook(agent: str, inputs: list[str], tmp: Path, max_repeats: int) -> list
     return decisions
 
 
-def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> bytes:
+def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> tuple[bytes, bytes]:
+    """The proxy's ``--log`` and its stdout (the server's echoes and its own answers)."""
     log = tmp / "proxy.log"
     command = [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--log", str(log)]
     command += [
@@ -197,7 +217,7 @@ def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> bytes:
     assert CANARY.encode() not in done.stderr
     body = log.read_bytes()
     assert CANARY.encode() not in body
-    return body
+    return body, done.stdout
 
 
 SETTINGS = settings(
@@ -251,15 +271,28 @@ def test_mcp_proxy_log_and_traffic_replay_equal_filter(
 ) -> None:
     tmp = tmp_path_factory.mktemp("mcp")
     requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
+    sent_ids = [
+        _json(call["id"]) if call["id"] is not None else f'"r{number}"'
+        for number, call in enumerate(sequence, 1)
+    ]
     for number, call in enumerate(sequence, 1):
         if call["id"] is None:
             call["id"] = f"r{number}"
+        elif isinstance(call["id"], RawJSON):
+            call["id"] = None  # judged without a call id; the denial echoes the id's bytes
     reference = filter_verdicts(tmp, [event_line(call, "mcp#1") for call in sequence], max_repeats)
     recorded = tmp / "traffic.log"
     recorded.write_text("".join(f"STDIN: {line}\n" for line in requests), encoding="utf-8")
     replayed = replay_verdicts(recorded, "mcp", max_repeats)
     assert [compared(v) for v in replayed] == [compared(v) for v in reference]
-    proxied = run_proxy(requests, tmp, max_repeats)
+    proxied, answers = run_proxy(requests, tmp, max_repeats)
+    denied = [sent for sent, v in zip(sent_ids, reference, strict=True) if v["verdict"] == "deny"]
+    echoed = [
+        line[len(b'{"jsonrpc":"2.0","id":') : line.index(b',"result":{"content"')].decode()
+        for line in answers.splitlines()
+        if b',"result":{"content"' in line and b'"method"' not in line
+    ]
+    assert echoed == denied  # each denial answers with the id's own bytes
     replay_bytes = run_cli(
         "replay", "--verdicts", "--format", "mcp", "-m", str(max_repeats), str(recorded)
     ).stdout

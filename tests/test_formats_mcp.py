@@ -201,7 +201,7 @@ def test_canary_never_in_errors() -> None:
     ]
     data = "\n".join(rows).encode()
     errors, _ = check_errors_hide("mcp", data, CANARY)
-    assert errors == 7
+    assert errors == 6  # the object id is a call judged without a call id (issue 23)
 
 
 @pytest.mark.parametrize(

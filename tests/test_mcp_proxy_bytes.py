@@ -9,10 +9,12 @@ every line the server received, to compare bytes.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, cli_env
 
 from loop_brake_cli.canonical import call_hash
@@ -74,7 +76,8 @@ def test_a_batch_with_a_denial_forwards_the_other_elements_byte_for_byte(tmp_pat
     big = call(BIG_ID, "other", b'{"n":' + BIG_NUMBER + b',"f":1.10,"s":"]},\\"[{"}')
     note = b'{ "jsonrpc" : "2.0" , "method" : "notifications/progress" , "params" : { } }'
     denied = call(b'"r\\u00e9-\\"]}"')  # escapes and brackets inside the id string
-    batch = b"[ " + big + b" ,\t" + denied + b" , " + note + b" ]"
+    # the denied call first: the big-id call is a call too (of another tool)
+    batch = b"[ " + denied + b" ,\t" + big + b" , " + note + b" ]"
     got, received = proxy([call(b"1"), batch], tmp_path, "-m", "2")
     assert received == [call(b"1"), b"[" + big + b"," + note + b"]"]
     assert b"[" + answer(b'"r\\u00e9-\\"]}"', 2, 2) + b"]" in got
@@ -97,12 +100,37 @@ def test_a_single_denial_echoes_the_id_bytes(tmp_path: Path) -> None:
     assert answer(b"7e0", 2, 2) in got  # the parser keeps the last "id"; so does the answer
 
 
-def test_an_id_beyond_2_53_is_not_a_call_id_and_is_forwarded(tmp_path: Path) -> None:
-    lines = [call(BIG_ID, arguments=b'{"a":' + BIG_NUMBER + b"}")] * 3
+ODD_IDS = [
+    BIG_ID,
+    b"1.5",
+    b"1e400",
+    b"123456789012345678901234567890",
+    b"true",
+    b'{"k":[1,"}"]}',
+    b"[1, 2]",
+]
+
+
+@pytest.mark.parametrize("odd_id", ODD_IDS)
+def test_a_call_whose_id_is_not_a_call_id_is_judged_and_answered_with_its_bytes(
+    tmp_path: Path, odd_id: bytes
+) -> None:
+    """Issue 23: such calls were forwarded unjudged, so their client was never braked.
+    Judged without a call id (never a duplicate), denied at the third call."""
+    arguments = b'{"a":' + BIG_NUMBER + b"}"
+    lines = [call(odd_id, arguments=arguments)] * 4
     log = tmp_path / "log"
-    got, received = proxy(lines, tmp_path, "-m", "2", "--log", str(log))
-    assert received == lines and sorted(got) == sorted(lines)
-    assert log.read_text().count('"error":"tools/call id is not a string or an integer"') == 3
+    got, received = proxy(lines, tmp_path, "--log", str(log))
+    assert received == lines[:2]
+    denied = [answer(odd_id, count, 3, arguments={"a": 9007199254740993}) for count in (3, 4)]
+    assert sorted(got) == sorted(lines[:2] + denied)
+    verdicts = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(v["verdict"], v["count"], "callId" in v) for v in verdicts] == [
+        ("pass", 1, False),
+        ("pass", 2, False),
+        ("deny", 3, False),
+        ("deny", 4, False),
+    ]
 
 
 def test_a_cancellation_is_dropped_once_per_answer(tmp_path: Path) -> None:

@@ -62,8 +62,8 @@ TRAFFIC = [
     b"[]",
     b'{"jsonrpc":"2.0","id":9,"method":"initialize","params":{}}',  # a new connection
     call("10", '"search"', SAME),
-    call("1.5", '"search"', SAME),  # not an integral id: an error
-    call("12345678901234567891", '"search"', SAME),  # beyond 2**53: an error
+    call("1.5", '"search"', SAME),  # not an integral id: judged without a call id
+    call("12345678901234567891", '"search"', SAME),  # beyond 2**53: judged without one too
     call('"11"', '"search"', SAME),
     call("12", '"search"', SAME),
     call("13", '"search"', '"not json, hashed as the string"'),
@@ -123,10 +123,10 @@ def test_log_equals_replay_of_the_recorded_traffic(tmp_path: Path) -> None:
         ("error", 14, None, None, None),
         ("pass", 15, None, "mcp#1", 2),
         ("pass", 19, None, "mcp#2", 1),
-        ("error", 20, None, None, None),
-        ("error", 21, None, None, None),
-        ("pass", 22, None, "mcp#2", 2),
-        ("deny", 23, None, "mcp#2", 3),
+        ("pass", 20, None, "mcp#2", 2),  # id 1.5: judged (issue 23), no callId
+        ("deny", 21, None, "mcp#2", 3),  # id 12345678901234567891: the same
+        ("deny", 22, None, "mcp#2", 4),
+        ("deny", 23, None, "mcp#2", 5),
         ("pass", 24, None, "mcp#2", 1),
         ("error", 25, None, None, None),
     ]
@@ -134,7 +134,7 @@ def test_log_equals_replay_of_the_recorded_traffic(tmp_path: Path) -> None:
     assert CANARY.encode() not in log + done.stderr
     # withheld: the denied calls and the cancellation of one; the rest reached the server
     sent = [line + b"\n" for line in TRAFFIC]
-    withheld = {5, 6, 22}
+    withheld = {5, 6, 20, 21, 22}
     batch = b"[" + call("6", '"other"', '{"k":"' + CANARY + '"}') + b',{"jsonrpc":"2.0",'
     batch += b'"method":"notifications/progress","params":{}},5,'
     batch += b'{"jsonrpc":"2.0","id":7,"method":"tools/call"}]\n'
@@ -144,7 +144,8 @@ def test_log_equals_replay_of_the_recorded_traffic(tmp_path: Path) -> None:
     assert [
         json.loads(line)[0]["id"] if line.startswith(b"[") else json.loads(line)["id"]
         for line in answers
-    ] == [3, 5, 12]
+    ] == [3, 5, 12345678901234567891, "11", 12]
+    assert b'"id":12345678901234567891,"result"' in done.stdout  # its bytes, not a double
 
 
 def test_shadow_log_equals_replay_too(tmp_path: Path) -> None:

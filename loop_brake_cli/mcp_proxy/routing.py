@@ -262,7 +262,7 @@ class ClientRouter:
             self._forwarding(message)
             return True, None
         self.note(f"denied {what}")
-        self.connections.forget(record.call_id, DEFAULT_LABEL)
+        self.connections.forget(message["id"], DEFAULT_LABEL)
         self._remember_answered(message["id"])
         return False, denial_answer(id_bytes, verdict.message, is_modern(message))
 

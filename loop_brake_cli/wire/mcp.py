@@ -18,8 +18,11 @@ client message, so a recorded session replays to the verdicts the proxy gave.
   hashed as the string and flagged); ``params._meta`` is client bookkeeping
   (progress tokens, trace ids) and never hashed.
 * The call id is the JSON-RPC ``id`` through ``fields.call_id_of``: ``null``
-  is no id, a string or an integral number within +-2**53 is the id, anything
-  else makes the request an error record.
+  is no id, a string or an integral number within +-2**53 is the id. Any other
+  id (``1.5``, ``1e400``, a 30-digit integer, ``true``, an object, an array:
+  not what JSON-RPC asks for, but a server answers it) is still a call, judged
+  without a call id (counted, never a duplicate), so no client escapes the brake
+  by its choice of ids; the proxy answers a denial with the id's own bytes.
 * No de-duplication: a request logged (or sent) twice reaches the streak step,
   which marks the second a duplicate (``streak.step``).
 * stdio carries no session id, so the session is the connection,
@@ -44,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import parse_arguments
+from ..canonical import canonical_json, parse_arguments
 from ..records import BadRecord, Record, ToolCall, ToolResult
 from .fields import FieldError, call_id_of, tool_of
 
@@ -78,15 +81,24 @@ def decode_call(
         return BadRecord(str(exc), line, where)
     try:
         call_id = call_id_of(message.get("id"), "tools/call id")
-    except FieldError as exc:
-        return BadRecord(str(exc), line, path)
+    except FieldError:  # an id the brake cannot compare: judged without one
+        call_id = None
     args, unparsed = parse_arguments(params.get("arguments"))
     return ToolCall(name, args, session, call_id, line, path, unparsed)
 
 
-def _id_key(call_id: Any) -> tuple[type, Any]:
-    """A pending call's key: 1 and "1" are different ids."""
-    return call_id.__class__, call_id
+def _pending_key(request_id: Any) -> tuple[Any, Any] | None:
+    """A pending call's key from its JSON-RPC id: 1 and "1" are different ids; an id
+    that is not a call id (``1.5``, ``true``, an object...) by its canonical JSON, so
+    its response still pairs. None: no id (``null``)."""
+    try:
+        call_id = call_id_of(request_id)
+    except FieldError:
+        try:
+            return "json", canonical_json(request_id)
+        except (TypeError, ValueError):
+            return None
+    return None if call_id is None else (call_id.__class__, call_id)
 
 
 class Connections:
@@ -135,30 +147,26 @@ class Connections:
         else:
             return None
         pending = self._pending.get(label)
-        try:
-            call_id = call_id_of(message.get("id"))
-        except FieldError:
-            return None
-        if not pending or call_id is None:
-            return None
-        key = _id_key(call_id)
-        if key not in pending:
+        key = _pending_key(message.get("id"))
+        if not pending or key is None or key not in pending:
             return None
         del pending[key]
+        call_id = key[1] if key[0] != "json" else None  # as the call was judged
         return ToolResult(self.session(label), call_id, result, None, line)
 
-    def forget(self, call_id: Any, label: str = DEFAULT_LABEL) -> None:
-        """A call that will get no response from the server (the proxy answered it)."""
-        if self._pending is not None and call_id is not None:
+    def forget(self, request_id: Any, label: str = DEFAULT_LABEL) -> None:
+        """A call that will get no response from the server (the proxy answered it);
+        ``request_id``: its JSON-RPC id as sent."""
+        if self._pending is not None:
             pending = self._pending.get(label)
-            if pending:
-                pending.pop(_id_key(call_id), None)
+            key = _pending_key(request_id)
+            if pending and key is not None:
+                pending.pop(key, None)
 
-    def _await(self, label: str, call_id: Any) -> None:
+    def _await(self, label: str, key: tuple[Any, Any]) -> None:
         """A forwarded tools/call whose response will be its result."""
         assert self._pending is not None
         pending = self._pending.setdefault(label, {})
-        key = _id_key(call_id)
         pending.pop(key, None)
         pending[key] = None
         if len(pending) > MAX_PENDING:
@@ -183,6 +191,7 @@ class Connections:
             return None
         record = decode_call(message, self.session(label), line, path)
         if self._pending is not None and record.__class__ is ToolCall:
-            if record.call_id is not None:  # type: ignore[union-attr]
-                self._await(label, record.call_id)  # type: ignore[union-attr]
+            key = _pending_key(message["id"])
+            if key is not None:
+                self._await(label, key)
         return record
