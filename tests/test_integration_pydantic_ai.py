@@ -144,3 +144,97 @@ def test_canary_in_arguments_reaches_no_log_or_message(
     out, err = capfd.readouterr()
     shown = [repr(d) for d in denials] + [caplog.text, out, err]
     assert all(CANARY not in text for text in shown)
+
+
+# -- issue 23: every tool, progress, the stop, bounds -------------------------------
+
+from pydantic_ai import RunContext, capture_run_messages  # noqa: E402
+
+from loop_brake_cli.integrations.pydantic_ai import LoopBrakeCapability  # noqa: E402
+
+
+def registered(how: str, model: FunctionModel, capability: Any, ran: list[str], answers=None):
+    """An agent whose ``search`` tool is registered the way ``how`` names."""
+
+    def search(q: str) -> str:
+        """Search the web."""
+        ran.append(q)
+        return f"results for {q}" if answers is None else answers[len(ran) - 1]
+
+    if how == "tools":
+        return Agent(model, tools=[search], capabilities=[capability], retries=9)
+    agent = Agent(model, capabilities=[capability], retries=9)
+    if how == "tool_plain":
+        agent.tool_plain(search)
+    else:
+
+        @agent.tool(name="search")
+        def search_with_context(ctx: RunContext[Any], q: str) -> str:  # noqa: ARG001
+            """Search the web."""
+            return search(q)
+
+    return agent
+
+
+@pytest.mark.parametrize("how", ["tools", "tool_plain", "tool"])
+def test_every_way_of_registering_a_tool_is_braked(how: str) -> None:
+    """On the old main only a tool inside a LoopBrakeToolset was braked."""
+    ran: list[str] = []
+    looper = Looper([{"q": "weather"}] * 3 + [{"q": "news"}])
+    capability = LoopBrakeCapability(max_repeats=3)
+    agent = registered(how, FunctionModel(looper), capability, ran)
+    assert agent.run_sync("weather?").output == "done"
+    assert ran == ["weather", "weather", "news"]
+    denial = looper.told["c2"]
+    assert is_retry(denial)
+    assert hash_prefix(call_hash("search", {"q": "weather"})) in str(denial.content)
+
+
+def test_progress_mode_reads_each_return_value() -> None:
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("progress = true\n", "inline.toml")
+    for answers, denied in (
+        ([f"{n}0%" for n in range(5)], []),
+        (["running"] * 5, ["c2", "c3", "c4"]),
+    ):
+        ran: list[str] = []
+        looper = Looper([{"q": "build"}] * 5)
+        capability = LoopBrakeCapability(max_repeats=3, policy=policy)
+        registered("tools", FunctionModel(looper), capability, ran, answers).run_sync("wait")
+        assert [c for c, part in sorted(looper.told.items()) if is_retry(part)] == denied
+
+
+def test_a_policy_stop_ends_the_run() -> None:
+    """A model that ignores denials ran on to the tool's retry limit on the old main."""
+    from loop_brake_cli import LoopBrakeStop
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
+    ran: list[str] = []
+    looper = Looper([{"q": CANARY}] * 40)
+    capability = LoopBrakeCapability(max_repeats=2, policy=policy)
+    agent = registered("tools", FunctionModel(looper), capability, ran)
+    with capture_run_messages() as messages, pytest.raises(LoopBrakeStop) as stopped:
+        agent.run_sync("go")
+    assert ran == [CANARY] and looper.turn == 3  # no model call after the stop
+    assert stopped.value.verdict.stop and stopped.value.count == 3
+    assert str(stopped.value).startswith("loop brake: 2 calls in a row were denied")
+    assert messages and CANARY not in str(stopped.value)
+
+
+def test_conversations_stay_bounded() -> None:
+    from loop_brake_cli.integrations._session import DEFAULT_MAX_SESSIONS
+
+    assert LoopBrakeCapability().brake.max_sessions == DEFAULT_MAX_SESSIONS
+    capability = LoopBrakeCapability(LoopBrake(3, max_sessions=30))
+
+    def one_call(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1].parts[-1], ToolReturnPart):
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("search", {"q": "w"})])
+
+    agent = registered("tools", FunctionModel(one_call), capability, [])
+    for _ in range(80):
+        agent.run_sync("go")  # each run a conversation of its own
+    assert len(capability.brake) == 30 and capability.brake.evictions == 50

@@ -9,8 +9,9 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.langchain``: LangChain v1 agent middleware
   (``create_agent(..., middleware=[...])``), around each tool call.
 * ``loop_brake_cli.integrations.openai_agents``: the OpenAI Agents SDK's tool
-  input guardrails.
-* ``loop_brake_cli.integrations.pydantic_ai``: a pydantic-ai wrapper toolset.
+  guardrails, on every function tool of a braked run.
+* ``loop_brake_cli.integrations.pydantic_ai``: a pydantic-ai capability around
+  every tool execution (and a wrapper toolset).
 * ``loop_brake_cli.integrations.google_adk``: a Google ADK runner plugin.
 * ``loop_brake_cli.integrations.langgraph``: a LangGraph ``ToolNode`` tool-call
   wrapper (hand-built graphs, ``create_react_agent``).
@@ -18,5 +19,8 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.claude_agent_sdk``: Claude Agent SDK hook callbacks.
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
-the core's ``Verdict.message``: never the arguments. See docs/integrations.md.
+the core's ``Verdict.message``: never the arguments. What they share (the brake,
+session keys, the bounded table, results for the progress mode, the stop) is
+``_session``, whose docstring is the contract for a new one. See
+docs/integrations.md.
 """

@@ -1,27 +1,39 @@
-"""The brake in a pydantic-ai agent: a wrapper toolset.
+"""The brake in a pydantic-ai agent: a capability around every tool execution.
 
-Needs ``pip install 'loop-brake-cli[pydantic-ai]'`` (``pydantic-ai-slim`` is enough)::
+Needs ``pip install 'loop-brake-cli[pydantic-ai]'`` (``pydantic-ai-slim`` 2.68 or
+later is enough)::
 
-    from pydantic_ai import Agent, FunctionToolset
-    from loop_brake_cli.integrations.pydantic_ai import LoopBrakeToolset
+    from pydantic_ai import Agent
+    from loop_brake_cli.integrations.pydantic_ai import LoopBrakeCapability
 
-    tools = LoopBrakeToolset(FunctionToolset([search]), max_repeats=3)
-    agent = Agent(model, toolsets=[tools])
+    agent = Agent(model, tools=[search], capabilities=[LoopBrakeCapability(max_repeats=3)])
 
-``call_tool`` sees each call after pydantic-ai validated its arguments and before
-the tool runs. A denied call's tool never runs: it raises ``ModelRetry`` with the
-core's denial text, which is how pydantic-ai tells a model to change its call
-(the model gets a retry prompt for that tool call id). Each denial uses one of
-the tool's retries (``Agent(retries=...)``), so a model that keeps repeating
-itself past them ends the run with ``UnexpectedModelBehavior``: a brake that
-stops, as the plugin's thrown error does.
+``wrap_tool_execute`` runs around every tool the agent executes, however it was
+registered (``@agent.tool``, ``@agent.tool_plain``, ``tools=[...]``, a toolset,
+an MCP server), after pydantic-ai validated its arguments and before the tool
+runs. A denied call's tool never runs: it raises ``ModelRetry`` with the core's
+denial text, which is how pydantic-ai tells a model to change its call (the
+model gets a retry prompt for that tool call id). Each denial uses one of the
+tool's retries (``Agent(retries=...)``), so a model that keeps repeating itself
+past them ends the run with ``UnexpectedModelBehavior``. A policy's stop ends the
+run at once: ``LoopBrakeStop`` (a ``LoopBrakeError`` carrying the stop's verdict)
+propagates out of ``run``/``run_sync``, and pydantic-ai's ``capture_run_messages()``
+holds the run's messages up to it. (``RunContext.cancel()`` would end it too, as a
+``RunCancelled`` that cannot say why.) Each tool's return value feeds the progress
+mode.
+
+``LoopBrakeToolset`` is the same brake as a wrapper toolset, for one toolset's
+tools only (it sees no tool registered outside it).
 
 The session is the conversation pydantic-ai resolves for the run
 (``ctx.conversation_id``: the one passed to ``run``, or the one on the message
 history, else a fresh id per run), else the run id: a run that continues a
-conversation continues its streak, two runs in parallel never share one.
-``toolset.brake`` is the ``LoopBrake``; ``session_key=`` (a function of the
-``RunContext``) keys calls yourself.
+conversation continues its streak, two runs in parallel never share one. A
+conversation can always come back, so its streak is not forgotten at the run's
+end; the session table is bounded instead (least recently used first,
+``integrations._session``). ``.brake`` is the ``LoopBrake``; ``session_key=`` (a
+function of the ``RunContext`` returning a str, or None for the default) keys
+calls yourself.
 """
 
 from __future__ import annotations
@@ -31,26 +43,78 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import ModelRetry
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
 
 from ..brake import LoopBrake
-from ._session import make_brake
+from ._session import SessionBrake, fresh_call_id, make_brake, stop_error
 
-__all__ = ["LoopBrakeToolset", "conversation_session_key"]
+__all__ = ["LoopBrakeCapability", "LoopBrakeToolset", "conversation_session_key"]
 
 
-def conversation_session_key(ctx: Any) -> str | None:
-    """The run's conversation id, else its run id (None: the core's ``"default"``)."""
-    return getattr(ctx, "conversation_id", None) or getattr(ctx, "run_id", None)
+def conversation_session_key(ctx: Any) -> str:
+    """The run's conversation id, else its run id (else a session of this call alone)."""
+    return getattr(ctx, "conversation_id", None) or getattr(ctx, "run_id", None) or fresh_call_id()
+
+
+def _seam(
+    brake: LoopBrake | None,
+    max_repeats: object,
+    policy: Any,
+    session_key: Callable[[Any], str | None] | None,
+) -> SessionBrake:
+    return SessionBrake(
+        make_brake(brake, max_repeats, policy=policy),
+        session_key=session_key,
+        default_key=conversation_session_key,
+        where="pydantic_ai",
+    )
+
+
+async def _braked_call(seam: SessionBrake, ctx: Any, name: str, args: Any, run: Any) -> Any:
+    """Judge one call (validated arguments hashed as JSON), run it, feed its result."""
+    verdict = seam.judge(seam.session(ctx), name, to_jsonable_python(args), ctx.tool_call_id)
+    if verdict.stop:
+        raise stop_error(verdict)
+    if verdict.denied:
+        raise ModelRetry(verdict.message)
+    result = await run()
+    seam.feed(verdict, result)
+    return result
+
+
+@dataclass(init=False)
+class LoopBrakeCapability(AbstractCapability[Any]):
+    """Deny the ``max_repeats``-th identical tool call in a row of a conversation."""
+
+    seam: SessionBrake = field(repr=False)
+
+    def __init__(
+        self,
+        brake: LoopBrake | None = None,
+        *,
+        max_repeats: object = None,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
+    ) -> None:
+        self.seam = _seam(brake, max_repeats, policy, session_key)
+
+    @property
+    def brake(self) -> LoopBrake:
+        return self.seam.brake
+
+    async def wrap_tool_execute(
+        self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
+    ) -> Any:
+        return await _braked_call(self.seam, ctx, call.tool_name, args, lambda: handler(args))
 
 
 @dataclass(init=False)
 class LoopBrakeToolset(WrapperToolset[Any]):
-    """Deny the ``max_repeats``-th identical tool call in a row of a conversation."""
+    """The brake around one toolset's tools (``LoopBrakeCapability`` brakes them all)."""
 
-    brake: LoopBrake = field(default_factory=LoopBrake)
-    session_key: Callable[[Any], str | None] = conversation_session_key
+    seam: SessionBrake = field(repr=False)
 
     def __init__(
         self,
@@ -58,19 +122,18 @@ class LoopBrakeToolset(WrapperToolset[Any]):
         brake: LoopBrake | None = None,
         *,
         max_repeats: object = None,
-        session_key: Callable[[Any], str | None] = conversation_session_key,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
     ) -> None:
-        self.brake = make_brake(brake, max_repeats)
+        self.seam = _seam(brake, max_repeats, policy, session_key)
         self.wrapped = wrapped
-        self.session_key = session_key
+
+    @property
+    def brake(self) -> LoopBrake:
+        return self.seam.brake
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        verdict = self.brake.check(
-            name,
-            to_jsonable_python(tool_args),  # validated values (dates, models) as JSON
-            session_id=self.session_key(ctx),
-            call_id=ctx.tool_call_id,
+        parent = super().call_tool
+        return await _braked_call(
+            self.seam, ctx, name, tool_args, lambda: parent(name, tool_args, ctx, tool)
         )
-        if verdict.denied:
-            raise ModelRetry(verdict.message)
-        return await super().call_tool(name, tool_args, ctx, tool)
