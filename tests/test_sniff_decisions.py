@@ -69,6 +69,11 @@ MARKERS = [
     '"type": "session_meta"',
     '"resourceSpans": [',
     '"tool": "Read"',
+    '"session_id": "s"',
+    '"parent_tool_use_id": null',
+    '"type": "thread.started"',
+    '"tool_id": "t"',
+    '"message_type": "action"',
 ]
 
 

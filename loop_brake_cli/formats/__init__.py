@@ -47,12 +47,15 @@ __all__ = [
 
 FORMATS: dict[str, str] = {
     "claude-code": "claude_code",
+    "claude-stream": "claude_stream",
     "claude-hooks": "hook_log",
     "codex": "codex",
+    "codex-exec": "codex_exec",
     "mcp": "mcp",
     "otel": "otel",
     "cassette": "cassette",
     "gemini-cli": "gemini_cli",
+    "gemini-stream": "gemini_stream",
     "openhands": "openhands",
     "swe-agent": "swe_agent",
     # Chat-shaped formats last: their sniffs are the most general.

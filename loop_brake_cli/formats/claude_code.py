@@ -13,7 +13,9 @@ One JSON object per line; a tool call is a ``tool_use`` block of an assistant li
   ``sessionId`` plus ``isSidechain: true`` and ``agentId``; their calls get
   their own streak, ``"<sessionId>/<agentId>"`` (``"<sessionId>/sidechain"``
   when an old version wrote no ``agentId``), so a subagent polling never
-  counts against its parent or the other way round.
+  counts against its parent or the other way round. A line with a snake-case
+  ``session_id`` instead (the stream of ``claude -p --output-format stream-json``,
+  read with ``--format claude-code``) is keyed as format ``claude-stream`` keys it.
 * ``summary``, ``system``, ``file-history-snapshot``, ``queue-operation`` and
   ``progress`` lines hold no calls and are skipped.
 * Results: the ``tool_result`` blocks of ``user`` lines, each a ``ToolResult``
@@ -94,8 +96,12 @@ def sniff(head: bytes) -> bool:
 
 
 def _session(obj: dict[str, Any]) -> str | None:
-    """The streak's session key, or None when the ids have the wrong type."""
+    """The streak's session key, or None when the ids have the wrong type. A line with
+    no ``sessionId`` but a snake-case ``session_id`` (``claude -p`` stream-json read as
+    this format) is keyed as that stream keys it (``stream_session``)."""
     session = obj.get("sessionId")
+    if session is None and "session_id" in obj:
+        return stream_session(obj)
     if session is not None and not isinstance(session, str):
         return None
     if obj.get("isSidechain") is True:
@@ -104,6 +110,26 @@ def _session(obj: dict[str, Any]) -> str | None:
             return None
         return subagent_session_key(session_key(session), agent or "sidechain")
     return session_key(session)
+
+
+def stream_session(obj: dict[str, Any]) -> str | None:
+    """The session key of a ``claude -p --output-format stream-json`` line (format
+    ``claude-stream``): ``session_id``, and a subagent's lines (``parent_tool_use_id``,
+    the id of the Task call that started it) get their own streak,
+    ``"<session_id>/<parent_tool_use_id>"``. None when the ids have the wrong type."""
+    session = obj.get("session_id")
+    parent = obj.get("parent_tool_use_id")
+    if session is not None and session.__class__ is not str:
+        return None
+    if parent is None:
+        return session_key(session)
+    if parent.__class__ is not str:
+        return None
+    return subagent_session_key(session_key(session), parent)
+
+
+_BAD_SESSION = "sessionId or agentId is not a string"
+STREAM_BAD_SESSION = "session_id or parent_tool_use_id is not a string"
 
 
 # "$.message.content[i]" for the first blocks of a message, built once
@@ -115,14 +141,20 @@ def _path(index: int) -> str:
 
 
 def _calls(
-    obj: Any, number: int | None, seen: RecentIds, turns: TurnUsage, results: bool
+    obj: Any,
+    number: int | None,
+    seen: RecentIds,
+    turns: TurnUsage,
+    results: bool,
+    stream: bool = False,
 ) -> list[Record]:
-    """The records of one parsed line."""
+    """The records of one parsed line (``stream``: a stream-json line, keyed by
+    ``stream_session``)."""
     if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
         return [BadRecord("not a JSON object", number)]
     kind = obj.get("type")
     if kind == "user":
-        return _results(obj, number) if results else []
+        return _results(obj, number, stream) if results else []
     if kind != "assistant":
         return []
     message = obj.get("message")
@@ -135,11 +167,16 @@ def _calls(
             return [BadRecord("message.content is not a list", number, "$.message.content")]
         if usage.__class__ is not dict:
             return []
-    session = obj.get("sessionId")
-    if session.__class__ is not str or obj.get("isSidechain") is True:
-        session = _session(obj)  # the common case above is session_key(session)
+    if stream:
+        session = stream_session(obj)
         if session is None:
-            return [BadRecord("sessionId or agentId is not a string", number)]
+            return [BadRecord(STREAM_BAD_SESSION, number)]
+    else:
+        session = obj.get("sessionId")
+        if session.__class__ is not str or obj.get("isSidechain") is True:
+            session = _session(obj)  # the common case above is session_key(session)
+            if session is None:
+                return [BadRecord(_BAD_SESSION, number)]
     out: list[Record] = []
     if usage.__class__ is dict:
         _usage(out, session, message, usage, number, turns)
@@ -225,7 +262,7 @@ def _larger(old: int | None, value: Any) -> int | None:
     return old
 
 
-def _results(obj: dict[str, Any], number: int | None) -> list[Record]:
+def _results(obj: dict[str, Any], number: int | None, stream: bool = False) -> list[Record]:
     """The ``tool_result`` blocks of a user line, each paired by its ``tool_use_id``.
 
     The result is ``{"content": ..., "isError": ...}`` (the block's own values, not
@@ -246,9 +283,9 @@ def _results(obj: dict[str, Any], number: int | None) -> list[Record]:
         if call_id.__class__ is not str:
             continue
         if session is None:
-            session = _session(obj)
+            session = stream_session(obj) if stream else _session(obj)
             if session is None:
-                return [BadRecord("sessionId or agentId is not a string", number)]
+                return [BadRecord(STREAM_BAD_SESSION if stream else _BAD_SESSION, number)]
         result = {"content": block.get("content"), "isError": block.get("is_error") is True}
         out.append(ToolResult(session, call_id, result, None, number, _path(index)))
     return out
@@ -288,8 +325,9 @@ def _is_whole_object(raw: bytes) -> bool:
     return stripped[:1] == b"{" and stripped[-1:] == b"}"
 
 
-def parse(source: Source) -> Iterator[Record]:
-    """Stream the records: each one is yielded as soon as its line is read.
+def parse(source: Source, stream: bool = False) -> Iterator[Record]:
+    """Stream the records: each one is yielded as soon as its line is read (``stream``:
+    the lines of ``claude -p --output-format stream-json``, format ``claude-stream``).
 
     A line without the bytes ``"tool_use"``, ``"tool_result"`` or ``"usage"``
     holds no record; when it also has the outline of a whole object it is not
@@ -299,15 +337,15 @@ def parse(source: Source) -> Iterator[Record]:
     from ..fast_canonical import AVAILABLE  # imported when a file is read
 
     if not AVAILABLE:
-        return _parse(source)
+        return _parse(source, stream)
     # orjson reads each line as parse_json would: every call's arguments are plain JSON
     # values, and judge may hash them the fast way
     from ..pipeline import plain_records
 
-    return plain_records(_parse_fast(source))
+    return plain_records(_parse_fast(source, stream))
 
 
-def _parse_fast(source: Source) -> Generator[Record, None, None]:
+def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None, None]:
     """``parse`` with orjson where it reads a line as parse_json would."""
     from ..fast_canonical import DecodeError, load_line, loads
 
@@ -333,12 +371,12 @@ def _parse_fast(source: Source) -> Generator[Record, None, None]:
                 if _reported(raw):
                     yield BadRecord(error, number)
                 continue
-        calls = _calls(obj, number, seen, turns, results)
+        calls = _calls(obj, number, seen, turns, results, stream)
         if calls:
             yield from calls
 
 
-def _parse(source: Source) -> Iterator[Record]:
+def _parse(source: Source, stream: bool = False) -> Iterator[Record]:
     """``parse`` with the exact parser."""
     seen, turns = RecentIds(), TurnUsage()
     results = source.results
@@ -355,6 +393,6 @@ def _parse(source: Source) -> Iterator[Record]:
             if _reported(raw):
                 yield BadRecord(error, number)
             continue
-        calls = _calls(obj, number, seen, turns, results)
+        calls = _calls(obj, number, seen, turns, results, stream)
         if calls:
             yield from calls
