@@ -8,13 +8,17 @@ named by its class only, since its text may quote the input.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..brake import LoopBrake
+from ..records import BadRecord, Record
+from ..verdicts import Verdict
 from .analyzer import Analyzer
-from .report import FileInfo, Report, merge
+from .report import ERRORS_KEPT, FileInfo, Report, merge
+
+Judged = tuple[Record, Verdict | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +52,11 @@ def replay_file(
     A file found in a directory (``in_directory``) that is not a transcript is
     skipped (``Analyzer.skip_file``) unless ``strict``; one that agents keep beside
     their transcripts (Gemini CLI's logs.json) is skipped even then. With
-    ``format_name`` forced, a file that looks like another format is a file-level
-    error and is not read; so is one that gives no call. ``on_progress`` is called
-    now and then with the bytes read from the file so far.
+    ``format_name`` forced, the file is read as that format (as ``filter`` reads it):
+    one that looks like another format gets a warning (``FileInfo.warning``), and is
+    a file-level error only when it gives no call (as is any file that gives none) or
+    under ``strict``.
+    ``on_progress`` is called now and then with the bytes read from the file so far.
     """
     from ..fastpath import relaxed_gc
     from ..formats import parse_records
@@ -80,12 +86,12 @@ def replay_file(
             analyzer.file_error(choice.error or "not a transcript")
             return info
         adapter, check = choice.adapter, choice.check
-        if check is not None and (mismatch := check.mismatch()) is not None:
-            analyzer.file_error(mismatch)  # not read: its records would all be noise
-            return info
+        mismatch = check.mismatch() if check is not None else None
         info.format = adapter.INFO.name
         add = analyzer.add
         judged = judge(parse_records(adapter, source, brake.progress), brake)
+        if mismatch is not None:
+            judged = _errors_held(judged)
         with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
             if on_progress is None:  # no count kept per record when nobody asks
                 for record, verdict in judged:
@@ -95,8 +101,13 @@ def replay_file(
                     add(record, verdict)
                     if not n & 1023:
                         on_progress(_position(raw, source))
-        if check is not None and info.calls == 0 and (nothing := check.nothing_read()):
-            analyzer.file_error(nothing)
+        if check is not None and info.calls == 0:
+            if (problem := mismatch or check.nothing_read()) is not None:
+                analyzer.file_error(problem)
+        elif mismatch is not None and strict:
+            analyzer.file_error(mismatch)  # --strict: read, and counted unreadable
+        elif mismatch is not None:
+            info.warning = mismatch  # forced, and read: said, not an error
     except UnreadableInputError as exc:
         after = f" (after call {info.calls})" if info.calls else ""
         analyzer.file_error(f"unreadable{after}: {exc}")
@@ -107,6 +118,31 @@ def replay_file(
         if on_progress is not None:
             on_progress(size)
     return info
+
+
+def _errors_held(judged: Iterator[Judged]) -> Iterator[Judged]:
+    """``judged`` with its unreadable records held back until the first call: a file forced
+    into a format it does not look like either gives calls (then its errors are its own,
+    counted in order before that call) or only the one mismatch message, not an error per
+    line of a file read as what it is not. At most ``ERRORS_KEPT`` are held (a report
+    lists no more); the rest are only counted."""
+    held: list[Judged] = []
+    more = 0
+    last: Any = None
+    for pair in judged:
+        if pair[1] is None and pair[0].__class__ is BadRecord:
+            if len(held) < ERRORS_KEPT:
+                held.append(pair)
+            else:
+                more, last = more + 1, pair
+            continue
+        if held and pair[1] is not None:
+            yield from held
+            for _ in range(more):
+                yield last
+            held, more = [], 0
+        yield pair
+    # no call came: the errors are dropped, the caller says the mismatch once
 
 
 def internal_error(format_name: str | None, calls: int, exc: BaseException) -> str:

@@ -212,9 +212,12 @@ class FileInfo:
     size: int = 0
     opened: bool = True
     """False: the file could not be opened; a summary names it on stderr only."""
+    warning: str | None = None
+    """Read as a forced ``--format`` though it looks like another format (and calls came
+    out): said on stderr and in ``--json`` (the key only then), not an error."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "file": self.file,
             "format": self.format,
             "calls": self.calls,
@@ -223,6 +226,9 @@ class FileInfo:
             "unreadable": self.unreadable,
             "error": self.error,
         }
+        if self.warning is not None:
+            out["warning"] = self.warning
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,15 +63,19 @@ def print_verdicts(
                 continue
             name = choice.adapter.INFO.name
             check = choice.check
-            if check is not None and (mismatch := check.mismatch()) is not None:
+            mismatch = check.mismatch() if check is not None else None
+            if mismatch is not None:  # forced: read all the same, as replay's summary does
                 _fail(f"{src.name}: {mismatch}")
-                unreadable = True
+                unreadable = unreadable or strict
             records = parse_records(choice.adapter, src, brake.progress)
             write_verdicts(records, brake, tally, out, file=file_label)
-            if check is not None and tally.calls == before and (nothing := check.nothing_read()):
-                out.flush()
-                _fail(f"{src.name}: {nothing}")
-                unreadable = True
+            if check is not None and tally.calls == before:
+                if mismatch is not None:
+                    unreadable = True
+                elif (nothing := check.nothing_read()) is not None:
+                    out.flush()
+                    _fail(f"{src.name}: {nothing}")
+                    unreadable = True
         except UnreadableInputError as exc:
             out.flush()
             _fail(f"{src.name}: {exc}")

@@ -17,7 +17,7 @@ import click
 from ..brake import LoopBrake
 from ..exitcodes import ExitStatus, epilog
 from ..formats import UnknownFormatError, get, names, parse_records
-from ..formats._detect import FormatCheck, peek
+from ..formats._detect import FormatCheck, peek, rereadable
 from ..output import LineWriter
 from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
 from ..reader import UnreadableInputError, cannot_open, open_source
@@ -165,7 +165,7 @@ def filter_command(
             continue
         file_label = source.name if label else None
         try:
-            check = FormatCheck(adapter, peek(source))
+            check = FormatCheck(adapter, peek(source), path=rereadable(path))
             if (mismatch := check.mismatch()) is not None:
                 out.flush()
                 _say(f"{source.name}: {mismatch}")

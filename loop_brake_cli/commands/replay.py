@@ -82,8 +82,9 @@ def _write_json(doc: object) -> None:
     "format_name",
     type=click.Choice(names()),
     default=None,
-    help="Read every file as this format (default: detected per file). A file that "
-    "looks like another format, or gives no tool call, is then unreadable.",
+    help="Read every file as this format (default: detected per file), as filter does: "
+    "a file that looks like another format is read with a warning; one that gives no "
+    "tool call is unreadable.",
 )
 @click.option(
     "--continue-sessions",
@@ -132,7 +133,7 @@ def _write_json(doc: object) -> None:
     "--strict",
     is_flag=True,
     help="A file in a directory that is not a transcript is unreadable (exit 3) "
-    "instead of skipped.",
+    "instead of skipped; so is one read as a --format it does not look like.",
 )
 @click.option(
     "-j",
@@ -386,6 +387,9 @@ def _write_html(report: Report, target: str, policy: Any, prices: Prices | None)
 def _report_problems(report: Report) -> None:
     """Each unreadable file or record, and each skipped file, once on stderr."""
     unopened = {info.file for info in report.files if not info.opened}
+    for info in report.files:
+        if info.warning is not None:
+            _fail(f"{info.file}: {info.warning}")
     for error in report.errors:
         if error.file in unopened and error.line is None and error.path is None:
             reason = error.message.removeprefix("cannot open: ")

@@ -27,7 +27,16 @@ from typing import Any
 from ..reader import CHUNK_SIZE, JSON_WHITESPACE, Source
 from ._sniff import head_text
 
-__all__ = ["Choice", "FormatCheck", "choose", "is_live", "not_a_transcript", "peek"]
+__all__ = [
+    "Choice",
+    "FormatCheck",
+    "choose",
+    "is_live",
+    "not_a_transcript",
+    "peek",
+    "reads",
+    "rereadable",
+]
 
 
 def is_live(source: Source) -> bool:
@@ -80,12 +89,15 @@ _UNDETECTED: Any = object()
 class FormatCheck:
     """One input read as a given format: what to say about it, at most once."""
 
-    __slots__ = ("adapter", "head", "said", "_detected")
+    __slots__ = ("adapter", "head", "said", "path", "_detected")
 
-    def __init__(self, adapter: ModuleType, head: bytes, said: bool = False) -> None:
+    def __init__(
+        self, adapter: ModuleType, head: bytes, said: bool = False, path: str | None = None
+    ) -> None:
         self.adapter = adapter
         self.head = head
         self.said = said
+        self.path = path  # a regular file that can be read again to check advice; else None
         self._detected: ModuleType | None = _UNDETECTED
 
     @property
@@ -118,7 +130,10 @@ class FormatCheck:
             return None
         self.said = True
         found = other.INFO.name
-        return f"looks like {_named(found)}, not {_read_as(self.name)}; use --format {found}"
+        said = f"looks like {_named(found)}, not {_read_as(self.name)}"
+        if not reads(other, self.path):
+            return f"{said} (but {found} reads no tool call from it either)"
+        return f"{said}; use --format {found}"
 
     def nothing_read(self) -> str | None:
         """After reading: no tool call came out of content that is not blank.
@@ -134,9 +149,52 @@ class FormatCheck:
         if other is None:
             return f"no tool call read as {read_as}, and it is not a format loop-brake knows"
         found = other.INFO.name
+        if not reads(other, self.path):
+            return (
+                f"no tool call read as {read_as}; it looks like {_named(found)}, "
+                f"but {found} reads no tool call from it either"
+            )
         return (
             f"no tool call read as {read_as}; it looks like {_named(found)}: use --format {found}"
         )
+
+
+def reads(adapter: ModuleType, path: str | None) -> bool:
+    """Whether ``--format <adapter>`` would read the file at ``path``: a tool call comes out,
+    or at least no error (a transcript of this format without calls). Advice to use a
+    format is given only then, so it never sends the user from one refusal to another
+    (a SWE-agent demonstration was once said to be openai-chat, which could not read it).
+    True when the input cannot be read again (a live stream: ``path`` None); never raises.
+    """
+    if path is None:
+        return True
+    from ..reader import open_source
+    from ..records import BadRecord, ToolCall
+    from . import parse_records
+
+    try:
+        source = open_source(path)
+    except OSError:
+        return True
+    try:
+        for record in parse_records(adapter, source):
+            if record.__class__ is ToolCall:
+                return True
+            if record.__class__ is BadRecord:
+                return False
+    except Exception:  # an unreadable file or an adapter's bug: no advice either way
+        return False
+    finally:
+        source.close()
+    return True
+
+
+def rereadable(path: str) -> str | None:
+    """``path`` when it names a regular file (it can be read again), else None."""
+    try:
+        return path if path != "-" and stat.S_ISREG(os.stat(path).st_mode) else None
+    except (OSError, ValueError):
+        return None
 
 
 # Patterns, compiled (and cached by re) on the first logs.json seen, not at start-up.
@@ -200,7 +258,7 @@ def choose(
         return Choice(skip=known, quiet=True)
     if format_name is not None:
         adapter = get(format_name)
-        return Choice(adapter, FormatCheck(adapter, head))
+        return Choice(adapter, FormatCheck(adapter, head, path=rereadable(path)))
     try:
         return Choice(detect(head, path))
     except UnknownFormatError as exc:
