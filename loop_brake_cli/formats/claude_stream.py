@@ -1,7 +1,8 @@
 """Claude Code headless output: ``claude -p --output-format stream-json --verbose``.
 
 One JSON object per line on the agent's stdout, as it works (also what the Claude
-Agent SDK yields, and what Amp's ``--stream-json`` writes: the same shapes). A tool
+Agent SDK yields; Amp's ``--stream-json`` is said to write the same shapes, not
+checked on a recording of it). A tool
 call is a ``tool_use`` block of an ``assistant`` line, as in a session transcript
 (format ``claude-code``), but the keys around it are the SDK's::
 
