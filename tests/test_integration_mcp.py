@@ -293,3 +293,35 @@ def test_no_policy_is_discovered_from_the_working_directory(
     from loop_brake_cli.brake import DISCOVER
 
     assert attach(make_server([]), policy=DISCOVER).policy is not None  # the opt-in
+
+
+def test_principal_session_key_brakes_each_authenticated_stateless_client() -> None:
+    """Stateless requests keyed by the SDK's bearer-auth principal: one client's third
+    identical call is denied, another principal's first call is not, and a request with
+    no principal is alone."""
+    from mcp.server.auth.middleware.auth_context import auth_context_var
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from loop_brake_cli.integrations.mcp import principal_session_key
+
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=3, session_key=principal_session_key)
+
+    async def as_client(client_id: str | None) -> bool:
+        user = None
+        if client_id is not None:
+            user = AuthenticatedUser(AccessToken(token="t", client_id=client_id, scopes=[]))
+        token = auth_context_var.set(user)
+        try:
+            async with Client(server) as client:
+                return (await client.call_tool("search", {"q": "weather"})).is_error
+        finally:
+            auth_context_var.reset(token)
+
+    async def main() -> list[bool]:
+        order = ["alice", "alice", None, "bob", None, "alice", "bob"]
+        return [await as_client(who) for who in order]
+
+    assert anyio.run(main) == [False, False, False, False, False, True, False]

@@ -25,8 +25,9 @@ another request, and so is never denied: the server cannot tell two clients
 apart, and a shared streak would let one client's calls deny another's (and tell
 it what the other called). To brake stateless clients, pass ``session_key=`` (a
 function of the middleware's ``ServerRequestContext`` returning a str, or None
-for the default), keyed on something that is one client's own (an authenticated
-principal, ``mcp.server.auth.middleware.auth_context.get_access_token()``).
+for the default), keyed on something that is one client's own:
+``principal_session_key`` keys each authenticated principal (the SDK's bearer
+auth) and leaves unauthenticated requests to the default.
 
 Each call's result feeds the policy's progress mode. The brake is bounded
 (``integrations._session``); a connection's streak is forgotten with it.
@@ -41,7 +42,21 @@ from ..brake import LoopBrake
 from ._denial import META_KEY, denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake, to_json
 
-__all__ = ["LoopBrakeMiddleware", "attach", "dispose"]
+__all__ = ["LoopBrakeMiddleware", "attach", "dispose", "principal_session_key"]
+
+
+def principal_session_key(ctx: Any) -> str | None:
+    """The authenticated principal of the request (the SDK's bearer-token auth: its
+    client id, and the token's issuer and subject when it names them), else None (the
+    default session). For ``session_key=`` on a server whose stateless clients each
+    authenticate as themselves: one streak per principal, never across principals."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    if token is None:
+        return None
+    issuer = (token.claims or {}).get("iss")
+    return f"principal:{token.client_id}:{issuer or ''}:{token.subject or ''}"
 
 
 def _result_json(result: Any) -> Any:
