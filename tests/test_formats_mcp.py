@@ -280,3 +280,27 @@ _PREFIXES = ["", "STDIN: ", "STDOUT: ", "2026-01-01T00:00:00Z [info] [s] Message
 @given(st.lists(mutated(_MESSAGES), min_size=3, max_size=3), st.sampled_from(_PREFIXES))
 def test_fuzz_mutated_messages_never_raise(rows, prefix) -> None:
     judge_all("mcp", "\n".join(prefix + json.dumps(r) for r in rows).encode())
+
+
+def test_a_retry_with_input_responses_continues_its_call() -> None:
+    """2026-07-28: a call answered with InputRequiredResult is sent again with the
+    client's answers (inputResponses, requestState); that is the same call going on,
+    not a repeat, so a tool that asks twice is not denied at its third request."""
+    from loop_brake_cli.wire.mcp import Connections
+
+    connections = Connections()
+    params = {"name": "deploy", "arguments": {"env": "prod"}}
+    rounds = [
+        params,
+        dict(params, inputResponses={"confirm": {"action": "accept"}}, requestState="s1"),
+        dict(params, inputResponses={"confirm": {"action": "accept"}}, requestState="s2"),
+        dict(params, requestState=None),  # null: not a continuation
+    ]
+    records = []
+    for number, p in enumerate(rounds, 1):
+        message = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": p}
+        record = connections.client_message(message, line=number)
+        if record is not None:
+            records.append(record)
+    assert [r.line for r in records] == [1, 4]
+    assert [v.count for _, v in judge(records, LoopBrake(3))] == [1, 2]

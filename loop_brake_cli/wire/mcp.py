@@ -23,6 +23,11 @@ client message, so a recorded session replays to the verdicts the proxy gave.
   not what JSON-RPC asks for, but a server answers it) is still a call, judged
   without a call id (counted, never a duplicate), so no client escapes the brake
   by its choice of ids; the proxy answers a denial with the id's own bytes.
+* A ``tools/call`` whose params carry ``inputResponses`` or ``requestState``
+  (the 2026-07-28 multi-round-trip flow: the server answered an earlier call
+  with an ``InputRequiredResult`` and the client sends the same call again with
+  the answers) continues that call: it is traffic, not a new call, so a tool
+  that asks its user twice is not denied for it.
 * No de-duplication: a request logged (or sent) twice reaches the streak step,
   which marks the second a duplicate (``streak.step``).
 * stdio carries no session id, so the session is the connection,
@@ -85,6 +90,17 @@ def decode_call(
         call_id = None
     args, unparsed = parse_arguments(params.get("arguments"))
     return ToolCall(name, args, session, call_id, line, path, unparsed)
+
+
+CONTINUATION_PARAMS = ("inputResponses", "requestState")
+
+
+def _continues(message: dict[str, Any]) -> bool:
+    """A retry that answers the server's input requests for an earlier call."""
+    params = message.get("params")
+    return isinstance(params, dict) and any(
+        params.get(key) is not None for key in CONTINUATION_PARAMS
+    )
 
 
 def _pending_key(request_id: Any) -> tuple[Any, Any] | None:
@@ -188,6 +204,8 @@ class Connections:
             return None
         self.touch(label)
         if method != "tools/call" or "id" not in message:
+            return None
+        if _continues(message):
             return None
         record = decode_call(message, self.session(label), line, path)
         if self._pending is not None and record.__class__ is ToolCall:
