@@ -11,6 +11,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -27,6 +28,7 @@ FRAMEWORKS = [
     "google",
     "fastmcp",
     "claude_agent_sdk",
+    "smolagents",
 ]
 
 
@@ -71,12 +73,16 @@ def test_the_doc_has_one_example_per_integration() -> None:
 
 
 @pytest.mark.parametrize("heading,code,expected", EXAMPLES)
-def test_example_runs_and_prints_what_the_doc_shows(heading: str, code: str, expected: str) -> None:
+def test_example_runs_and_prints_what_the_doc_shows(
+    heading: str, code: str, expected: str, tmp_path: Path
+) -> None:
     missing = needs(code)
     if missing:
         pytest.skip(f"{missing} is not installed (its extra)")
+    script = tmp_path / "example.py"  # a file, as a user runs it (smolagents' @tool reads
+    script.write_text(code, encoding="utf-8")  # its function's source)
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, str(script)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from loop_brake_cli.integrations._session import SessionBrake, make_brake
+from loop_brake_cli.integrations._session import SessionBrake, make_brake, to_json
 
 
 def test_judge_from_many_threads_loses_no_count() -> None:
@@ -148,3 +148,26 @@ def test_no_integration_reads_a_policy_it_was_not_given(
     assert build(module, policy=DISCOVER).brake.policy is not None
     monkeypatch.setenv("LOOP_BRAKE_POLICY", str(tmp_path / ".loop-brake.toml"))
     assert build(module).brake.policy is None
+
+
+def test_a_str_subclass_result_feeds_the_progress_mode(tmp_path: Path) -> None:
+    # smolagents hands tool results over as AgentText, a str subclass, which the
+    # canonical form refuses: fed as is, no result ever paired, and a poll whose
+    # output kept changing was denied at the third call.
+    policy = tmp_path / "policy.toml"
+    policy.write_text("progress = true\n")
+    seam = SessionBrake(
+        make_brake(None, 3, policy=str(policy)),
+        session_key=None,
+        default_key=lambda ctx: "s",
+        where="test",
+    )
+
+    class Text(str):
+        pass
+
+    assert to_json(Text("tick")).__class__ is str
+    for tick in range(5):
+        verdict = seam.judge("s", "poll", {"job": 1})
+        assert not verdict.denied
+        assert seam.feed(verdict, Text(f"tick {tick}"))

@@ -17,6 +17,8 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
   wrapper (hand-built graphs, ``create_react_agent``).
 * ``loop_brake_cli.integrations.fastmcp``: FastMCP server middleware.
 * ``loop_brake_cli.integrations.claude_agent_sdk``: Claude Agent SDK hook callbacks.
+* ``loop_brake_cli.integrations.smolagents``: smolagents' ``ToolCallingAgent`` and
+  ``CodeAgent``.
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
 the core's ``Verdict.message``: never the arguments. What they share (the brake,

@@ -107,10 +107,11 @@ def stop_error(verdict: Verdict) -> LoopBrakeStop:
 def to_json(result: Any) -> Any:
     """A tool's result as a JSON value for the progress digest; raises ``TypeError``
     or ``ValueError`` when it has none. JSON values pass as they are; other objects
-    (pydantic models, dataclasses) through pydantic's JSON mode when pydantic is
+    (pydantic models, dataclasses, a str or list subclass, which the canonical form
+    refuses) through pydantic's JSON mode when pydantic is
     installed (every supported framework depends on it)."""
-    if result is None or isinstance(result, (str, int, float, bool, list, dict)):
-        return result
+    if result is None or result.__class__ in (str, int, float, bool, list, dict):
+        return result  # the exact types: a subclass (smolagents' AgentText) is converted
     try:
         from pydantic_core import to_jsonable_python
     except ImportError:  # pragma: no cover - every framework we support brings pydantic
