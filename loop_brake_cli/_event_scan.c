@@ -14,7 +14,8 @@
  * - its members "tool", "sessionId" and "callId" are strings without escapes,
  *   "args" is present and not null, each at most once, and it has no "agentId"
  *   or "agent_id" member and no member name with an escape (which could spell
- *   one of these names);
+ *   one of these names); every other member is any JSON value (it is dropped, so
+ *   only the grammar matters: see any_value), nested at most MAX_DEPTH deep;
  * - digest is sha256(tool + "\n" + canonical_json(args)), canonical_json being
  *   the core's (canonical.py), because args stays inside a subset where the
  *   canonical form is the input with whitespace removed and object members
@@ -607,6 +608,157 @@ static int value(Reader *r)
     }
 }
 
+/* ---- any JSON, validated only (members the event line drops) --------------------- *
+ * A dropped member's value needs only to be JSON as canonical.parse_json reads it
+ * (Python's json module: any escape it knows, \u with four hex digits, lone
+ * surrogates included; any number of the grammar, whatever its size; duplicate
+ * names), since nothing of it reaches a verdict. Nothing is written to out_buf. */
+
+static int any_value(Reader *r);
+
+static inline int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int any_string(Reader *r)
+{
+    r->p++; /* '"' */
+    while (r->p < r->end) {
+        unsigned char c = *r->p;
+        if (c == '"') {
+            r->p++;
+            return OK;
+        }
+        if (c == '\\') {
+            if (r->end - r->p < 2)
+                return NO;
+            switch (r->p[1]) {
+            case '"':
+            case '\\':
+            case '/':
+            case 'b':
+            case 'f':
+            case 'n':
+            case 'r':
+            case 't':
+                r->p += 2;
+                continue;
+            case 'u':
+                if (r->end - r->p < 6 || !is_hex(r->p[2]) || !is_hex(r->p[3]) ||
+                    !is_hex(r->p[4]) || !is_hex(r->p[5]))
+                    return NO;
+                r->p += 6;
+                continue;
+            default:
+                return NO;
+            }
+        }
+        if (c < 0x20)
+            return NO;
+        if (c < 0x80) {
+            r->p++;
+            continue;
+        }
+        size_t size = utf8_size(r->p, r->end);
+        if (size == 0)
+            return NO;
+        r->p += size;
+    }
+    return NO;
+}
+
+/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)? */
+static int any_number(Reader *r)
+{
+    const unsigned char *p = r->p, *end = r->end;
+    if (*p == '-')
+        p++;
+    if (!is_digit(p, end))
+        return NO;
+    if (*p == '0')
+        p++;
+    else
+        while (is_digit(p, end))
+            p++;
+    if (p < end && *p == '.') {
+        p++;
+        if (!is_digit(p, end))
+            return NO;
+        while (is_digit(p, end))
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (!is_digit(p, end))
+            return NO;
+        while (is_digit(p, end))
+            p++;
+    }
+    r->p = p;
+    return OK;
+}
+
+static int any_container(Reader *r, unsigned char close)
+{
+    r->p++; /* '{' or '[' */
+    skip_space(r);
+    if (r->p < r->end && *r->p == close) {
+        r->p++;
+        return OK;
+    }
+    for (;;) {
+        if (close == '}') {
+            if (r->p >= r->end || *r->p != '"' || any_string(r) != OK)
+                return NO;
+            skip_space(r);
+            if (r->p >= r->end || *r->p != ':')
+                return NO;
+            r->p++;
+            skip_space(r);
+        }
+        if (any_value(r) != OK)
+            return NO;
+        int got = separator(r, close);
+        if (got == CLOSED)
+            return OK;
+        if (got != NEXT)
+            return NO;
+    }
+}
+
+static int any_value(Reader *r)
+{
+    if (r->p >= r->end)
+        return NO;
+    int got;
+    switch (*r->p) {
+    case '{':
+    case '[':
+        if (++r->depth > MAX_DEPTH)
+            return NO; /* the caller's own path reads it (and says when too deep) */
+        got = any_container(r, *r->p == '{' ? '}' : ']');
+        r->depth--;
+        return got;
+    case '"':
+        return any_string(r);
+    case 't':
+    case 'f':
+    case 'n': {
+        const char *word = *r->p == 't' ? "true" : *r->p == 'f' ? "false" : "null";
+        size_t size = strlen(word);
+        if ((size_t)(r->end - r->p) < size || memcmp(r->p, word, size) != 0)
+            return NO;
+        r->p += size;
+        return OK;
+    }
+    default:
+        return any_number(r);
+    }
+}
+
 /* ---- the event line ------------------------------------------------------------- */
 
 typedef struct {
@@ -671,10 +823,8 @@ static int event(Reader *r, Span *tool, Span *session, Span *call, size_t *args_
         }
         else if (name_is(name, name_size, "agentId") || name_is(name, name_size, "agent_id"))
             return NO;
-        else {
-            got = value(r); /* validated, then dropped */
-            r->out = mark;
-        }
+        else
+            got = any_value(r); /* validated as any JSON, then dropped */
         if (got != OK)
             return got;
         got = separator(r, '}');

@@ -467,6 +467,78 @@ def test_near_misses_are_declined(line: bytes) -> None:
     assert _event_scan.scan_event(line) is None
 
 
+# Members the event line drops need only be JSON: real lines carry nanosecond and
+# microsecond timestamps, exponents, escapes and repeated keys in their metadata, and
+# declining them sent whole streams to the Python path (issue 30).
+DROPPED_VALUES = [
+    "1733097600.123456",
+    "1733097600123456789",
+    "1e9",
+    "1.0",
+    "-0",
+    "1E+400",
+    "0.0000001",
+    "1" + "0" * 400,
+    '"caf\\u00e9 \\/ \\ud800 \\uDFFF \\\\ \\""',
+    '{"a":1,"a":2,"\\u0074ool":"x","n":{"k":[1.50,-0.0]}}',
+    '[true,false,null,{},[],""]',
+    '{"tool":"other","sessionId":"elsewhere","args":{"q":"secret"}}',
+]
+
+
+@built
+@pytest.mark.parametrize("dropped", DROPPED_VALUES)
+@pytest.mark.parametrize("name", ["ts", "meta", "toolName", "session_id", "id", "type"])
+def test_dropped_members_may_hold_any_json(dropped: str, name: str) -> None:
+    line = f'{{"{name}":{dropped},"tool":"t","args":{{"q":1}},"sessionId":"s","callId":"c"}}'
+    assert check(line.encode()), line
+    tail = f'{{"tool":"t","args":{{"q":1}},"sessionId":"s","callId":"c","{name}":{dropped}}}'
+    assert check(tail.encode()), tail
+
+
+DROPPED_NOT_JSON = [
+    '"\\x"',
+    '"\\u12"',
+    '"\\u12g4"',
+    '"\\"',
+    '"a\x01b"',
+    "01",
+    "1.",
+    ".5",
+    "-",
+    "1e",
+    "1e+",
+    "+1",
+    "NaN",
+    "Infinity",
+    "tru",
+    "nul",
+    "[1,]",
+    '{"a":1,}',
+    '{"a" 1}',
+    "{1:2}",
+    "",
+]
+
+
+@built
+@pytest.mark.parametrize("dropped", DROPPED_NOT_JSON)
+def test_a_dropped_member_that_is_not_json_is_declined(dropped: str) -> None:
+    line = f'{{"ts":{dropped},"tool":"t","args":{{}},"sessionId":"s","callId":"c"}}'
+    assert _event_scan.scan_event(line.encode()) is None, line
+    assert exact_answer(line.encode()) is None
+
+
+@built
+@pytest.mark.parametrize("depth", [62, 63, 64, 65, 1000])
+def test_dropped_members_nested_past_the_limit_are_declined_not_misread(depth: int) -> None:
+    line = '{"m":' + "[" * depth + "]" * depth + ',"tool":"t","args":{},"sessionId":"s","callId":"c"}'
+    got = _event_scan.scan_event(line.encode())
+    assert (got is not None) == (depth < 64)
+    if got is not None:
+        assert check(line.encode())
+
+
 @built
 @pytest.mark.parametrize("depth", [1, 62, 63, 64, 65, 1000, 5000])
 @pytest.mark.parametrize("kind", ["[]", "{}"])
