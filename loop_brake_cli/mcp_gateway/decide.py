@@ -24,7 +24,7 @@ from ..mcp_proxy.spans import member_span
 from ..output import json_line
 from ..pipeline import judge
 from ..records import BadRecord, ToolCall, error_record, verdict_record
-from ..wire.mcp import decode_call
+from ..wire.mcp import continues_call, decode_call
 from .keys import SessionNameError, session_key
 
 __all__ = ["Answer", "GatewayBrake", "INVALID_REQUEST", "request_error"]
@@ -118,4 +118,10 @@ class GatewayBrake:
 
 
 def _is_call(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message
+    """A tools/call request that counts (``wire.mcp``'s rule: not a continuation)."""
+    return (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and "id" in message
+        and not continues_call(message)
+    )

@@ -56,7 +56,14 @@ from ..canonical import canonical_json, parse_arguments
 from ..records import BadRecord, Record, ToolCall, ToolResult
 from .fields import FieldError, call_id_of, tool_of
 
-__all__ = ["DEFAULT_LABEL", "MAX_PENDING", "Connections", "decode_call", "messages"]
+__all__ = [
+    "DEFAULT_LABEL",
+    "MAX_PENDING",
+    "Connections",
+    "continues_call",
+    "decode_call",
+    "messages",
+]
 
 DEFAULT_LABEL = "mcp"
 MAX_PENDING = 4096  # tools/call requests per connection waiting for their response
@@ -95,7 +102,7 @@ def decode_call(
 CONTINUATION_PARAMS = ("inputResponses", "requestState")
 
 
-def _continues(message: dict[str, Any]) -> bool:
+def continues_call(message: dict[str, Any]) -> bool:
     """A retry that answers the server's input requests for an earlier call."""
     params = message.get("params")
     return isinstance(params, dict) and any(
@@ -205,7 +212,7 @@ class Connections:
         self.touch(label)
         if method != "tools/call" or "id" not in message:
             return None
-        if _continues(message):
+        if continues_call(message):
             return None
         record = decode_call(message, self.session(label), line, path)
         if self._pending is not None and record.__class__ is ToolCall:
