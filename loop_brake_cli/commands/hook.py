@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from .. import agents
 from ..exitcodes import ExitStatus
@@ -94,7 +95,7 @@ INSTALL_EXIT_HELP = (
     "absolute path to the hook command."
 )
 def install_command(
-    agent: str, scope: str, dry_run: bool, executable: str, policy_path: str | None = None
+    agent: str, scope: str, dry_run: bool, executable: str | None, policy_path: str | None = None
 ) -> int:
     """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
 
@@ -117,6 +118,8 @@ def install_command(
     else:
         loaded = _found_policy()
     progress = loaded is not None and loaded.uses_progress
+    if click.get_current_context().get_parameter_source("executable") is ParameterSource.DEFAULT:
+        executable = None  # the installed entry's program, if there is one
     what = "the hook (pre-tool and post-tool events: the policy uses progress)"
     return _apply(
         "loop-brake hook install",
@@ -195,6 +198,8 @@ def _apply(
     if dry_run:
         click.echo(plan.text, nl=False)
         state = "would change" if plan.changed else f"{unchanged}, would not change"
+        if getattr(plan, "updated", False):
+            state = f"would update the hook (its command would be `{plan.command}`)"
         click.echo(f"{prog}: {path} {state} (dry run)", err=True)
         return ExitStatus.OK
     if not plan.changed:
@@ -210,5 +215,7 @@ def _apply(
         click.echo(f"{prog}: cannot write {path}: {reason}; left untouched", err=True)
         return ExitStatus.UNREADABLE
     note = f" (backup: {backup})" if backup else ""
+    if getattr(plan, "updated", False):  # install over an entry with another command
+        done = f"updated the hook (its command is now `{plan.command}`) in"
     click.echo(f"{prog}: {done} {path}{note}", err=True)
     return ExitStatus.OK

@@ -30,6 +30,13 @@ to the agent's post-tool events too (``Install.result_events``: Claude Code
 edited as the pre-tool one is, and one already holding our entry is left as it
 is. Without progress the file gets exactly the pre-tool entry, as before.
 
+An entry of ours whose command differs from the one asked for (another
+``--policy``, none, another ``--command``) is replaced, not kept beside the new
+one nor left as it was: the user who installs with ``--policy FILE`` must get
+that policy live (``InstallPlan.updated``; the command says so). Without
+``--command`` the program of the installed entry is kept (a venv path stays).
+An identical entry is left where it is: installing twice changes nothing.
+
 ``hook uninstall`` (``plan_uninstall``) removes every loop-brake handler from the
 agent's pre-tool and post-tool events, by the same kind of minimal text edit
 (``settings_edit.remove_hook_entries``): other handlers, events and bytes stay.
@@ -88,6 +95,8 @@ class InstallPlan:
     changed: bool
     text: str
     settings: SettingsFile | None = None
+    updated: bool = False  # an entry of ours with another command was replaced
+    command: str = ""  # the entry's command (install only)
 
 
 def install_target(agent: str) -> Install:
@@ -163,29 +172,61 @@ def install_events(agent: str, progress: bool = False) -> tuple[str, ...]:
     return (target.event, *target.result_events) if progress else (target.event,)
 
 
+def _installed_program(text: str, agent: str) -> str | None:
+    """The program of the first loop-brake handler installed for ``agent``, if any."""
+    seen: list[str] = []
+
+    def collect(command: str) -> bool:
+        if _is_ours(command):
+            seen.append(command)
+        return False  # nothing is removed: every handler is visited
+
+    remove_hook_entries(text, install_events(agent, progress=True), collect)
+    for command in seen:
+        try:
+            words = shlex.split(command, posix=os.name != "nt")
+        except ValueError:
+            continue
+        if words:
+            return words[0]
+    return None
+
+
 def plan_install(
     agent: str,
     path: str,
-    executable: str = "loop-brake",
+    executable: str | None = "loop-brake",
     policy: str | None = None,
     progress: bool = False,
 ) -> InstallPlan:
     """Read ``path`` (if any) and compute the edited text; raises InstallError.
-    ``progress``: the policy in effect uses progress (post-tool events too)."""
+    ``progress``: the policy in effect uses progress (post-tool events too).
+    ``executable`` None: the installed entry's program, else ``loop-brake``."""
     events = install_events(agent, progress)
-    entry = hook_entry(agent, executable, policy)
     settings, original = _read_text(path)
-    text = original
-    for event in events:
-        try:
+    hint = "fix or move it and run install again, or add the entry yourself"
+    try:
+        if executable is None:
+            executable = _installed_program(original, agent) or "loop-brake"
+        entry = hook_entry(agent, executable, policy)
+        command = entry["hooks"][0]["command"]
+        # our handlers with another command (every event we may have written) go first
+        stale = remove_hook_entries(
+            original,
+            install_events(agent, progress=True),
+            lambda other: _is_ours(other) and other != command,
+        )
+        text = original if stale is None else stale
+        for event in events:
             edited = add_hook_entry(text, event, entry, _is_ours)
-        except EditError as exc:
-            hint = "fix or move it and run install again, or add the entry yourself"
-            raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
-        if edited is not None:
-            text = edited
+            if edited is not None:
+                text = edited
+    except EditError as exc:
+        raise InstallError(f"{path} {exc}: left untouched; {hint}") from None
     changed = text != original
-    return InstallPlan(agent, path, settings.existed, changed, text, settings)
+    plan = InstallPlan(agent, path, settings.existed, changed, text, settings)
+    plan.updated, plan.command = stale is not None, command
+    return plan
 
 
 def plan_uninstall(agent: str, path: str) -> InstallPlan:

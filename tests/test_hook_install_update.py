@@ -1,0 +1,74 @@
+"""`hook install --policy FILE` over an installed entry updates it, and says so (issue 23).
+
+It used to answer "already installed" and leave the old command, so the user
+believed the new policy was live. An identical entry is still left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_hook_install import CASES, install
+
+POLICY = str(ROOT / "samples" / "policies" / "write-stdin.toml")
+PROGRESS = str(ROOT / "samples" / "policies" / "progress.toml")
+
+
+def commands(tmp_path: Path, relpath: str) -> dict[str, list[str]]:
+    document = json.loads((tmp_path / "home" / relpath).read_text())
+    return {
+        event: [handler["command"] for group in groups for handler in group["hooks"]]
+        for event, groups in document["hooks"].items()
+    }
+
+
+@pytest.mark.parametrize("agent, relpath, event", CASES)
+def test_a_new_policy_replaces_the_installed_entry(
+    tmp_path: Path, agent: str, relpath: str, event: str
+) -> None:
+    assert install(tmp_path, agent).returncode == 0
+    result = install(tmp_path, agent, "--policy", POLICY)
+    assert result.returncode == 0, result.stderr
+    wanted = f"loop-brake hook --agent {agent} --policy {shlex.quote(POLICY)}"
+    assert commands(tmp_path, relpath) == {event: [wanted]}
+    err = result.stderr.decode()
+    assert f"updated the hook (its command is now `{wanted}`) in" in err, err
+    again = install(tmp_path, agent, "--policy", POLICY)
+    assert "already installed" in again.stderr.decode()
+    assert commands(tmp_path, relpath) == {event: [wanted]}
+    back = install(tmp_path, agent)  # without --policy: the plain entry again, said so
+    assert commands(tmp_path, relpath) == {event: [f"loop-brake hook --agent {agent}"]}
+    assert "updated the hook" in back.stderr.decode()
+
+
+def test_a_progress_policy_then_another_updates_every_event(tmp_path: Path) -> None:
+    assert install(tmp_path, "claude-code", "--policy", PROGRESS).returncode == 0
+    relpath = ".claude/settings.json"
+    first = commands(tmp_path, relpath)
+    assert set(first) == {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    result = install(tmp_path, "claude-code", "--policy", POLICY)  # no progress
+    assert result.returncode == 0, result.stderr
+    wanted = f"loop-brake hook --agent claude-code --policy {shlex.quote(POLICY)}"
+    assert commands(tmp_path, relpath) == {"PreToolUse": [wanted]}
+
+
+def test_a_dry_run_says_it_would_update(tmp_path: Path) -> None:
+    assert install(tmp_path, "codex").returncode == 0
+    before = (tmp_path / "home" / ".codex" / "hooks.json").read_bytes()
+    result = install(tmp_path, "codex", "--policy", POLICY, "--dry-run")
+    assert result.returncode == 0
+    assert "would update the hook" in result.stderr.decode()
+    assert (tmp_path / "home" / ".codex" / "hooks.json").read_bytes() == before
+
+
+def test_without_command_the_installed_program_is_kept(tmp_path: Path) -> None:
+    program = "/opt/my tools/loop-brake"
+    assert install(tmp_path, "claude-code", "--command", program).returncode == 0
+    result = install(tmp_path, "claude-code", "--policy", POLICY)
+    wanted = f"{shlex.quote(program)} hook --agent claude-code --policy {shlex.quote(POLICY)}"
+    assert commands(tmp_path, ".claude/settings.json") == {"PreToolUse": [wanted]}
+    assert "updated the hook" in result.stderr.decode()
