@@ -17,7 +17,9 @@ from .verdicts import Verdict
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
 
-VERDICT_KINDS = ("pass", "deny", "error")
+VERDICT_KINDS = ("pass", "deny", "stop", "error")
+"""The ``verdict`` values of a verdict line (``filter --only``). ``stop`` (under a
+policy's ``[stop]``) is a denial too, so wanting ``deny`` also keeps stops."""
 
 # The code of the generators whose calls' arguments an adapter read with parse_json or
 # orjson: judge hashes those with fast_digest. (orjson would also serialise values
@@ -163,5 +165,7 @@ def write_verdicts(
         if verdict is None:
             if "error" in wanted and record.__class__ is BadRecord:
                 write(error_record(record, file))
-        elif ("deny" if verdict.denied else "pass") in wanted:
+        elif ("deny" if verdict.denied else "pass") in wanted or (
+            verdict.stop and "stop" in wanted
+        ):
             write(verdict_record(record, verdict, file))  # type: ignore[arg-type]

@@ -203,6 +203,28 @@ def compare_files(
     return result
 
 
+def compare_file(job: tuple[str, dict[str, Any]]) -> Comparison:
+    """One file compared on its own (a ``replay --compare-policy -j`` worker's task):
+    ``(path, compare_files's keyword arguments)``."""
+    path, options = job
+    return compare_files([path], **options)
+
+
+def merge_comparisons(parts: Sequence[Comparison]) -> Comparison:
+    """Per-file comparisons as one, in input order: what ``compare_files`` gives for the
+    same files without ``continue_sessions``."""
+    first = parts[0]
+    merged = Comparison(first.max_repeats, first.policy_path, progress=first.progress)
+    for part in parts:
+        merged.sessions.extend(part.sessions)
+        merged.errors.extend(part.errors)
+        merged.unreadable += part.unreadable
+        merged.files += part.files
+        merged.results += part.results
+        merged.results_ignored += part.results_ignored
+    return merged
+
+
 def _result(
     result: Comparison,
     rows: dict[tuple[str, str], SessionComparison],

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from ..analysis import FileInfo, Job, Report, merge, replay_job
+
+T = TypeVar("T")
 
 PROGRESS_MIN_BYTES = 8 << 20
 """Below this many bytes in all, a replay is quick enough to need no progress bar..."""
@@ -20,23 +23,39 @@ opened and its format detected), which a person at a terminal should see moving.
 
 def replay_parallel(work: list[Job], jobs: int, progress: Progress | None) -> Report:
     """Each file in a worker process; reports merged in input order as they arrive."""
+    merged: Report | None = None
+    done = progress.future_done if progress else None
+    for report in ordered_map(replay_job, work, [job.path for job in work], jobs, done):
+        merged = report if merged is None else merge([merged, report])
+    assert merged is not None
+    return merged
+
+
+def ordered_map(
+    function: Callable[[Any], T],
+    work: Sequence[Any],
+    paths: Sequence[str],
+    jobs: int,
+    on_done: Callable[[Future[T]], None] | None = None,
+) -> Iterator[T]:
+    """``function`` of each item of ``work`` (item i reads file ``paths[i]``) in up to
+    ``jobs`` worker processes, yielded in input order as they arrive; the workers
+    stop with the parent (Ctrl-C, SIGTERM, SIGHUP, a failure)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    merged: Report | None = None
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(work)), initializer=_worker_init)
     previous = _exit_on_signals()
     try:
         # Largest files first, so one big file started last cannot leave a worker idle;
-        # results are still merged in input order.
-        futures: dict[int, Future[Report]] = {}
-        for index in sorted(range(len(work)), key=lambda i: -size_of(work[i].path)):
-            future = pool.submit(replay_job, work[index])
-            if progress:
-                future.add_done_callback(progress.future_done)
+        # results are still yielded in input order.
+        futures: dict[int, Future[T]] = {}
+        for index in sorted(range(len(work)), key=lambda i: -size_of(paths[i])):
+            future = pool.submit(function, work[index])
+            if on_done:
+                future.add_done_callback(on_done)
             futures[index] = future
         for index in range(len(work)):
-            report = futures.pop(index).result()
-            merged = report if merged is None else merge([merged, report])
+            yield futures.pop(index).result()
     except BaseException:
         # Ctrl-C (or a failure): do not wait for the workers to finish their files.
         # The executor has no public way to stop a running task, hence _processes.
@@ -48,8 +67,6 @@ def replay_parallel(work: list[Job], jobs: int, progress: Progress | None) -> Re
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     pool.shutdown()
-    assert merged is not None
-    return merged
 
 
 def _exit_on_signals() -> dict[int, object]:

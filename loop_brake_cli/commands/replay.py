@@ -285,6 +285,7 @@ def replay_command(
             bool(missing),
             fail_on_deny,
             expect_deny,
+            jobs,
         )
     if verdicts:
         from ._replay_verdicts import print_verdicts
@@ -499,20 +500,33 @@ def _compare(
     missing: bool,
     fail_on_deny: bool,
     expect_deny: bool,
+    jobs: int = 1,
 ) -> ExitStatus:
-    """``--compare-policy``: the seed's denials and the policy's, per session."""
-    from ..analysis.compare import compare_files, render_comparison
-
-    result = compare_files(
-        files,
-        max_repeats=value,
-        policy=policy,
-        format_name=format_name,
-        max_line_bytes=max_line_bytes,
-        continue_sessions=continue_sessions,
-        in_directory=in_directory,
-        strict=strict,
+    """``--compare-policy``: the seed's denials and the policy's, per session; with
+    ``-j N``, each file in a worker process (merged in input order: the same output)."""
+    from ..analysis.compare import (
+        compare_file,
+        compare_files,
+        merge_comparisons,
+        render_comparison,
     )
+
+    options = {
+        "max_repeats": value,
+        "policy": policy,
+        "format_name": format_name,
+        "max_line_bytes": max_line_bytes,
+        "strict": strict,
+    }
+    if jobs > 1 and len(files) > 1 and "-" not in files:
+        from ._replay_pool import ordered_map
+
+        work = [(path, {**options, "in_directory": {path} & in_directory}) for path in files]
+        result = merge_comparisons(list(ordered_map(compare_file, work, files, jobs)))
+    else:
+        result = compare_files(
+            files, continue_sessions=continue_sessions, in_directory=in_directory, **options
+        )
     for error in result.errors:
         _fail(error)
     if as_json:
