@@ -29,6 +29,7 @@ FRAMEWORKS = [
     "fastmcp",
     "claude_agent_sdk",
     "smolagents",
+    "strands",
 ]
 
 

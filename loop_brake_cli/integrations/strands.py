@@ -1,0 +1,86 @@
+"""The brake in a Strands agent: a hook provider on ``BeforeToolCallEvent``.
+
+Needs ``pip install 'loop-brake-cli[strands]'`` (``strands-agents`` 1.x)::
+
+    from strands import Agent
+    from loop_brake_cli.integrations.strands import LoopBrakeHooks
+
+    agent = Agent(model=model, tools=[search], hooks=[LoopBrakeHooks(max_repeats=3)])
+
+Strands raises ``BeforeToolCallEvent`` before every tool call of the agent (parallel
+calls of one turn each on its own). A denied call is cancelled the Strands way,
+``event.cancel_tool`` set to the core's denial text: the tool never runs and the
+model gets a tool result with status ``"error"`` and that text. At a policy's
+``[stop]`` the call is cancelled with the stop text and the agent is cancelled
+after the current tools (``agent.cancel(message=..., after_current_tools=True)``):
+the invocation returns with ``stop_reason="cancelled"`` and the stop text as the
+final message, before the model is asked again. ``AfterToolCallEvent`` hands each
+result of a call that ran to the policy's progress mode.
+
+The session is the agent's conversation: its ``session_id`` (the session manager's,
+so a conversation restored into a new ``Agent`` keeps its streak; else Strands' own
+id for the agent) with its ``agent_id``. ``session_key=`` (a function of the
+event) keys calls yourself. The tool use id is the call id. ``hooks.brake`` is the
+``LoopBrake``; an agent without the provider runs as it did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+
+from ..brake import LoopBrake
+from ._session import SessionBrake, make_brake
+
+__all__ = ["LoopBrakeHooks", "strands_session_key"]
+
+
+def strands_session_key(event: Any) -> str:
+    """The agent's conversation: its session id and agent id (one JSON text)."""
+    agent = event.agent
+    return json.dumps([agent.session_id, agent.agent_id])
+
+
+class LoopBrakeHooks(HookProvider):
+    """Cancel the ``max_repeats``-th identical tool call in a row of a conversation."""
+
+    def __init__(
+        self,
+        brake: LoopBrake | None = None,
+        *,
+        max_repeats: object = None,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
+    ) -> None:
+        self.seam = SessionBrake(
+            make_brake(brake, max_repeats, policy=policy),
+            session_key=session_key,
+            default_key=strands_session_key,
+            where="strands",
+        )
+        self.brake = self.seam.brake
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.before_tool_call)
+        registry.add_callback(AfterToolCallEvent, self.after_tool_call)
+
+    def before_tool_call(self, event: Any) -> None:
+        use = event.tool_use
+        verdict = self.seam.judge(
+            self.seam.session(event), use["name"], use.get("input"), use.get("toolUseId")
+        )
+        if not verdict.denied:
+            return
+        event.cancel_tool = verdict.message
+        if verdict.stop:
+            event.agent.cancel(message=verdict.message, after_current_tools=True)
+
+    def after_tool_call(self, event: Any) -> None:
+        if event.cancel_message is not None or event.exception is not None:
+            return  # a cancelled or failed call reported no result
+        use, result = event.tool_use, event.result
+        seen = {"status": result.get("status"), "content": result.get("content")}  # not its id
+        self.seam.feed_call(self.seam.session(event), use.get("toolUseId"), seen)
