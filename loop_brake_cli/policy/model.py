@@ -73,14 +73,6 @@ class Policy:
         found = self.rule_for(tool)
         return found is not None and found[0].exempt
 
-    def progress_for(self, tool: str) -> bool:
-        """Whether results restart ``tool``'s streaks: its first matching rule's
-        ``progress``, else the global one."""
-        found = self.rule_for(tool)
-        if found is not None and found[0].progress is not None:
-            return found[0].progress
-        return self.progress
-
     @property
     def uses_progress(self) -> bool:
         """Some tool's streak can be restarted by a result: results are worth reading."""
