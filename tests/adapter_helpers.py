@@ -17,6 +17,7 @@ from conftest import ROOT, run_cli, spawn_cli
 from hypothesis import strategies as st
 
 from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.canonical import call_digest
 from loop_brake_cli.formats import detect, get
 from loop_brake_cli.pipeline import judge
 from loop_brake_cli.reader import Source, open_source
@@ -86,18 +87,96 @@ def check_errors_hide(fmt: str, data: bytes, canary: str) -> tuple[int, bytes]:
     return len(bad), result.stdout
 
 
+TOKEN_FIGURES = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def assert_records_sound(records: list) -> None:
+    """What every adapter promises of what it yields, whatever its input: calls with a
+    string tool and session, an id that is None, a string or a safe integer, arguments
+    that hash (a JSON value; a string where flagged unparsed); located errors with a
+    message of one line that is not a read failure; results and usage of a session,
+    with token counts that are None or non-negative integers; nothing else."""
+    for record in records:
+        cls = record.__class__
+        if cls in (ToolCall, ToolResult, BadRecord, Usage):
+            assert record.line is None or (record.line.__class__ is int and record.line >= 1)
+            assert record.path is None or record.path.startswith("$"), record.path
+        if cls is ToolCall:
+            assert record.tool.__class__ is str and record.session.__class__ is str
+            _assert_call_id(record.call_id)
+            call_digest(record.tool, record.args)  # raises for anything but a JSON value
+            assert record.args_unparsed in (True, False)
+            assert not record.args_unparsed or record.args.__class__ is str
+        elif cls is BadRecord:
+            assert record.message.__class__ is str and record.message
+            assert "\n" not in record.message
+            assert not record.message.startswith("could not read")
+        elif cls is ToolResult:
+            assert record.session.__class__ is str
+            _assert_call_id(record.call_id)
+            assert record.digest is None or len(record.digest) == 32
+        elif cls is Usage:
+            assert record.session.__class__ is str
+            for name in TOKEN_FIGURES:
+                value = getattr(record, name)
+                assert value is None or (value.__class__ is int and value >= 0), name
+        else:
+            raise AssertionError(f"an adapter yielded a {cls.__name__}")
+
+
+def _assert_call_id(call_id: Any) -> None:
+    assert (
+        call_id is None
+        or call_id.__class__ is str
+        or (call_id.__class__ is int and -(2**53) <= call_id <= 2**53)
+    ), call_id
+
+
 def assert_never_raises(fmt: str, data: bytes) -> None:
-    """sniff answers a bool; parse yields only records (calls, located errors, results,
-    usage), never a read failure."""
+    """sniff answers a bool; parse yields only sound records (``assert_records_sound``),
+    never a read failure."""
     assert isinstance(get(fmt).sniff(data), bool)
-    for record in parse_bytes(fmt, data):
-        assert isinstance(record, (ToolCall, BadRecord, ToolResult, Usage))
-        assert not (isinstance(record, BadRecord) and record.message.startswith("could not read"))
+    assert_records_sound(parse_bytes(fmt, data))
 
 
 def judge_all(fmt: str, data: bytes) -> None:
-    """Parse ``data`` and judge every record with maxRepeats 3 (for fuzz: nothing may raise)."""
-    list(judge(parse_bytes(fmt, data), LoopBrake(3)))
+    """Parse ``data`` and judge every record with maxRepeats 3 (for fuzz: nothing may
+    raise): the records are sound, and each call's verdict is the one counted here
+    independently (the streak per session, a repeated id a duplicate of the counted
+    call, denied from the third), with its own tool, session, id and hash prefix;
+    errors, results and usage get no verdict."""
+    records = parse_bytes(fmt, data)
+    assert_records_sound(records)
+    last: dict[str, tuple[str, bytes, int, Any]] = {}  # session -> tool, digest, count, id
+    judged = list(judge(records, LoopBrake(3, policy=None)))
+    assert [record for record, _ in judged] == records
+    for record, verdict in judged:
+        if record.__class__ is not ToolCall:
+            assert verdict is None
+            continue
+        digest = call_digest(record.tool, record.args)
+        prev = last.get(record.session)
+        if prev is not None and record.call_id is not None and record.call_id == prev[3]:
+            tool, digest, count, _ = prev
+            assert verdict.duplicate
+        else:
+            count = prev[2] + 1 if prev is not None and prev[1] == digest else 1
+            tool = record.tool
+            last[record.session] = (tool, digest, count, record.call_id)
+            assert not verdict.duplicate
+        assert (verdict.tool_name, verdict.session_id, verdict.call_id) == (
+            tool,
+            record.session,
+            record.call_id,
+        )
+        assert (verdict.count, verdict.denied) == (count, count >= 3)
+        assert verdict.hash_prefix == digest.hex()[:12]
 
 
 def first_live_verdict(fmt: str, data: bytes) -> dict:

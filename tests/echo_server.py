@@ -7,7 +7,7 @@ so whatever the proxy forwards comes back to the test unchanged. Options:
   --stderr TEXT    write TEXT and a newline to stderr at start
   --record FILE    append every line received to FILE
   --stay           ignore stdin EOF: keep running until a signal ends it
-  --ignore-term    ignore SIGTERM as well (only SIGKILL ends it)
+  --ignore-term    ignore SIGTERM as well, saying so on stderr (only SIGKILL ends it)
 
 A line ``__exit__ N`` makes it exit with status N at once. Each of SIGINT,
 SIGTERM and SIGHUP (unless ignored) writes ``echo_server: got SIGxxx`` to
@@ -28,6 +28,10 @@ def _on_signal(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+def _on_ignored(signum: int, frame: object) -> None:
+    os.write(2, f"echo_server: ignored {signal.Signals(signum).name}\n".encode())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--exit", type=int, default=0)
@@ -38,8 +42,8 @@ def main() -> None:
     options = parser.parse_args()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_signal)
-    if options.ignore_term:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if options.ignore_term:  # said, so a test sees SIGTERM came before SIGKILL
+        signal.signal(signal.SIGTERM, _on_ignored)
     record = open(options.record, "ab", buffering=0) if options.record else None  # noqa: SIM115
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     if options.stderr:  # after the handlers: a test may wait for this line, then signal

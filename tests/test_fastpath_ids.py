@@ -82,6 +82,12 @@ EDGES = [
     b'{"tool":"t","args":{},"sessionId":"s1","id":"c\\n12"}',
     b'{"tool":"t","args":{},"sessionId":"s1","callId":"c13"} ',
     b'{"tool":"t","args":{}, "sessionId" : "s1" , "callId" : "c14" }',
+    # fields the exact path refuses or reads otherwise: an agent id that is not a string
+    # beside a session id (an error), args null ({}), an integral float id (7)
+    b'{"tool":"t","args":{},"sessionId":"s1","callId":"c15","agentId":5}',
+    b'{"tool":"t","args":{},"sessionId":"s1","callId":"c16","agent_id":[1]}',
+    b'{"tool":"t","args":null,"sessionId":"s1","callId":"c17"}',
+    b'{"tool":"t","args":{},"sessionId":"s1","callId":7.0}',
     # a tool whose name is part of the verdict templates: '%' must stay literal
     b'{"tool":"50%done %d%b%%","args":{},"sessionId":"s%s","callId":"c%d"}',
     b'{"tool":"50%done %d%b%%","args":{},"sessionId":"s%s","callId":"c%%"}',

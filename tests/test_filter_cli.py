@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -266,16 +267,31 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert status == 0
 
 
+def _wait_until_blocked_reading(pid: int, deadline: float) -> None:
+    """Until the process sleeps in read(2) on its stdin (Linux: /proc/PID/syscall), or
+    the deadline: the event the signal is sent on, not a guessed delay."""
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as handle:
+                if handle.read().startswith("0 0x0 "):  # read (x86-64: 0) on fd 0
+                    return
+        except OSError:  # no /proc, or not allowed: the deadline is the event
+            pass
+        time.sleep(0.01)
+
+
 def test_ctrl_c_exits_130_without_traceback() -> None:
     proc = spawn_cli("filter")
     try:
         proc.stdin.write(SEARCH + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # a generous deadline: a hang
+        assert ready, "no verdict within 120 s"
         first = proc.stdout.readline()  # type: ignore[union-attr]  # it is up and waiting
         assert json.loads(first)["verdict"] == "pass"
-        time.sleep(0.1)
+        _wait_until_blocked_reading(proc.pid, time.monotonic() + 5)
         proc.send_signal(signal.SIGINT)
-        status = proc.wait(timeout=20)
+        status = proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

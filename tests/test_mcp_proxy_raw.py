@@ -300,14 +300,13 @@ def test_signals_are_forwarded_to_the_server(signum: signal.Signals) -> None:
 
 
 def test_client_eof_closes_the_server_stdin_and_the_server_exits() -> None:
-    proc = start(server_options=("--exit", "0"))
-    began = time.monotonic()
+    # a shutdown timeout far beyond finish()'s deadline: waiting it out would hang the test
+    proc = start("--shutdown-timeout", "3600", server_options=("--exit", "0"))
     assert proc.stdin is not None
     proc.stdin.close()
-    returncode, err = finish(proc)
+    returncode, err = finish(proc, timeout=120)
     assert returncode == 0
-    assert err == b""
-    assert time.monotonic() - began < 1.5  # no timeout was waited out
+    assert err == b""  # no signal: the server ended on its own
 
 
 def test_client_eof_then_sigterm_for_a_server_that_stays() -> None:
@@ -321,13 +320,11 @@ def test_client_eof_then_sigterm_for_a_server_that_stays() -> None:
 
 def test_client_eof_then_sigkill_for_a_server_that_ignores_sigterm() -> None:
     proc = start("--shutdown-timeout", "0.2", server_options=("--stay", "--ignore-term"))
-    began = time.monotonic()
     assert proc.stdin is not None
     proc.stdin.close()
-    returncode, err = finish(proc)
+    returncode, err = finish(proc, timeout=120)
     assert returncode == 128 + signal.SIGKILL
-    assert err == b""
-    assert 0.35 < time.monotonic() - began < 5
+    assert err == b"echo_server: ignored SIGTERM\n"  # SIGTERM first, then SIGKILL
 
 
 def test_a_closed_client_stdout_shuts_down_quietly() -> None:

@@ -195,8 +195,7 @@ def test_verdicts_equal_filter_byte_for_byte(loop_file: Path) -> None:
     ],
 )
 def test_verdicts_equal_filter_on_real_fixtures(path: Path, format_name: str) -> None:
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    assert path.is_file(), f"{path}: a fixture the repository ships is missing"
     ours = replay(str(path), "--verdicts")
     theirs = filter_("--format", format_name, str(path))
     assert ours.status == 0
@@ -350,8 +349,7 @@ def test_usage_errors(loop_file: Path) -> None:
 
 
 def test_codex_polls_are_one_streak_of_six_and_the_sweep_shows_where_it_stops() -> None:
-    if not CODEX_POLLS.exists():
-        pytest.skip("codex fixture absent")
+    assert CODEX_POLLS.is_file(), f"{CODEX_POLLS}: a fixture the repository ships is missing"
     doc = json.loads(replay(str(CODEX_POLLS), "--json", "--sweep", "2..8").stdout)
     (session,) = doc["sessions"]
     assert session["longestStreak"]["tool"] == "write_stdin"

@@ -382,9 +382,11 @@ def test_no_secret_in_any_output_with_prices(tmp_path: Path) -> None:
 
 
 def real(*parts: str) -> Path:
-    path = shared_dir() / "samples-real" / Path(*parts)
-    if not path.exists():
+    samples = shared_dir() / "samples-real"
+    if not samples.is_dir():
         pytest.skip(SHARED_SKIP)
+    path = samples / Path(*parts)
+    assert path.is_file(), f"{path}: not in shared/samples-real (renamed? update the test)"
     return path
 
 
