@@ -73,7 +73,11 @@ def upstream(tmp_path: Path, *options: str, **env: str) -> Iterator[tuple[str, P
 
 @contextmanager
 def gateway(
-    tmp_path: Path, upstream_url: str, *options: str, env: dict[str, str] | None = None
+    tmp_path: Path,
+    upstream_url: str,
+    *options: str,
+    env: dict[str, str] | None = None,
+    stdio: tuple[str, ...] = (),
 ) -> Iterator[tuple[str, Path, Path]]:
     """``loop-brake mcp-gateway`` in its own process: yields its URL, its log and its
     stderr file (read after the block, when the process has stopped)."""
@@ -82,17 +86,18 @@ def gateway(
     stderr_path = tmp_path / f"gateway-{port}.stderr"
     stdout_path = tmp_path / f"gateway-{port}.stdout"
     command = [sys.executable, "-m", "loop_brake_cli", "mcp-gateway"]
-    command += ["--listen", f"127.0.0.1:{port}", "--upstream", upstream_url, "--log", str(log)]
+    command += ["--listen", f"127.0.0.1:{port}", "--log", str(log), *options]
+    command += ["--upstream", upstream_url, *stdio]  # upstream_url "--": stdio is the server
     with stderr_path.open("wb") as err, stdout_path.open("wb") as out:
         proc = subprocess.Popen(
-            [*command, *options],
+            command,
             cwd=ROOT,
             env={**os.environ, **(env or {})},
             stdout=out,
             stderr=err,
         )
         try:
-            wait_listening(port, proc)
+            wait_listening(port, proc, 90.0 if stdio else 20.0)
             yield f"http://127.0.0.1:{port}/mcp", log, stderr_path
         finally:
             stop(proc)

@@ -532,7 +532,9 @@ def test_a_dropped_member_that_is_not_json_is_declined(dropped: str) -> None:
 @built
 @pytest.mark.parametrize("depth", [62, 63, 64, 65, 1000])
 def test_dropped_members_nested_past_the_limit_are_declined_not_misread(depth: int) -> None:
-    line = '{"m":' + "[" * depth + "]" * depth + ',"tool":"t","args":{},"sessionId":"s","callId":"c"}'
+    line = (
+        '{"m":' + "[" * depth + "]" * depth + ',"tool":"t","args":{},"sessionId":"s","callId":"c"}'
+    )
     got = _event_scan.scan_event(line.encode())
     assert (got is not None) == (depth < 64)
     if got is not None:

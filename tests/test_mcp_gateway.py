@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from conftest import ROOT
 
 pytest.importorskip("mcp", reason="the MCP SDK is in the test extra: pip install -e '.[test]'")
 
@@ -89,6 +91,32 @@ def test_session_a_is_denied_at_its_third_call_and_session_b_passes(tmp_path: Pa
         ("pass", "b", 1, "meta"),
     ]
     assert "in session a (meta)" in stderr.read_text()
+
+
+def test_a_stdio_server_the_gateway_starts(tmp_path: Path) -> None:
+    """--upstream -- CMD ARGS: the SDK test server over stdio, served by the gateway."""
+    calls = tmp_path / "stdio-calls.jsonl"
+    server = (sys.executable, str(ROOT / "tests" / "mcp_server.py"))
+    outcome: dict[str, Any] = {}
+    env = {"MCP_TEST_CALLS": str(calls)}
+    with gateway(tmp_path, "--", env=env, stdio=server) as (url, log, stderr):
+
+        async def run() -> None:
+            async with connect(url) as client:
+                outcome["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+                outcome["a"] = [
+                    await client.call_tool("echo", {"text": "s"}, meta=in_session("a"))
+                    for _ in range(3)
+                ]
+                outcome["b"] = await client.call_tool("echo", {"text": "s"}, meta=in_session("b"))
+
+        anyio.run(run)
+    assert outcome["tools"] == ["add", "count_to", "echo"]
+    assert [r.is_error for r in outcome["a"]] == [False, False, True]
+    assert not outcome["b"].is_error
+    assert received(calls) == ["echo", "echo", "echo"]
+    assert "started the stdio server" in stderr.read_text()
+    assert [v["verdict"] for v in verdicts(log)] == ["pass", "pass", "deny", "pass"]
 
 
 def test_session_sources_in_order_and_credentials_only_as_digests(tmp_path: Path) -> None:

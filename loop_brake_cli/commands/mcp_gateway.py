@@ -22,7 +22,9 @@ GATEWAY_EXIT_HELP = (
     "mcp-gateway",
     epilog=GATEWAY_EXIT_HELP,
     short_help="Serve a remote MCP server to many agents, behind the brake.",
+    context_settings={"allow_interspersed_args": False},
 )
+@click.argument("server_command", nargs=-1, required=False, type=click.UNPROCESSED)
 @click.option(
     "--listen",
     default="127.0.0.1:8808",
@@ -31,7 +33,13 @@ GATEWAY_EXIT_HELP = (
     help="Where to serve Streamable HTTP (loopback unless you say otherwise; port 0: any).",
 )
 @click.option(
-    "--upstream", required=True, metavar="URL", help="The MCP server's Streamable HTTP endpoint."
+    "--upstream",
+    metavar="URL",
+    default=None,
+    help=(
+        "The MCP server's Streamable HTTP endpoint; or give --upstream without a URL "
+        "before -- CMD ARGS to start a stdio server the gateway serves."
+    ),
 )
 @click.option(
     "--header",
@@ -96,8 +104,9 @@ GATEWAY_EXIT_HELP = (
 )
 @policy_option()
 def mcp_gateway_command(
+    server_command: tuple[str, ...],
     listen: str,
-    upstream: str,
+    upstream: str | None,
     header_specs: tuple[str, ...],
     forward_auth: bool,
     anonymous: str,
@@ -114,6 +123,7 @@ def mcp_gateway_command(
     \b
     loop-brake mcp-gateway --listen 127.0.0.1:8808 --upstream https://mcp.example.com/mcp \\
       --header 'Authorization: Bearer env:EXAMPLE_TOKEN'
+    loop-brake mcp-gateway --upstream -- npx -y @modelcontextprotocol/server-everything
 
     Agents connect to http://127.0.0.1:8808/mcp (any path) with Streamable HTTP.
     Each tools/call counts in its session: params._meta["loop-brake/session"],
@@ -131,6 +141,16 @@ def mcp_gateway_command(
         return policy
     from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
 
+    stdio: list[str] | None = None
+    if upstream == "--":  # --upstream -- CMD ARGS: click took the -- as the value
+        if not server_command:
+            return errors("--upstream -- needs a server command after it")
+        stdio = list(server_command)
+        upstream = "http://127.0.0.1/mcp"  # replaced by the child's address once it listens
+    elif server_command:
+        return errors("a server command goes after --upstream --, not with --upstream URL")
+    elif upstream is None:
+        return errors("give --upstream URL, or --upstream -- CMD ARGS for a stdio server")
     if not upstream.startswith(("http://", "https://")) or safe_url(upstream).endswith("://"):
         return errors(f"--upstream must be an http:// or https:// URL, got {safe_url(upstream)!r}")
     try:
@@ -169,6 +189,6 @@ def mcp_gateway_command(
         "policy": policy,
     }
     try:
-        return run_gateway((host, port), config, brake_options, log_path)
+        return run_gateway((host, port), config, brake_options, log_path, stdio)
     except (ListenError, LogOpenError) as exc:
         return errors(str(exc))

@@ -11,7 +11,9 @@ import ipaddress
 import logging
 import signal
 import socket
+import subprocess
 import sys
+import time
 from typing import Any
 
 import uvicorn
@@ -22,7 +24,7 @@ from ..mcp_proxy.verdict_log import VerdictLog
 from .app import Gateway, GatewayConfig
 from .decide import GatewayBrake
 
-__all__ = ["ListenError", "is_loopback", "parse_listen", "run_gateway"]
+__all__ = ["ListenError", "StdioUpstream", "is_loopback", "parse_listen", "run_gateway"]
 
 PROG = "loop-brake mcp-gateway"
 
@@ -46,6 +48,42 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class StdioUpstream:
+    """``--upstream -- CMD ARGS``: the child that serves a stdio server over HTTP on a
+    private loopback port (``stdio_upstream``), started before the gateway listens."""
+
+    START_TIMEOUT = 60.0  # seconds for the child (and the stdio server) to start
+
+    def __init__(self, command: list[str]) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        module = "loop_brake_cli.mcp_gateway.stdio_upstream"
+        argv = [sys.executable, "-m", module, str(self.port), "--", *command]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ListenError(f"the stdio server {command[0]!r} could not be started")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise ListenError(f"the stdio server {command[0]!r} did not start within 60 s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
 
 def note(text: str) -> None:
@@ -78,6 +116,7 @@ def run_gateway(
     config: GatewayConfig,
     brake_options: dict[str, Any],
     log_path: str | None,
+    stdio: list[str] | None = None,
 ) -> int:
     """Serve until SIGINT or SIGTERM; the exit status (0 after a clean stop).
 
@@ -85,6 +124,30 @@ def run_gateway(
     host, port = listen
     sock = _bind(host, port)
     port = sock.getsockname()[1]
+    child = None
+    if stdio is not None:
+        try:
+            child = StdioUpstream(stdio)
+        except ListenError:
+            sock.close()
+            raise
+        config.upstream = child.url
+        note(f"started the stdio server {stdio[0]!r}, served privately on {child.url}")
+    try:
+        return _serve(sock, host, port, config, brake_options, log_path)
+    finally:
+        if child is not None:
+            child.stop()
+
+
+def _serve(
+    sock: socket.socket,
+    host: str,
+    port: int,
+    config: GatewayConfig,
+    brake_options: dict[str, Any],
+    log_path: str | None,
+) -> int:
     log = VerdictLog(log_path, note)
     brake = GatewayBrake(log=log.write, note=note, **brake_options)
     app = Gateway(config, brake, note)
