@@ -27,6 +27,8 @@ Modules, by responsibility:
 * ``streams``: the proxy's own stdin/stdout/stderr checked (and closed ones
   filled with ``/dev/null``) before anything is opened;
 * ``process``: the server process, the copy threads, signals and shutdown.
+* ``bridge``, ``remote``, ``headers``: ``--url``, a remote server over Streamable
+  HTTP instead of a process (imported only then: they need the ``mcp`` extra).
 """
 
 from __future__ import annotations
