@@ -253,9 +253,35 @@ def test_gemini_stream_edge_cases_results_and_usage() -> None:
     assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (300, 900, 100)
 
 
+# ---------------------------------------------------------------- opencode run --format json
+
+
+def test_opencode_run_edge_cases_results_and_usage() -> None:
+    fmt, records = read(FIXTURES / "opencode-run" / "synthetic--edge-cases.jsonl")
+    assert fmt == "opencode-run"
+    assert [(c.tool, c.args, c.session, c.call_id, c.line) for c in calls(records)] == [
+        ("bash", {"command": "make"}, "ses_edge", "c1", 2),  # line 3 repeats its callID
+        ("edit", {"filePath": "a.py"}, "ses_edge", "c2", 4),  # input as a JSON string
+    ]
+    assert bad(records) == [
+        (5, "tool_use without a string part.tool"),
+        (6, "tool_use part.callID is not a string"),
+        (7, "sessionID is not a string"),
+        (8, "tool_use without a part object"),
+        (12, "not valid JSON: expecting ',' delimiter at column 79"),
+    ]
+    results = [(r.call_id, r.result) for r in records if isinstance(r, ToolResult)]
+    assert results[0] == ("c1", {"status": "error", "output": None, "error": "exit 2"})
+    step, other = [r for r in records if isinstance(r, Usage)]
+    assert records[0] is step  # yielded at step_start, before the step's calls
+    assert (step.input_tokens, step.output_tokens, step.reasoning_tokens) == (100, 5, 1)
+    assert (step.cache_read_tokens, step.cache_write_tokens) == (50, 2)
+    assert (other.session, other.input_tokens) == ("ses_other", 7)  # a finish without start
+
+
 # ---------------------------------------------------------------- every stream format
 
-STREAMS = ["claude-stream", "codex-exec", "gemini-stream"]
+STREAMS = ["claude-stream", "codex-exec", "gemini-stream", "opencode-run"]
 
 
 @pytest.mark.parametrize("fmt", STREAMS)
@@ -292,18 +318,13 @@ def secret_stream(fmt: str) -> bytes:
                     }
                 )
             )  # noqa: E501
+        elif fmt == "gemini-stream":
+            gemini = {"tool_name": "run", "tool_id": f"r{n}", "parameters": {"k": CANARY}}
+            lines.append(json.dumps({"type": "tool_use", "timestamp": "t", **gemini}))
         else:
-            lines.append(
-                json.dumps(
-                    {
-                        "type": "tool_use",
-                        "timestamp": "t",
-                        "tool_name": "run",
-                        "tool_id": f"r{n}",
-                        "parameters": {"k": CANARY},
-                    }
-                )
-            )  # noqa: E501
+            state = {"status": "completed", "input": {"k": CANARY}, "output": CANARY}
+            part = {"type": "tool", "tool": "bash", "callID": f"c{n}", "state": state}
+            lines.append(json.dumps({"type": "tool_use", "sessionID": "s", "part": part}))
     lines.append('{"type":"assistant","tool_use":"' + CANARY)
     return "".join(line + "\n" for line in lines).encode()
 

@@ -56,6 +56,7 @@ FORMATS: dict[str, str] = {
     "cassette": "cassette",
     "gemini-cli": "gemini_cli",
     "gemini-stream": "gemini_stream",
+    "opencode-run": "opencode_run",
     "openhands": "openhands",
     "swe-agent": "swe_agent",
     # Chat-shaped formats last: their sniffs are the most general.
