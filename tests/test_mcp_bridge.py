@@ -126,7 +126,7 @@ def test_a_5_mb_json_body_streams_through(tmp_path: Path) -> None:
 
 
 def test_upstream_down_is_a_clear_error_without_a_traceback(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+    url = f"http://127.0.0.1:{free_port()}/mcp?key={CANARY}"  # nothing listens there
     errlog = tmp_path / "stderr.txt"
     caught: list[BaseException] = []
 
@@ -146,6 +146,7 @@ def test_upstream_down_is_a_clear_error_without_a_traceback(tmp_path: Path) -> N
     stderr = errlog.read_text()
     assert "cannot connect (refused or unreachable)" in stderr
     assert "Traceback" not in stderr
+    assert CANARY not in stderr + str(errors[0])  # the URL's query is never shown
 
 
 def _leaves(errors: list[BaseException]) -> list[BaseException]:

@@ -254,7 +254,7 @@ def test_client_authorization_reaches_the_upstream_only_when_told(tmp_path: Path
 
 
 def test_limits_upstream_down_and_foreign_hosts_are_clear_http_errors(tmp_path: Path) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/mcp"
+    dead = f"http://user:{CANARY}@127.0.0.1:{free_port()}/mcp?key={CANARY}"  # a token in the URL
     with gateway(tmp_path, dead, "--max-body", "2048") as (url, log, stderr):
         with httpx2.Client(timeout=10) as http:
             call = {
