@@ -103,3 +103,23 @@ def gateway(
             stop(proc)
     assert proc.returncode == 0, stderr_path.read_text()
     assert stdout_path.read_bytes() == b""
+
+
+NODE_SERVER = ROOT / "tests" / "js" / "everything" / "http_server.mjs"
+NODE_MODULES = NODE_SERVER.parent / "node_modules" / "@modelcontextprotocol" / "server-everything"
+
+
+@contextmanager
+def node_upstream(tmp_path: Path) -> Iterator[str]:
+    """The MCP reference server in Node.js (TypeScript SDK), Streamable HTTP on loopback."""
+    port = free_port()
+    log = (tmp_path / f"node-{port}.log").open("wb")
+    proc = subprocess.Popen(
+        ["node", str(NODE_SERVER), str(port)], cwd=NODE_SERVER.parent, stdout=log, stderr=log
+    )
+    try:
+        wait_listening(port, proc, 60.0)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop(proc)
+        log.close()
