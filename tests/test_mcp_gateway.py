@@ -337,3 +337,38 @@ def test_canary_header_values_and_arguments_never_appear(tmp_path: Path) -> None
     assert len(answers) == 2  # the denial
     for text in (log.read_text(), stderr.read_text(), answers[1]):
         assert CANARY not in text
+
+
+def test_usage_errors_exit_2_before_listening_and_never_quote_a_value() -> None:
+    from conftest import run_cli
+
+    busy = free_port()
+    cases = [
+        (["--upstream", "http://127.0.0.1:9/mcp", "--header", f"X-Key {CANARY}"], "NAME: VALUE"),
+        (
+            ["--upstream", "http://127.0.0.1:9/mcp", "--header", "X: env:LB_UNSET_VAR"],
+            "LB_UNSET_VAR",
+        ),
+        (["--upstream", f"ftp://u:{CANARY}@h/mcp"], "http:// or https://"),
+        (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "8808"], "HOST:PORT"),
+        (["--upstream", "--"], "needs a server command"),
+        ([], "give --upstream URL"),
+        (["--upstream", "http://127.0.0.1:9/mcp", "--", "cat"], "goes after --upstream --"),
+    ]
+    for args, expected in cases:
+        result = run_cli("mcp-gateway", "--listen", f"127.0.0.1:{busy}", *args)
+        stderr = result.stderr.decode()
+        assert result.returncode == 2, (args, stderr)
+        assert expected in stderr, (args, stderr)
+        assert CANARY not in stderr + result.stdout.decode()
+        assert "Traceback" not in stderr
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "mcp-gateway", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/"
+        )
+    assert result.returncode == 2 and b"cannot listen on 127.0.0.1" in result.stderr
