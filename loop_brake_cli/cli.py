@@ -127,6 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
     except click.ClickException as exc:
+        from .visible import visible
+
+        exc.message = visible(exc.message, lines=True)  # may quote a file name given
         status = _tell(exc.show, exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
         status = _tell(

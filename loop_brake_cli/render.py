@@ -19,6 +19,7 @@ from .brake import LoopBrake
 from .pipeline import Tally
 from .render_fit import middle as _middle
 from .render_fit import wrap as _wrap
+from .visible import visible
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -109,10 +110,11 @@ def _ordinal(n: int) -> str:
 
 
 def _safe(text: str) -> str:
-    """Markup-escaped, and a lone surrogate (possible in a tool name) as its escape."""
+    """Markup-escaped, and every control, separator or lone surrogate as its escape
+    (``visible``): an identifier from a transcript never drives the terminal."""
     from rich.markup import escape
 
-    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return escape(visible(text))
 
 
 def _common_dir(names: Sequence[str]) -> str:
@@ -314,6 +316,7 @@ class _ReplayView:
         from rich.text import Text
 
         console = self.console
+        text = visible(text)  # may name a model or a prices file from the input
         if not console.is_terminal:
             console.print(Text(text), no_wrap=True, overflow="ignore", crop=False)
             return

@@ -34,6 +34,7 @@ CORE = {
     "policy",
     "progress",
     "toml_reader",
+    "visible",  # identifiers for people: controls escaped (no dependencies)
     "stores",  # where streaks live between processes: LoopBrake(store=...) counts through one
 }
 COMMANDS = {"commands", "cli", "entry", "__main__"}

@@ -23,6 +23,7 @@ from typing import Any
 from ..brake import LoopBrake
 from ..canonical import JSONInputError, call_digest
 from ..records import BadRecord, ToolCall, ToolResult
+from ..visible import visible
 
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
 
@@ -267,7 +268,8 @@ def _add(row: SessionComparison, before: Any, after: Any, at: int | str | None =
 
 
 def render_comparison(result: Comparison) -> str:
-    """The side-by-side table as plain text (one line per session, then the totals)."""
+    """The side-by-side table as plain text (one line per session, then the totals);
+    identifiers from the input with their controls escaped (``visible``)."""
     header: tuple[str, ...] = (
         "file",
         "session",
@@ -284,8 +286,8 @@ def render_comparison(result: Comparison) -> str:
         if s.exempt:
             rules += f"; {s.exempt} exempt"
         row: tuple[str, ...] = (
-            s.file,
-            s.session,
+            visible(s.file),
+            visible(s.session),
             str(s.calls),
             str(s.seed_denied),
             str(s.policy_denied),
@@ -319,7 +321,8 @@ def render_comparison(result: Comparison) -> str:
             a, b = s.denied_tools_seed.get(tool, 0), s.denied_tools_policy.get(tool, 0)
             if a != b:
                 lines.append(
-                    f"  {s.file} {s.session}: tool {json.dumps(tool, ensure_ascii=False)}: "
+                    f"  {visible(s.file)} {visible(s.session)}: "
+                    f"tool {visible(json.dumps(tool, ensure_ascii=False))}: "
                     f"seed denies {a}, policy denies {b}"
                 )
     if result.progress:

@@ -11,6 +11,7 @@ import click
 from ..exitcodes import ExitStatus
 from ..policy import PolicyError, check_policy
 from ..progress import DEFAULT_IGNORE
+from ..visible import visible
 
 PROG = "loop-brake check-config"
 
@@ -88,7 +89,8 @@ def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
             click.echo(json.dumps(doc, ensure_ascii=False))
         else:
             for problem in exc.problems:
-                click.echo(f"{problem}" if problem.line else f"{PROG}: {problem}", err=True)
+                text = f"{problem}" if problem.line else f"{PROG}: {problem}"
+                click.echo(visible(text, lines=True), err=True)
         return status
     status = ExitStatus.BRAKE if strict and warnings else ExitStatus.OK
     if as_json:
@@ -104,7 +106,7 @@ def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
     for line in _describe(policy):
         click.echo(line)
     for warning in warnings:
-        click.echo(str(warning), err=True)
+        click.echo(visible(str(warning), lines=True), err=True)
     if status is ExitStatus.BRAKE:
         click.echo(f"{PROG}: {len(warnings)} warning(s) and --strict", err=True)
     return status

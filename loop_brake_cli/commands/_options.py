@@ -23,6 +23,7 @@ import click
 from ..exitcodes import ExitStatus
 from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..reader import DEFAULT_MAX_LINE_BYTES
+from ..visible import visible
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -148,7 +149,7 @@ class Errors:
             click.echo(json.dumps({"error": message, "status": int(status)}, ensure_ascii=False))
         else:
             for line in message.splitlines():
-                click.echo(f"{self.prog}: {line}", err=True)
+                click.echo(f"{self.prog}: {visible(line)}", err=True)
         return status
 
 

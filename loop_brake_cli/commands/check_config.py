@@ -26,6 +26,7 @@ from ..config import (
 )
 from ..exitcodes import ExitStatus, epilog
 from ..limits import InvalidMaxRepeatsError
+from ..visible import visible
 from ._options import Count, JsonCommand, policy_option, unopenable
 
 PROG = "loop-brake check-config"
@@ -140,7 +141,7 @@ def check_config_command(
         for touch in report.layers:
             click.echo(f"  {_where(touch.location)}  {_touch_text(touch)}")
     for warning in report.warnings:
-        click.echo(_warning_text(warning), err=True)
+        click.echo(visible(_warning_text(warning), lines=True), err=True)
     if mismatch:
         click.echo(
             f"{PROG}: expected maxRepeats = {expect}, the composition gives {report.value} "
@@ -229,5 +230,6 @@ def _fail(
         click.echo(json.dumps(payload, ensure_ascii=False))
         return status
     for loc, msg in problems:
-        click.echo(f"{loc}: error: {msg}" if loc else f"{PROG}: error: {msg}", err=True)
+        text = f"{loc}: error: {msg}" if loc else f"{PROG}: error: {msg}"
+        click.echo(visible(text, lines=True), err=True)
     return status

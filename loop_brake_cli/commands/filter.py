@@ -21,6 +21,7 @@ from ..formats._detect import FormatCheck, peek, rereadable
 from ..output import LineWriter
 from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
 from ..reader import UnreadableInputError, cannot_open, open_source
+from ..visible import visible
 from ._options import (
     Count,
     Errors,
@@ -36,7 +37,7 @@ PROG = "loop-brake filter"
 
 
 def _say(message: str) -> None:
-    click.echo(f"{PROG}: {message}", err=True)
+    click.echo(f"{PROG}: {visible(message, lines=True)}", err=True)
 
 
 @click.command(

@@ -21,6 +21,7 @@ from ..discover import discover
 from ..exitcodes import ExitStatus, epilog
 from ..formats import names
 from ..prices import Prices
+from ..visible import visible
 from ._options import (
     Count,
     Errors,
@@ -39,7 +40,7 @@ SKIPPED_NAMED = 3
 
 
 def _fail(message: str) -> None:
-    click.echo(f"{PROG}: {message}", err=True)
+    click.echo(f"{PROG}: {visible(message, lines=True)}", err=True)
 
 
 class _Rows(Count):

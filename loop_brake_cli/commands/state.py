@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import click
 
 from ..exitcodes import ExitStatus
+from ..visible import visible
 
 _STATE_HELP = (
     "SQLite state file (default: $LOOP_BRAKE_STATE, else "
@@ -34,7 +34,7 @@ def _store(path: str | None):
     from ..stores.sqlite_store import StateStore, default_state_path
 
     def warn(message: str) -> None:
-        click.echo(f"loop-brake state: {message}", err=True)
+        click.echo(f"loop-brake state: {visible(message, lines=True)}", err=True)
 
     return StateStore(path or default_state_path(), warn=warn)
 
@@ -43,7 +43,7 @@ def _failed(exc: Exception) -> ExitStatus:
     """One line: 2 for a path that is not a store (a bad --state), else 3 (unreadable)."""
     from ..stores.sqlite_store import NotAStoreError
 
-    click.echo(f"loop-brake state: {exc}", err=True)
+    click.echo(f"loop-brake state: {visible(str(exc), lines=True)}", err=True)
     return ExitStatus.USAGE if isinstance(exc, NotAStoreError) else ExitStatus.UNREADABLE
 
 
@@ -82,6 +82,8 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
 
 
 def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitStatus:
+    from ..output import json_line
+
     now = time.time()
     if as_json:
         for row in rows:
@@ -93,7 +95,7 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
                 "callId": row.call_id,
                 "ageSeconds": round(now - row.updated, 3),
             }
-            click.echo(json.dumps(obj, ensure_ascii=False))
+            click.echo(json_line(obj).decode("utf-8"), nl=False)  # a lone surrogate escaped
         return ExitStatus.OK if rows or session is None else ExitStatus.NOT_FOUND
     if not rows:
         click.echo(f"no sessions in {path}", err=True)
@@ -102,17 +104,18 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
     for row in rows:
         table.append(
             (
-                row.session,
-                row.tool,
+                visible(row.session),
+                visible(row.tool),
                 str(row.count),
                 row.hash_prefix,
-                _shown_id(row.call_id),
+                visible(_shown_id(row.call_id)),
                 _age(now - row.updated),
             )
         )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for line in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        row = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        click.echo(row)
     return ExitStatus.OK
 
 

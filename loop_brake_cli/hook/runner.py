@@ -234,7 +234,9 @@ class _Hook:
         self.result = False  # the input is a post-tool event: never denied
 
     def warn(self, message: str) -> None:
-        self.streams.err(f"{PROG}: {message}\n")
+        from ..visible import visible
+
+        self.streams.err(f"{PROG}: {visible(message, lines=True)}\n")
 
     def answer(self, agent: ModuleType, message: str, stop: bool = False) -> str | None:
         """The agent's deny JSON (or its stop form) on stdout: None once written, else why

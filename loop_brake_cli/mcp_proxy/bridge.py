@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import JSONInputError, parse_json
+from ..visible import visible
 from .pipes import iter_lines, write_all
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, OUTPUT_FAILED
 from .remote import RemoteServer
@@ -80,7 +81,8 @@ class _Bridge:
 
     def note(self, text: str) -> None:
         try:
-            write_all(self.stderr_fd, f"loop-brake mcp-proxy: {text}\n".encode("utf-8", "replace"))
+            line = f"loop-brake mcp-proxy: {visible(text, lines=True)}\n"
+            write_all(self.stderr_fd, line.encode("utf-8", "replace"))
         except OSError:
             pass
 

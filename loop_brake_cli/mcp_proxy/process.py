@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..exitcodes import ExitStatus
+from ..visible import visible
 from .pipes import iter_lines, write_all
 from .routing import ClientRouter, Routed
 from .streams import OutputError, output_problem, quiet_write_error
@@ -183,7 +184,8 @@ class _ServerProcess:
     def note(self, text: str) -> None:
         """One line for people on stderr (shared with the server's stderr)."""
         try:
-            write_all(self.stderr_fd, f"loop-brake mcp-proxy: {text}\n".encode("utf-8", "replace"))
+            line = f"loop-brake mcp-proxy: {visible(text, lines=True)}\n"
+            write_all(self.stderr_fd, line.encode("utf-8", "replace"))
         except OSError:
             pass
 
