@@ -97,3 +97,36 @@ def test_the_library_raises_a_policy_error(tmp_path: Path) -> None:
     path, reason = special_file("fifo", tmp_path)
     with pytest.raises(PolicyError, match="named pipe"):
         LoopBrake(policy=path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
+@pytest.mark.parametrize("where", ["local", "user"])
+def test_a_discovered_fifo_is_refused_not_skipped(tmp_path: Path, where: str) -> None:
+    project, config = tmp_path / "project", tmp_path / "config"
+    (project / ".git").mkdir(parents=True)
+    (config / "loop-brake").mkdir(parents=True)
+    fifo = (
+        project / ".loop-brake.toml" if where == "local" else config / "loop-brake" / "policy.toml"
+    )
+    os.mkfifo(fifo)
+    env = cli_env(XDG_CONFIG_HOME=str(config), LOOP_BRAKE_STATE=str(tmp_path / "state.db"))
+    env.pop("LOOP_BRAKE_POLICY", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "filter", SAMPLE],
+        capture_output=True,
+        env=env,
+        cwd=project,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    reason = "the policy file is a named pipe (FIFO), not a regular file"
+    assert result.stderr.decode().splitlines() == [f"loop-brake filter: {fifo}: {reason}"]
+    hook = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "hook"],
+        input=HOOK_INPUT,
+        capture_output=True,
+        env=env,
+        cwd=project,
+        timeout=60,
+    )
+    assert hook.returncode == 0 and reason in hook.stderr.decode()

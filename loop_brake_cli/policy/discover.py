@@ -8,6 +8,11 @@
    table (a pyproject.toml without one is passed over);
 4. ``${XDG_CONFIG_HOME:-~/.config}/loop-brake/policy.toml``;
 5. none.
+
+A ``.loop-brake.toml`` or ``policy.toml`` that exists but is not a regular file (a
+FIFO, a device, a directory) is found all the same, so the loader refuses it with
+its reason (``load.read_policy_bytes``) instead of the brake silently running
+without it or with the next file up.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def find_policy_file(
     directory = os.path.abspath(cwd or os.getcwd())
     while True:
         local = os.path.join(directory, LOCAL_FILE)
-        if os.path.isfile(local):
+        if os.path.exists(local):  # a FIFO or a device too: the loader refuses it, said
             return local
         pyproject = os.path.join(directory, "pyproject.toml")
         if os.path.isfile(pyproject) and _has_table(pyproject):
@@ -70,7 +75,7 @@ def find_policy_file(
         directory = parent
     config = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     user = os.path.join(config, "loop-brake", "policy.toml")
-    return user if os.path.isfile(user) else None
+    return user if os.path.exists(user) else None
 
 
 def discover_policy(
