@@ -89,6 +89,30 @@ def distinct_sessions(n: int, seed: int = 7) -> Iterator[bytes]:
         yield (dumps(event) + "\n").encode()
 
 
+def escaped_long(n: int, size: int = 102_000, seed: int = 9) -> Iterator[bytes]:
+    """Distinct long arguments, each holding one ``\\u00e9`` (json.dumps' ASCII
+    escape): the corner where the C reader used to decline every line (issue 30)."""
+    rng = random.Random(seed)
+    for i in range(n):
+        text = "".join(rng.choice(WORDS) + " " for _ in range(size // 8))[:size] + "caf\u00e9"
+        event = {"tool": "write_file", "args": {"path": f"/tmp/f{i}", "content": text}}
+        event.update(sessionId=f"s{i % 7}", callId=f"call_{i:07d}")
+        yield (json.dumps(event, separators=(",", ":")) + "\n").encode()
+
+
+def near_limit(n: int, size: int = 7_800_000, seed: int = 10) -> Iterator[bytes]:
+    """Distinct lines just under the default 8 MiB line limit, half of them repeated
+    once: what the caches must not hold by the thousand."""
+    rng = random.Random(seed)
+    for i in range(n):
+        text = f"{i:08d}" + "".join(rng.choice(WORDS) for _ in range(size // 6))[:size]
+        event = {"tool": "write_file", "args": {"content": text}, "sessionId": "s"}
+        line = (json.dumps({**event, "callId": f"c{i}"}, separators=(",", ":")) + "\n").encode()
+        yield line
+        if i % 2:
+            yield line.replace(f'"c{i}"'.encode(), f'"c{i}b"'.encode())
+
+
 def claude_transcript(target_bytes: int, seed: int = 8, usage: bool = True) -> Iterator[bytes]:
     """Claude Code JSONL: assistant tool_use / user tool_result pairs, each assistant
     line with its message id and usage (``usage=False``: neither, the transcript

@@ -10,7 +10,9 @@ launcher as ``bench/run.py`` (wall time, user and system CPU of the child
 measured separately). Prints each run and the medians; ``--check`` compares the
 outputs of all commands byte for byte. ``{input}`` is one of the generated
 inputs (events, sessions, claude, claude20, claude-calls: the Claude Code
-transcript without message ids and usage) or a path.
+transcript without message ids and usage; escaped-long: 1,000 distinct 94 KB
+arguments each holding a \\u escape; near-limit: lines just under the 8 MiB line
+limit) or a path.
 
 The commands run in the data directory, not here: ``python -m`` puts the current
 directory first on ``sys.path``, so from a checkout every ``PYTHONPATH=old`` run
@@ -36,6 +38,8 @@ INPUTS = {
     "events": lambda: run.data_file("events", 1_000_000, gen.events),
     "events100k": lambda: run.data_file("events", 100_000, gen.events),
     "sessions": lambda: run.data_file("sessions", 1_000_000, gen.distinct_sessions),
+    "escaped-long": lambda: run.data_file("escaped-long", 1_000, gen.escaped_long),
+    "near-limit": lambda: run.data_file("near-limit", 12, gen.near_limit),
     "claude": lambda: _claude(200),
     "claude20": lambda: _claude(20),
     "claude-calls": lambda: run.data_file(

@@ -18,11 +18,12 @@
  *   only the grammar matters: see any_value), nested at most MAX_DEPTH deep;
  * - digest is sha256(tool + "\n" + canonical_json(args)), canonical_json being
  *   the core's (canonical.py), because args stays inside a subset where the
- *   canonical form is the input with whitespace removed and object members
- *   sorted: names of printable ASCII without escapes (byte order is then UTF-16
- *   order), no duplicate names, strings whose only escapes are the ones
- *   JSON.stringify writes itself (\" \\ \b \f \n \r \t), numbers that JavaScript
- *   prints exactly as written (see number());
+ *   canonical form is the input with whitespace removed, object members sorted
+ *   and string escapes written as JSON.stringify writes them: names of printable
+ *   ASCII without escapes (byte order is then UTF-16 order), no duplicate names,
+ *   strings with any escape but a lone surrogate (\" \\ \b \f \n \r \t kept,
+ *   \/ and \u rewritten: see unicode_escape), numbers that JavaScript prints
+ *   exactly as written (see number());
  * - session_json and call_json are the strings' JSON as json.encoder's
  *   encode_basestring writes them: with no escape and no control character
  *   inside, that is the text between and including the quotes.
@@ -341,18 +342,112 @@ static size_t utf8_size(const unsigned char *p, const unsigned char *end)
     return size;
 }
 
-/* A string at r->p (on its opening quote), copied to the output. ``plain``: no
- * escape at all (names and the event's id strings); ``ascii``: printable ASCII
- * only (object member names, so that byte order is UTF-16 order). */
+static const char HEX_DIGITS[] = "0123456789abcdef";
+
+static inline int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The code unit of the \uXXXX at p (p[0] is the backslash), or -1. */
+static long unicode_unit(const unsigned char *p, const unsigned char *end)
+{
+    if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
+        return -1;
+    long unit = 0;
+    for (int i = 2; i < 6; i++) {
+        int digit = hex_value(p[i]);
+        if (digit < 0)
+            return -1;
+        unit = unit * 16 + digit;
+    }
+    return unit;
+}
+
+/* A \uXXXX escape at r->p (with its low surrogate, for a high one) written as
+ * JSON.stringify writes the character: \" \\ and the short escapes, other controls
+ * as lowercase \u00xx, everything else as UTF-8. Never longer than its input. A lone
+ * surrogate is declined: the exact path writes it. */
+static int unicode_escape(Reader *r)
+{
+    long unit = unicode_unit(r->p, r->end);
+    if (unit < 0)
+        return NO;
+    r->p += 6;
+    unsigned char *out = out_buf + r->out;
+    if (unit >= 0xD800 && unit <= 0xDFFF) {
+        long low = unit <= 0xDBFF ? unicode_unit(r->p, r->end) : -1;
+        if (low < 0xDC00 || low > 0xDFFF)
+            return NO;
+        r->p += 6;
+        unsigned long cp = 0x10000 + (((unsigned long)unit - 0xD800) << 10) + (low - 0xDC00);
+        out[0] = (unsigned char)(0xF0 | (cp >> 18));
+        out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        r->out += 4;
+        return OK;
+    }
+    static const char SHORT[32] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 0, 'f', 'r', 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0,   0,   0,   0, 0,   0,   0, 0,
+    };
+    if (unit < 0x20) {
+        out[0] = '\\';
+        if (SHORT[unit]) {
+            out[1] = (unsigned char)SHORT[unit];
+            r->out += 2;
+        }
+        else {
+            memcpy(out + 1, "u00", 3);
+            out[4] = (unsigned char)HEX_DIGITS[unit >> 4];
+            out[5] = (unsigned char)HEX_DIGITS[unit & 15];
+            r->out += 6;
+        }
+    }
+    else if (unit == '"' || unit == '\\') {
+        out[0] = '\\';
+        out[1] = (unsigned char)unit;
+        r->out += 2;
+    }
+    else if (unit < 0x80) {
+        out[0] = (unsigned char)unit;
+        r->out += 1;
+    }
+    else if (unit < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (unit >> 6));
+        out[1] = (unsigned char)(0x80 | (unit & 0x3F));
+        r->out += 2;
+    }
+    else {
+        out[0] = (unsigned char)(0xE0 | (unit >> 12));
+        out[1] = (unsigned char)(0x80 | ((unit >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (unit & 0x3F));
+        r->out += 3;
+    }
+    return OK;
+}
+
+/* A string at r->p (on its opening quote), written to the output as JSON.stringify
+ * writes it. ``plain``: no escape at all (names and the event's id strings);
+ * ``ascii``: printable ASCII only (object member names, so that byte order is UTF-16
+ * order). The escapes JSON.stringify writes itself are kept as they are; \/ and \u
+ * are rewritten (unicode_escape), so the output never outgrows the input. */
 static int string(Reader *r, int plain, int ascii)
 {
-    const unsigned char *start = r->p++;
+    const unsigned char *copied = r->p++; /* the input before it is in out_buf already */
     while (r->p < r->end) {
         unsigned char c = *r->p;
         if (c == '"') {
             r->p++;
-            size_t size = (size_t)(r->p - start);
-            memcpy(out_buf + r->out, start, size);
+            size_t size = (size_t)(r->p - copied);
+            memcpy(out_buf + r->out, copied, size);
             r->out += size;
             return OK;
         }
@@ -369,7 +464,21 @@ static int string(Reader *r, int plain, int ascii)
             case 't':
                 r->p += 2;
                 continue;
-            default: /* \/ and \u are written otherwise by JSON.stringify */
+            case '/':
+            case 'u': {
+                size_t size = (size_t)(r->p - copied);
+                memcpy(out_buf + r->out, copied, size);
+                r->out += size;
+                if (r->p[1] == '/') {
+                    out_buf[r->out++] = '/';
+                    r->p += 2;
+                }
+                else if (unicode_escape(r) != OK)
+                    return NO;
+                copied = r->p;
+                continue;
+            }
+            default:
                 return NO;
             }
         }
@@ -841,8 +950,6 @@ static int event(Reader *r, Span *tool, Span *session, Span *call, size_t *args_
     return OK;
 }
 
-static const char HEX[] = "0123456789abcdef";
-
 /* sha256(head + suffix + the canonical text read into out_buf), the end of a read. */
 static void read_digest(const unsigned char *head, size_t head_size, const char *suffix,
                         size_t canonical_size, unsigned char *digest)
@@ -890,8 +997,8 @@ static PyObject *scan_event(PyObject *module, PyObject *arg)
     unsigned char digest[32], prefix[12];
     read_digest(tool.start + 1, tool.size - 2, "\n", args_end, digest); /* args is at 0 */
     for (int i = 0; i < 6; i++) {
-        prefix[2 * i] = (unsigned char)HEX[digest[i] >> 4];
-        prefix[2 * i + 1] = (unsigned char)HEX[digest[i] & 15];
+        prefix[2 * i] = (unsigned char)HEX_DIGITS[digest[i] >> 4];
+        prefix[2 * i + 1] = (unsigned char)HEX_DIGITS[digest[i] & 15];
     }
     PyObject *items[7] = {
         id_text(&tool),

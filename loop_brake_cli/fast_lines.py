@@ -15,6 +15,7 @@ from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 
 __all__ = [
     "CACHE_LIMIT",
+    "MAX_KEY_BYTES",
     "OFF_LINES",
     "WINDOW",
     "CacheSwitch",
@@ -22,6 +23,10 @@ __all__ = [
 ]
 
 CACHE_LIMIT = 1 << 12
+# Keys longer than this are neither looked up nor stored: hashing a long key for the
+# look-up costs about what a hit saves, and it bounds each cache in bytes, at
+# CACHE_LIMIT * MAX_KEY_BYTES (16 MiB), whatever the line limit.
+MAX_KEY_BYTES = 1 << 12
 # A cache is switched off for OFF_LINES lines when, over a window of WINDOW misses,
 # fewer than a quarter of its look-ups hit (then tried again: input changes).
 WINDOW = 1 << 12

@@ -50,7 +50,7 @@ from . import fast_canonical as _fc
 from .brake import LoopBrake
 from .canonical import JSONInputError, parse_json
 from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
-from .fast_lines import CACHE_LIMIT, WINDOW, CacheSwitch, VerdictTemplates
+from .fast_lines import CACHE_LIMIT, MAX_KEY_BYTES, WINDOW, CacheSwitch, VerdictTemplates
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
@@ -330,7 +330,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 entry = key = None
                 if lines_from <= number:  # the line cache (see _Judge.lines)
                     cut = line.rfind(b',"callId":"')
-                    if cut > 0 and line[-1] == 125:  # ends in '}'
+                    if 0 < cut <= MAX_KEY_BYTES and line[-1] == 125:  # ends in '}'
                         key = line[:cut]
                         entry = get_line(key)
                         if entry is not None:
@@ -385,10 +385,11 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                         known = tool_miss(tool)
                     tool = known[4]
                     # bytes in the digest cache passed the checks below: equal bytes, equal result
-                    if digests_from <= number:
+                    if digests_from <= number and len(canonical) <= MAX_KEY_BYTES:
                         hashed = known[1] + canonical
                         got = get_digest(hashed)
                     else:
+                        hashed = None
                         got = None
                     if got is not None:
                         digest, hash_prefix = got
@@ -403,7 +404,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                         ) and not is_exact(canonical):
                             exactly(_exact(line, number))
                             continue
-                        if digests_from <= number:
+                        if hashed is not None:
                             digest, hash_prefix, digests_from = digest_miss(hashed, number)
                         else:
                             hasher = known[0].copy()

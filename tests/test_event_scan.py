@@ -443,8 +443,11 @@ NEAR_MISSES = [
     b'{"tool":"t","args":1e5,"sessionId":"s","callId":"c"}',
     b'{"tool":"t","args":0.0000001,"sessionId":"s","callId":"c"}',
     b'{"tool":"t","args":1234567890123456,"sessionId":"s","callId":"c"}',
-    b'{"tool":"t","args":"\\/","sessionId":"s","callId":"c"}',
-    b'{"tool":"t","args":"\\u00e9","sessionId":"s","callId":"c"}',
+    # a lone surrogate: the exact path writes it
+    b'{"tool":"t","args":"\\ud800","sessionId":"s","callId":"c"}',
+    b'{"tool":"t","args":"\\udc00\\ud800","sessionId":"s","callId":"c"}',
+    b'{"tool":"t","args":"\\ud800\\u0041","sessionId":"s","callId":"c"}',
+    b'{"tool":"t","args":"\\ud800\\","sessionId":"s","callId":"c"}',
     # not JSON
     b'{"tool":"t","args":{},"sessionId":"s","callId":"c"} x',
     b'{"tool":"t","args":{},"sessionId":"s","callId":"c",}',
@@ -459,6 +462,30 @@ NEAR_MISSES = [
     b"{}",
     b"[]",
 ]
+
+
+# Escapes JSON.stringify writes otherwise are rewritten, not declined: arguments with a
+# \u escape sent whole streams to the slower path (issue 30).
+REWRITTEN_ESCAPES = [
+    '"\\/"',
+    '"\\u00e9"',
+    '"\\u00E9\\u00e9"',
+    '"x\\u0041y"',
+    '"\\u0000\\u0008\\u0009\\u000a\\u000C\\u000d\\u001F\\u001f"',
+    '"\\u0022\\u005C\\u002f\\u007f\\u0080\\u07ff\\u0800"',
+    '"\\u2028\\u2029\\ufeff\\uE000\\uFFFF"',
+    '"\\ud83d\\ude00\\uD800\\uDC00\\udbff\\udfff"',
+    '{"k":"\\u00e9","a":["\\/","\\ud83d\\ude00"]}',
+    '"' + "a" * 100_000 + '\\u00e9' + "b" * 100_000 + '"',
+]
+
+
+@built
+@pytest.mark.parametrize("args", REWRITTEN_ESCAPES, ids=range(len(REWRITTEN_ESCAPES)))
+def test_escapes_javascript_writes_otherwise_are_rewritten_exactly(args: str) -> None:
+    line = f'{{"tool":"t","args":{args},"sessionId":"s","callId":"c"}}'.encode()
+    assert check(line)
+    assert _event_scan.digest_json(b"t\n", args.encode()) == call_digest("t", parse_json(args))
 
 
 @built

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 S = json.dumps(SECRET, ensure_ascii=False).encode("utf-8")
-E = json.dumps(SECRET).encode("ascii")  # with \ud83d\udd11 escapes: declined
+# with \ud83d\udd11 escapes (rewritten) and then a lone surrogate: declined there
+E = json.dumps(SECRET + "\ud800").encode("ascii")
 
 
 def _call(args: bytes, call_id: str, extra: bytes = b"") -> bytes:

@@ -197,3 +197,21 @@ def test_a_line_nested_deeper_than_parse_json_reads_gets_its_error(depth, event_
     line = b'{"tool":"t","args":{},"sessionId":"s","meta":%b,"callId":"c"}' % deep
     data = line + b"\n" + line.replace(b'"c"', b'"d"') + b"\n"
     assert _fast(data, 3, ALL) == _exact(data, 3, ALL)
+
+
+def test_long_lines_are_not_cached_so_the_caches_stay_bounded_in_bytes(monkeypatch):
+    monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")  # the C reader would take every line
+    # a loop of long lines, and long lines the checks decline (1.0): exact verdicts, and
+    # no key longer than MAX_KEY_BYTES is kept (each cache holds at most
+    # CACHE_LIMIT * MAX_KEY_BYTES bytes of keys, whatever the line limit)
+    big = b"x" * (fast_lines.MAX_KEY_BYTES + 1)
+    loop = b'{"tool":"t","args":{"s":"%b"},"sessionId":"s1"' % big
+    declined = b'{"tool":"t","args":{"s":"%b","f":1.0},"sessionId":"s2"' % big
+    short = b'{"tool":"t","args":{"s":"x"},"sessionId":"s3"'
+    lines = [p + b',"callId":"c%d"}' % i for i, p in enumerate([loop, declined, short] * 4)]
+    data = b"\n".join(lines) + b"\n"
+    judge, fast = _judged(data)
+    assert fast == _exact(data, 3, ALL)[0]
+    assert fast.count(b'"verdict":"deny"') == 6
+    assert list(judge.lines) == [short]
+    assert [len(key) for key in judge.digests] == [len(b't\n{"s":"x"}')]
