@@ -25,7 +25,7 @@ from ..output import json_line
 from ..pipeline import judge
 from ..records import BadRecord, ToolCall, error_record, verdict_record
 from ..wire.mcp import continues_call, decode_call
-from .keys import SessionNameError, session_key
+from .keys import SessionNameError, call_scope, session_key
 
 __all__ = ["Answer", "GatewayBrake", "INVALID_REQUEST", "request_error"]
 
@@ -99,6 +99,9 @@ class GatewayBrake:
             self.log(error_record(BadRecord("no session key (refused)")))
             return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
         record = decode_call(value, key.name)
+        scope = call_scope(headers, peer)
+        if scope is not None and isinstance(record, ToolCall) and record.call_id is not None:
+            record.call_id = f"{scope}/{record.call_id}"  # ids are unique per connection only
         ((record, verdict),) = judge((record,), self.brake)
         if verdict is None:
             self.log(error_record(record))  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ __all__ = [
     "SOURCES",
     "SessionNameError",
     "SessionKey",
+    "call_scope",
     "digest",
     "session_key",
 ]
@@ -119,3 +120,16 @@ def session_key(
     if anonymous == "connection" and peer is not None:
         return SessionKey(f"conn:{peer}", "connection")
     return None
+
+
+def call_scope(headers: Mapping[str, str], peer: str | None) -> str | None:
+    """Where a JSON-RPC id is unique: its MCP session (a digest of ``Mcp-Session-Id``),
+    else the client's TCP connection. Every client numbers its requests from 1, so
+    within one streak (many clients may share a session name, several gateways a
+    store) the id alone would make one client's call look like another's retry and
+    go uncounted; scoped (``127.0.0.1:53422/5``) a retry on the same connection is
+    still a duplicate."""
+    mcp_session = headers.get("mcp-session-id")
+    if mcp_session:
+        return f"mcp-session:{digest(mcp_session)[:8]}"
+    return peer
