@@ -30,6 +30,9 @@ FRAMEWORKS = [
     "claude_agent_sdk",
     "smolagents",
     "strands",
+    "autogen_agentchat",
+    "autogen_core",
+    "autogen_ext",
 ]
 
 

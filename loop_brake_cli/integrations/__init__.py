@@ -20,6 +20,7 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.smolagents``: smolagents' ``ToolCallingAgent`` and
   ``CodeAgent``.
 * ``loop_brake_cli.integrations.strands``: a Strands hook provider.
+* ``loop_brake_cli.integrations.autogen``: an AutoGen AgentChat workbench.
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
 the core's ``Verdict.message``: never the arguments. What they share (the brake,

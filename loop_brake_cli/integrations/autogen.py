@@ -1,0 +1,197 @@
+"""The brake in an AutoGen AgentChat agent: a workbench around the agent's tools.
+
+Needs ``pip install 'loop-brake-cli[autogen]'`` (``autogen-agentchat`` 0.7)::
+
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core.tools import StaticWorkbench
+    from loop_brake_cli.integrations.autogen import LoopBrakeWorkbench, attach
+
+    agent = AssistantAgent("a", model_client, workbench=LoopBrakeWorkbench(
+        StaticWorkbench([search]), max_repeats=3))
+    # or, for an agent built with tools=[...] (or any workbench):
+    brake = attach(agent, max_repeats=3)
+
+An AgentChat agent runs every tool through a workbench's ``call_tool`` (its
+``tools=`` become a ``StaticWorkbench``; ``McpWorkbench`` serves MCP tools).
+``LoopBrakeWorkbench`` wraps one: a denied call never reaches it, and the agent
+gets the workbench's own failure form, a ``ToolResult`` with ``is_error=True`` and
+the core's denial text, which the model reads as that call's result. A policy's ``[stop]``
+uses AgentChat's two stops: the call fails with the stop text and the run's
+``CancellationToken`` is cancelled (a model client linked to it, as the OpenAI one
+is, ends the run with ``CancelledError``), and ``workbench.termination()`` is a
+team termination condition that ends the team's run with a ``StopMessage`` holding
+the stop text before the next turn. The result of a call that ran
+feeds the policy's progress mode.
+
+The session is the agent's conversation: an AgentChat agent holds one (its model
+context), so the session is the agent (``attach``: all its workbenches share it) or
+the ``LoopBrakeWorkbench`` (one per agent); the workbench's ``reset()`` forgets it
+(an agent's ``on_reset`` clears its context but not its workbenches: reset both).
+``session_key=`` (a function of the ``LoopBrakeWorkbench``) keys calls yourself.
+The model's call id is the call id. ``dispose(agent)`` puts the agent's
+workbenches back.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any
+
+from autogen_agentchat.base import TerminationCondition
+from autogen_agentchat.messages import StopMessage
+from autogen_core.tools import TextResultContent, ToolResult, Workbench
+
+from ..brake import LoopBrake
+from ._session import SessionBrake, make_brake
+
+__all__ = ["LoopBrakeTermination", "LoopBrakeWorkbench", "attach", "dispose"]
+
+
+class LoopBrakeWorkbench(Workbench):
+    """A workbench that brakes ``call_tool`` of the workbench it wraps."""
+
+    def __init__(
+        self,
+        inner: Workbench,
+        brake: LoopBrake | None = None,
+        *,
+        max_repeats: object = None,
+        policy: Any = None,
+        session_key: Callable[[Any], str | None] | None = None,
+        owner: Any = None,
+    ) -> None:
+        """``owner``: the conversation the session stands for (default: this workbench;
+        ``attach`` passes the agent)."""
+        self.inner = inner
+        self.seam = SessionBrake(
+            make_brake(brake, max_repeats, policy=policy),
+            session_key=session_key,
+            default_key=self._default_key,
+            where="autogen",
+        )
+        self.brake = self.seam.brake
+        self._owner = None if owner is None else weakref.ref(owner)
+        self.stopped: str | None = None
+        """The stop text, once a policy's stop was reached (until ``reset()``)."""
+
+    def termination(self) -> LoopBrakeTermination:
+        """A team termination condition that fires at this workbench's stop."""
+        return LoopBrakeTermination(self)
+
+    def _default_key(self, workbench: Any) -> str:
+        owner = self if self._owner is None else self._owner()
+        return self.seam.scoped_key(owner, "autogen")
+
+    async def list_tools(self) -> Any:
+        return await self.inner.list_tools()
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: Any = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        verdict = self.seam.judge(self.seam.session(self), name, arguments, call_id)
+        if verdict.stop:
+            self.stopped = verdict.message  # LoopBrakeTermination ends the team's run
+            if cancellation_token is not None:
+                cancellation_token.cancel()  # and the agent's own model call is cancelled
+        if verdict.denied:
+            return ToolResult(
+                name=name, result=[TextResultContent(content=verdict.message)], is_error=True
+            )
+        result = await self.inner.call_tool(name, arguments, cancellation_token, call_id)
+        if not result.is_error:
+            self.seam.feed(verdict, result.to_text())
+        return result
+
+    async def call_tool_stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        yield await self.call_tool(*args, **kwargs)  # never streams: the brake answers whole
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+    async def reset(self) -> None:
+        """A new conversation: forget this workbench's streak, reset the wrapped one."""
+        self.seam.release(self._default_key(self))
+        self.stopped = None
+        await self.inner.reset()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return await self.inner.save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        await self.inner.load_state(state)
+
+    def _to_config(self) -> Any:
+        raise NotImplementedError("a LoopBrakeWorkbench is not serialisable")
+
+    @classmethod
+    def _from_config(cls, config: Any) -> LoopBrakeWorkbench:
+        raise NotImplementedError("a LoopBrakeWorkbench is not serialisable")
+
+
+class LoopBrakeTermination(TerminationCondition):
+    """Ends a team's run (``RoundRobinGroupChat(..., termination_condition=...)``, alone
+    or ``|`` with others) once the workbench reached a policy's stop: a ``StopMessage``
+    with the stop text."""
+
+    def __init__(self, workbench: LoopBrakeWorkbench) -> None:
+        self.workbench = workbench
+        self._fired = False
+
+    @property
+    def terminated(self) -> bool:
+        return self._fired
+
+    async def __call__(self, messages: Any) -> StopMessage | None:
+        if self._fired or self.workbench.stopped is None:
+            return None
+        self._fired = True
+        return StopMessage(content=self.workbench.stopped, source="loop_brake")
+
+    async def reset(self) -> None:
+        self._fired = False
+
+    def _to_config(self) -> Any:
+        raise NotImplementedError("a LoopBrakeTermination is not serialisable")
+
+    @classmethod
+    def _from_config(cls, config: Any) -> LoopBrakeTermination:
+        raise NotImplementedError("a LoopBrakeTermination is not serialisable")
+
+
+def attach(
+    agent: Any,
+    brake: LoopBrake | None = None,
+    *,
+    max_repeats: object = None,
+    policy: Any = None,
+    session_key: Callable[[Any], str | None] | None = None,
+) -> LoopBrake:
+    """Wrap each workbench of an ``AssistantAgent`` (its ``tools=`` too) in one
+    ``LoopBrakeWorkbench`` brake; returns the brake."""
+    brake = make_brake(brake, max_repeats, policy=policy)
+    agent._workbench = [
+        wb
+        if isinstance(wb, LoopBrakeWorkbench)
+        else LoopBrakeWorkbench(wb, brake, session_key=session_key, owner=agent)
+        for wb in agent._workbench  # AgentChat keeps them in this private list
+    ]
+    return brake
+
+
+def dispose(agent: Any) -> None:
+    """Put back the workbenches ``attach`` wrapped and forget their streaks."""
+    restored = []
+    for wb in agent._workbench:
+        if isinstance(wb, LoopBrakeWorkbench):
+            wb.brake.reset()
+            wb = wb.inner
+        restored.append(wb)
+    agent._workbench = restored
