@@ -1,7 +1,8 @@
 """The in-memory brake of dsh-loop-brake: sessions, errors, wrappers.
 
 The rule itself (count, reset, duplicate, deny) is ``streak.step``; this module
-keeps one slot per session in memory (optionally LRU-bounded) and raises
+keeps one slot per session in memory (optionally LRU-bounded), or counts in a
+shared store (``stores/``: SQLite, Redis) given as ``store=``, and raises
 ``LoopBrakeError``. What a verdict says is ``verdicts``; which maxRepeats
 applies is ``limits``. Both are re-exported here, the library's public face.
 """
@@ -14,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .canonical import call_digest
+from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
 from .streak import PolicySlot, Slot, policy_step, result_step, step
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
@@ -110,17 +111,30 @@ class LoopBrake:
         max_sessions: int | None = None,
         source: str | None = None,
         policy: Any = None,
+        store: Any = None,
+        fail_closed: bool = False,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         """``source`` names where an explicit ``max_repeats`` came from (for summaries).
 
         ``policy``: a ``policy.Policy``, a path to a policy file, None (the default: no
         policy), or ``DISCOVER`` (found as the CLI finds it). A bad file raises
-        ``policy.PolicyError``. An empty policy is no policy."""
+        ``policy.PolicyError``. An empty policy is no policy.
+
+        ``store``: count in a store shared with other processes and hosts instead of
+        in memory: a ``stores.Store`` or a store URL (a path, ``sqlite:///path``,
+        ``redis://``, ``rediss://``, ``unix://``; see ``stores.open_store``). When the
+        store fails, the call gets a verdict at once, not counted (rule ``store``,
+        count 0): allowed, or denied with ``fail_closed``; ``warn`` (default: the
+        ``loop_brake_cli`` logger) hears one line when the store fails and one when it
+        answers again, and ``store_failures`` counts the calls decided without it."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
         if source is not None and max_repeats is not None:
             self.max_repeats_source = source
         if max_sessions is not None and max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
+        if max_sessions is not None and store is not None:
+            raise ValueError("max_sessions bounds memory; a store keeps its own sessions")
         self.max_sessions = max_sessions
         self.evictions = 0
         self._slots: OrderedDict[str, Any] | dict[str, Any] = OrderedDict() if max_sessions else {}
@@ -136,6 +150,19 @@ class LoopBrake:
             self.observe = self._observe_composed  # type: ignore[method-assign]
         self.progress = self.policy is not None and self.policy.uses_progress
         """Results may restart streaks (the policy's progress mode): worth reading."""
+        self.store: Any = None
+        self.fail_closed = fail_closed
+        self.store_failures = 0
+        """Calls decided without the store (it failed): allowed, or denied fail-closed."""
+        self._store_down = False
+        self._warn = warn or _log_warning
+        if store is not None:
+            if isinstance(store, (str, os.PathLike)):
+                from .stores import open_store
+
+                store = open_store(os.fspath(store))
+            self.store = store
+            self.observe = self._observe_store  # type: ignore[method-assign]
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -189,6 +216,49 @@ class LoopBrake:
         """``observe`` with the ``count_call`` and ``slot_verdict`` chosen at construction."""
         slot, duplicate = self.count_call(session, tool_name, digest, call_id)
         return self.slot_verdict(slot, session, call_id, duplicate)
+
+    def _observe_store(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> Verdict:
+        """``observe`` through the store: one atomic decision there, or a store failure's
+        verdict (``_store_failed``)."""
+        from .stores import StoreError
+
+        try:
+            verdict = self.store.count_call(
+                session, tool_name, digest, call_id, self.max_repeats, policy=self.policy
+            )
+        except StoreError as exc:
+            self._store_failed(exc)
+            return Verdict(
+                self.fail_closed,
+                tool_name,
+                session,
+                0,
+                self.max_repeats,
+                digest[: PREFIX_LENGTH // 2].hex(),
+                call_id,
+                False,
+                "store",
+            )
+        self._store_answered()
+        return verdict
+
+    def _store_failed(self, exc: Exception) -> None:
+        """Count a decision made without the store; say so once, when it starts failing."""
+        self.store_failures += 1
+        if not self._store_down:
+            self._store_down = True
+            how = "denied (fail-closed)" if self.fail_closed else "allowed (fail-open)"
+            self._warn(f"{exc}; calls are {how} and not counted until it answers")
+
+    def _store_answered(self) -> None:
+        if self._store_down:
+            self._store_down = False
+            self._warn(
+                f"store {self.store.label} answers again "
+                f"({self.store_failures} calls so far were decided without it)"
+            )
 
     def slot_verdict(self, slot: Slot, session: str, call_id: Any, duplicate: bool) -> Verdict:
         """The verdict a slot stands for right after counting a call into it."""
@@ -244,6 +314,8 @@ class LoopBrake:
         host computed instead. Without the progress mode nothing is kept: False."""
         if not self.progress:
             return False
+        if self.store is not None:
+            return self._observe_result_store(session, call_id, result, digest)
         prev = self._slots.get(session)
         if prev is None:
             return False
@@ -254,6 +326,23 @@ class LoopBrake:
         state, paired = result_step(prev, call_id, digest)
         if state is not prev:
             self._slots[session] = state
+        return paired
+
+    def _observe_result_store(
+        self, session: str, call_id: Any, result: Any, digest: bytes | None
+    ) -> bool:
+        from .stores import StoreError
+
+        if digest is None:
+            from .progress import result_digest
+
+            digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
+        try:
+            paired = self.store.observe_result(session, call_id, digest, self.policy)
+        except StoreError as exc:
+            self._store_failed(exc)
+            return False
+        self._store_answered()
         return paired
 
     def _keep(
@@ -273,11 +362,21 @@ class LoopBrake:
                 slots[session] = slot
 
     def reset(self, session: str | None = None) -> None:
-        """Forget one session's streak, or all of them."""
+        """Forget one session's streak, or all of them (in the store, for every process
+        that shares it)."""
+        if self.store is not None:
+            self.store.reset(session)
+            return
         if session is None:
             self._slots.clear()
         else:
             self._slots.pop(session, None)
+
+
+def _log_warning(message: str) -> None:
+    import logging
+
+    logging.getLogger("loop_brake_cli").warning("%s", message)
 
 
 def wrap_execute(

@@ -20,6 +20,7 @@ __all__ = [
     "PLUGIN",
     "PROGRESS_TEMPLATE",
     "STOP_TEMPLATE",
+    "STORE_FAILED_TEMPLATE",
     "Verdict",
     "cycle_message",
     "deny_message",
@@ -61,6 +62,14 @@ PROGRESS_TEMPLATE = (
 )
 """A streak denial in the progress mode: the results did not change either."""
 
+STORE_FAILED_TEMPLATE = (
+    "loop brake: the streak store could not be asked, so the brake could not decide; "
+    "the call was denied because the brake fails closed.\n"
+    "Try again later, or ask the user to check the store."
+)
+"""A denial by ``--fail-closed`` when the shared store failed (rule ``store``): the
+call was not counted; why the store failed is said once on stderr, never here."""
+
 
 def deny_message(tool_name: str, count: int, max_repeats: int, prefix: str) -> str:
     """The plugin's denial text; never the arguments.
@@ -87,7 +96,8 @@ class Verdict(NamedTuple):
     hash_prefix: str
     call_id: Any = None
     duplicate: bool = False
-    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte)
+    rule: str | None = None  # None: no policy (the seed's verdict, byte for byte); "store":
+    # the shared store failed and the call was not counted (count 0; see LoopBrake)
     limit: int | None = None
     exempt: bool = False
     match: str | None = None
@@ -103,6 +113,8 @@ class Verdict(NamedTuple):
 
     @property
     def message(self) -> str:
+        if self.rule == "store":
+            return STORE_FAILED_TEMPLATE
         if self.rule == "stop":
             return STOP_TEMPLATE.format(
                 denials=self.denials,

@@ -117,3 +117,20 @@ def event_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if fastpath.scanner() is None:
         pytest.skip("the C reader loop_brake_cli._event_scan is not built")
     return request.param
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real redis-server for the session (tests/redis_server.py), stopped by pid."""
+    from redis_server import RedisServer
+
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The session's redis-server, flushed: a fresh store for each test."""
+    redis_server.command("FLUSHALL")
+    return redis_server.url

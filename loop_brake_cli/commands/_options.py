@@ -65,6 +65,57 @@ def resolve_policy(errors: Errors, explicit: str | None) -> Any:
         return errors(str(exc))
 
 
+STORE_HELP = (
+    "Count in a store shared with other processes and hosts: a path or sqlite:///path "
+    "(one machine), redis://HOST:PORT/DB, rediss://... (TLS) or unix:///PATH (one Redis "
+    "or Valkey server for a fleet; pip install 'loop-brake-cli[redis]'). Default: "
+    "$LOOP_BRAKE_STORE, else in memory."
+)
+
+
+def store_options(f: F) -> F:
+    """``--store``, ``--idle-ttl`` and ``--fail-closed``: the shared store (``stores``)."""
+    f = click.option(
+        "--fail-closed",
+        is_flag=True,
+        help="When the store cannot be asked, deny the call (default: allow it, uncounted).",
+    )(f)
+    f = click.option(
+        "--idle-ttl",
+        metavar="DURATION",
+        default=None,
+        help="With --store: a session idle this long starts afresh (default 24h; 90s, 30m, 7d).",
+    )(f)
+    return click.option("--store", "store_url", metavar="URL", default=None, help=STORE_HELP)(f)
+
+
+def open_shared_store(errors: Errors, url: str | None, idle_ttl: str | None, warn: Any) -> Any:
+    """The store ``--store`` (else ``$LOOP_BRAKE_STORE``) names, None without one, or the
+    exit status 2 after one line (a bad URL or duration, redis-py missing). Nothing is
+    connected yet: an unreachable server is the calls' failure, not a usage error."""
+    import os
+
+    from ..stores import DEFAULT_IDLE_TTL, ENV_STORE, StoreError, open_store
+
+    target = url or os.environ.get(ENV_STORE)
+    if not target:
+        if idle_ttl is not None:
+            return errors("--idle-ttl needs --store (or $LOOP_BRAKE_STORE)")
+        return None
+    ttl = DEFAULT_IDLE_TTL
+    if idle_ttl is not None:
+        from ..hook.runner import parse_duration
+
+        try:
+            ttl = parse_duration(idle_ttl)
+        except ValueError as exc:
+            return errors(f"--idle-ttl: {exc}")
+    try:
+        return open_store(target, idle_ttl=ttl, warn=warn)
+    except (ValueError, StoreError) as exc:
+        return errors(f"--store: {exc}")
+
+
 def config_option(help: str, metavar: str | None = None) -> Callable[[F], F]:
     return click.option(
         "--config",

@@ -28,9 +28,11 @@ from ._options import (
     config_option,
     max_line_bytes_option,
     max_repeats_option,
+    open_shared_store,
     policy_option,
     resolve,
     resolve_policy,
+    store_options,
 )
 
 PROG = "loop-brake filter"
@@ -96,6 +98,7 @@ def _say(message: str) -> None:
     "sha256(session key)[:8] big-endian mod N. Error verdicts go to shard 0.",
 )
 @policy_option()
+@store_options
 def filter_command(
     files: tuple[str, ...],
     max_repeats: int | None,
@@ -110,6 +113,9 @@ def filter_command(
     max_sessions: int | None = None,
     shard_text: str | None = None,
     policy_path: str | None = None,
+    store_url: str | None = None,
+    idle_ttl: str | None = None,
+    fail_closed: bool = False,
 ) -> int:
     """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
 
@@ -132,7 +138,54 @@ def filter_command(
     policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
-    brake = LoopBrake(value, source=source, max_sessions=max_sessions, policy=policy)
+    store = open_shared_store(errors, store_url, idle_ttl, _say)
+    if isinstance(store, ExitStatus):
+        return store
+    if store is not None and max_sessions is not None:
+        return errors("--max-sessions bounds memory; with --store the store keeps the sessions")
+    brake = LoopBrake(
+        value,
+        source=source,
+        max_sessions=max_sessions,
+        policy=policy,
+        store=store,
+        fail_closed=fail_closed,
+        warn=lambda message: _say(message),
+    )
+    try:
+        return _filter(
+            brake,
+            errors,
+            files,
+            format_name,
+            only,
+            fail_on_deny,
+            strict,
+            summary,
+            continue_sessions or store is not None,
+            max_line_bytes,
+            shard_text,
+        )
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _filter(
+    brake,
+    errors,
+    files,
+    format_name,
+    only,
+    fail_on_deny,
+    strict,
+    summary,
+    continue_sessions,
+    max_line_bytes,
+    shard_text,
+) -> int:
+    """Judge every file (``continue_sessions``: one brake across them; always so with a
+    shared store, which is never reset here)."""
     shard = None
     if shard_text is not None:
         from ..shard import parse_shard
@@ -191,6 +244,8 @@ def filter_command(
         print_filter_summary(tally, brake, len(paths), sessions, not_read)
         if brake.policy_path is not None:
             _say(f"policy: {brake.policy_path}")
+        if brake.store is not None:
+            _say(f"store: {brake.store.label} ({brake.store_failures} calls decided without it)")
         if brake.progress:
             _say(
                 f"results: {tally.results} read, {tally.results_ignored} ignored "
@@ -221,10 +276,16 @@ def _hint_stdin() -> None:
 
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
     """The fast path for event lines where it is available (same bytes out), else the exact
-    one. Under a policy, always the exact one: the fast path states only the seed's rule."""
+    one. Under a policy, always the exact one: the fast path states only the seed's rule;
+    with a store too: the store decides each call."""
     from .. import fastpath
 
-    if adapter.INFO.name == "events" and brake.policy is None and fastpath.enabled():
+    if (
+        adapter.INFO.name == "events"
+        and brake.policy is None
+        and brake.store is None
+        and fastpath.enabled()
+    ):
         fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
         return
     records = parse_records(adapter, source, brake.progress)

@@ -18,7 +18,15 @@ from ..mcp_proxy import (
     fill_closed,
     run_proxy,
 )
-from ._options import Errors, max_repeats_option, policy_option, resolve, resolve_policy
+from ._options import (
+    Errors,
+    max_repeats_option,
+    open_shared_store,
+    policy_option,
+    resolve,
+    resolve_policy,
+    store_options,
+)
 
 PROG = "loop-brake mcp-proxy"
 
@@ -28,6 +36,10 @@ PROXY_EXIT_HELP = (
     "read-only: the server is not started; a full disk later: the server is stopped); "
     "126 the server could not be run; 127 the server command was not found."
 )
+
+
+def _note(message: str) -> None:
+    click.echo(f"{PROG}: {message}", err=True)
 
 
 @click.command(
@@ -92,6 +104,18 @@ PROXY_EXIT_HELP = (
     help="After the client disconnects: seconds before SIGTERM, and again before SIGKILL.",
 )
 @policy_option()
+@click.option(
+    "--session",
+    "label",
+    metavar="KEY",
+    default=None,
+    help=(
+        "Name the streaks KEY#1, KEY#2... instead of mcp#1 (a new one per initialize). "
+        "Needed with --store: proxies with the same KEY share a streak, so give each "
+        "agent session its own."
+    ),
+)
+@store_options
 def mcp_proxy_command(
     server_command: tuple[str, ...],
     max_repeats: int | None,
@@ -103,6 +127,10 @@ def mcp_proxy_command(
     timeout: float = 10.0,
     read_timeout: float = 300.0,
     policy_path: str | None = None,
+    label: str | None = None,
+    store_url: str | None = None,
+    idle_ttl: str | None = None,
+    fail_closed: bool = False,
 ) -> int:
     """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client sends it.
 
@@ -135,11 +163,21 @@ def mcp_proxy_command(
     policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
+    store = open_shared_store(errors, store_url, idle_ttl, _note)
+    if isinstance(store, ExitStatus):
+        return store
+    if store is not None and label is None:
+        return errors(
+            "--store needs --session KEY: every proxy's first connection is mcp#1, and one "
+            "streak shared by every client would deny one client's call for another's"
+        )
     if (url is None) == (not server_command):
         return errors("give either SERVER_COMMAND (after --) or --url, not both or neither")
     if url is None and header_specs:
         return errors("--header needs --url")
     if url is not None:
+        if store is not None:
+            return errors("--store is not taken with --url yet: brake a local server command")
         return _bridge(
             errors,
             url,
@@ -159,6 +197,9 @@ def mcp_proxy_command(
         log_path=log_path,
         shutdown_timeout=shutdown_timeout,
         policy=policy,
+        store=store,
+        fail_closed=fail_closed,
+        label=label or "mcp",
     )
     try:
         return run_proxy(options)

@@ -30,18 +30,28 @@ def _shown_id(call_id: object) -> str:
     return str(call_id) if call_id != "" else '""'
 
 
-def _store(path: str | None):
-    from ..stores.sqlite_store import StateStore, default_state_path
+_STORE_HELP = (
+    "The store: a path or sqlite:///path, or redis://, rediss://, unix:// (a shared "
+    "Redis or Valkey). Default: $LOOP_BRAKE_STORE, else the --state file."
+)
+
+
+def _store(url: str | None, path: str | None):
+    """The store the options name; a bad URL is a usage error (exit 2)."""
+    from ..stores import StoreError, open_store, store_target
 
     def warn(message: str) -> None:
         click.echo(f"loop-brake state: {visible(message, lines=True)}", err=True)
 
-    return StateStore(path or default_state_path(), warn=warn)
+    try:
+        return open_store(store_target(url, path), warn=warn)
+    except (ValueError, StoreError) as exc:
+        raise click.UsageError(f"--store: {exc}") from None
 
 
 def _failed(exc: Exception) -> ExitStatus:
     """One line: 2 for a path that is not a store (a bad --state), else 3 (unreadable)."""
-    from ..stores.sqlite_store import NotAStoreError
+    from ..stores.sqlite_file import NotAStoreError
 
     click.echo(f"loop-brake state: {visible(str(exc), lines=True)}", err=True)
     return ExitStatus.USAGE if isinstance(exc, NotAStoreError) else ExitStatus.UNREADABLE
@@ -55,14 +65,15 @@ def state_command() -> None:
 @state_command.command("list")
 @click.option("--session", "session", metavar="KEY", help="Only this session key.")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
+@click.option("--store", "url", metavar="URL", help=_STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session.")
-def list_command(session: str | None, path: str | None, as_json: bool) -> int:
+def list_command(session: str | None, path: str | None, url: str | None, as_json: bool) -> int:
     """Sessions with their tool, streak count, hash prefix, last call id and age.
 
     Read-only: the store is never created, changed or moved aside."""
-    from ..stores.sqlite_store import StoreError
+    from ..stores import StoreError
 
-    store = _store(path)
+    store = _store(url, path)
     try:
         rows, skipped = store.sessions(session)
     except StoreError as exc:
@@ -71,13 +82,13 @@ def list_command(session: str | None, path: str | None, as_json: bool) -> int:
         store.close()
     if skipped:
         click.echo(
-            f"loop-brake state: skipped {skipped} row(s) of {store.path} whose columns "
+            f"loop-brake state: skipped {skipped} row(s) of {store.label} whose columns "
             "hold the wrong types (not written by loop-brake)",
             err=True,
         )
         if not rows:
             return ExitStatus.UNREADABLE
-    status = _listed(rows, session, as_json, store.path)
+    status = _listed(rows, session, as_json, store.label)
     return ExitStatus.UNREADABLE if skipped else status
 
 
@@ -122,11 +133,12 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
 @state_command.command("reset")
 @click.option("--session", "session", metavar="KEY", help="Only this session (default: all).")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
-def reset_command(session: str | None, path: str | None) -> int:
+@click.option("--store", "url", metavar="URL", help=_STORE_HELP)
+def reset_command(session: str | None, path: str | None, url: str | None) -> int:
     """Forget one session's streak, or every session's."""
-    from ..stores.sqlite_store import StoreError
+    from ..stores import StoreError
 
-    store = _store(path)
+    store = _store(url, path)
     try:
         removed = store.reset(session)
     except StoreError as exc:

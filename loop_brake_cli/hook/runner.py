@@ -44,14 +44,8 @@ from .. import agents
 from ..canonical import JSONInputError, call_digest, parse_json
 from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..records import BadRecord, ToolCall, ToolResult
-from ..stores.sqlite_store import (
-    DEFAULT_LOCK_TIMEOUT,
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_TTL,
-    StateStore,
-    StoreError,
-    default_state_path,
-)
+from ..stores import Store, StoreError, open_store, store_target
+from ..stores.sqlite_store import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_TTL
 from ..verdicts import Verdict
 from .stdio import Streams
 
@@ -77,12 +71,19 @@ Options:
                           Input/output dialect (default: detected).
   -m, --max-repeats N     Deny the call that brings a streak to N (default:
                           $DSH_LOOP_BRAKE_MAX_REPEATS, else 3).
+  --store URL             Where streaks live: a path or sqlite:///path (one
+                          machine), or redis://HOST:PORT/DB, rediss://...
+                          (TLS), unix:///PATH (one Redis or Valkey server
+                          shared by a fleet; the redis extra). Default:
+                          $LOOP_BRAKE_STORE, else the --state file.
   --state PATH            SQLite state file (default: $LOOP_BRAKE_STATE, else
                           ${{XDG_STATE_HOME:-~/.local/state}}/loop-brake/state.db).
-  --ttl DURATION          Sessions idle longer than this start over and are
-                          pruned (default 24h; 90s, 30m, 24h, 7d or seconds).
+  --ttl, --idle-ttl DURATION
+                          Sessions idle longer than this start over and are
+                          pruned or expire (default 24h; 90s, 30m, 24h, 7d or
+                          seconds).
   --max-sessions N        Keep at most N sessions, oldest dropped first
-                          (default {DEFAULT_MAX_SESSIONS}).
+                          (default {DEFAULT_MAX_SESSIONS}; SQLite only).
   --lock-timeout SECONDS  Wait this long for the store's lock (default
                           {DEFAULT_LOCK_TIMEOUT:g}).
   --max-input-bytes N     A longer hook input is a brake failure; no more
@@ -95,8 +96,9 @@ Options:
                           --fail-closed). A stop is answered in the agent's
                           own stop form where it has one.
   --fail-closed           If the brake itself fails (bad input or option,
-                          store locked, disk full, read-only, not a store),
-                          deny the call instead of allowing it.
+                          store locked, disk full, read-only, not a store,
+                          Redis unreachable or slower than 0.2 s), deny the
+                          call instead of allowing it.
   --shadow                Never deny: append the verdict a denial would have
                           been to --log and let the call run.
   --log FILE              Append one verdict JSON line per denied (or, with
@@ -115,7 +117,9 @@ _VALUE_OPTIONS = {
     "-m": "max_repeats",
     "--max-repeats": "max_repeats",
     "--state": "state",
+    "--store": "store",
     "--ttl": "ttl",
+    "--idle-ttl": "ttl",
     "--max-sessions": "max_sessions",
     "--lock-timeout": "lock_timeout",
     "--max-input-bytes": "max_input_bytes",
@@ -232,6 +236,7 @@ class _Hook:
         self.opts = opts
         self.streams = streams
         self.result = False  # the input is a post-tool event: never denied
+        self.store: Store | None = None
 
     def warn(self, message: str) -> None:
         from ..visible import visible
@@ -280,6 +285,26 @@ class _Hook:
             return 0
         self.warn(f"{reason}; the call was denied (--fail-closed: exit 2, {why})")
         return 2
+
+    def open_store(self) -> Store:
+        """The store ``--store``/``--state``/``$LOOP_BRAKE_STORE`` name (``stores``); a
+        bad URL is a StoreError, the brake's failure like any other."""
+        opts = self.opts
+        try:
+            self.store = open_store(
+                store_target(opts.get("store"), opts.get("state")),
+                idle_ttl=opts.get("ttl", DEFAULT_TTL),
+                max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
+                lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+                warn=self.warn,
+            )
+        except ValueError as exc:
+            raise StoreError(f"--store: {exc}") from None
+        return self.store
+
+    def close_store(self) -> None:
+        if self.store is not None:
+            self.store.close()
 
     def log(self, call: ToolCall, verdict: Verdict) -> None:
         path = self.opts.get("log")
@@ -347,21 +372,15 @@ class _Hook:
             digest = call_digest(call.tool, call.args)
         except (ValueError, TypeError) as exc:
             return self.fail(f"tool_input cannot be hashed ({exc})", agent)
-        store = StateStore(
-            opts.get("state") or default_state_path(),
-            ttl=opts.get("ttl", DEFAULT_TTL),
-            max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
-            lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
-            warn=self.warn,
-        )
         try:
+            store = self.open_store()
             verdict = store.count_call(
                 call.session, call.tool, digest, call.call_id, max_repeats, policy=policy
             )
         except StoreError as exc:
             return self.fail(str(exc), agent)
         finally:
-            store.close()
+            self.close_store()
         if not verdict.denied:
             return 0
         self.log(call, verdict)
@@ -391,19 +410,12 @@ class _Hook:
                 digest = result_digest(result.result, policy.result_ignore)
             except (ValueError, TypeError) as exc:
                 return self.not_recorded(f"the tool's result cannot be hashed ({exc})")
-        store = StateStore(
-            opts.get("state") or default_state_path(),
-            ttl=opts.get("ttl", DEFAULT_TTL),
-            max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
-            lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
-            warn=self.warn,
-        )
         try:
-            store.observe_result(result.session, result.call_id, digest, policy)
+            self.open_store().observe_result(result.session, result.call_id, digest, policy)
         except StoreError as exc:
             return self.not_recorded(str(exc))
         finally:
-            store.close()
+            self.close_store()
         return 0
 
     def not_recorded(self, reason: str) -> int:

@@ -78,6 +78,9 @@ class ProxyOptions:
     log_path: str | None = None
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     policy: Any = None  # a policy.Policy (already loaded and checked), or None
+    store: Any = None  # a stores.Store shared with other proxies, or None (in memory)
+    fail_closed: bool = False  # deny when the store cannot be asked
+    label: str = "mcp"  # sessions are label#1, label#2...
 
 
 def _exit_status(returncode: int) -> int:
@@ -138,7 +141,14 @@ class _ServerProcess:
         self.stderr_fd = stderr_fd
         self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before the server
         self.router = ClientRouter(
-            options.max_repeats, self.log.write, self.note, options.shadow, options.policy
+            options.max_repeats,
+            self.log.write,
+            self.note,
+            options.shadow,
+            options.policy,
+            options.store,
+            options.fail_closed,
+            options.label,
         )
         self.out_lock = threading.Lock()
         self.client_gone = False  # the client's stdout pipe is closed

@@ -126,13 +126,19 @@ class ClientRouter:
         note: Callable[[str], None],
         shadow: bool = False,
         policy: Any = None,
+        store: Any = None,
+        fail_closed: bool = False,
+        label: str = DEFAULT_LABEL,
     ) -> None:
-        self.brake = LoopBrake(max_repeats, policy=policy)
+        self.label = label  # sessions are label#1, label#2...: --session, or "mcp"
+        self.brake = LoopBrake(
+            max_repeats, policy=policy, store=store, fail_closed=fail_closed, warn=note
+        )
         self.results = self.brake.progress  # server lines are read for results
         self.connections = Connections(results=self.results)
         self.lock = threading.Condition()
         self.relaying = 0  # server lines being written to the client or read
-        self.session = self.connections.session(DEFAULT_LABEL)
+        self.session = self.connections.session(label)
         self.log = log
         self.note = note
         self.shadow = shadow
@@ -174,7 +180,7 @@ class ClientRouter:
             return  # not ours to judge: the client got what the server wrote
         with self.lock:
             for message, _path in messages(value):
-                result = self.connections.server_message(message, DEFAULT_LABEL)
+                result = self.connections.server_message(message, self.label)
                 if result is None:
                     continue
                 ((record, _verdict),) = judge((result,), self.brake)
@@ -236,7 +242,7 @@ class ClientRouter:
         """Whether one message goes to the server, and the proxy's answer to it.
 
         ``raw`` returns the message's own bytes (for a denied request's id)."""
-        record = self.connections.client_message(message, DEFAULT_LABEL, self.line_number, path)
+        record = self.connections.client_message(message, self.label, self.line_number, path)
         self._follow_connection()
         if record is None:
             if self._is_answered_cancellation(message):
@@ -262,13 +268,13 @@ class ClientRouter:
             self._forwarding(message)
             return True, None
         self.note(f"denied {what}")
-        self.connections.forget(message["id"], DEFAULT_LABEL)
+        self.connections.forget(message["id"], self.label)
         self._remember_answered(message["id"])
         return False, denial_answer(id_bytes, verdict.message, is_modern(message))
 
     def _follow_connection(self) -> None:
         """After a reconnect the old session's streak and answered ids are void."""
-        session = self.connections.session(DEFAULT_LABEL)
+        session = self.connections.session(self.label)
         if session != self.session:
             self.brake.reset(self.session)
             self.answered.clear()

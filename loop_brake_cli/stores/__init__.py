@@ -1,7 +1,107 @@
 """Where streaks live between processes: one interface, several backends.
 
-``sqlite_store.StateStore`` is the default: one SQLite file per machine
-(``sqlite_file`` decides which file may be used, ``rows`` and ``policy_rows``
-what a row holds). Nothing here imports click or rich: the hook imports this
-package before every tool call.
+``base.Store`` is the interface (count a call, pair a result, list, reset,
+close) and its errors. Two backends, chosen by a URL (``--store``, else
+``$LOOP_BRAKE_STORE``):
+
+* a path, or ``sqlite:///absolute/path``: ``sqlite_store.StateStore``, one
+  SQLite file per machine (the default, at ``default_state_path()``);
+  ``sqlite_file`` decides which file may be used, ``rows`` and ``policy_rows``
+  what a row holds;
+* ``redis://``, ``rediss://`` (TLS) or ``unix://`` (a socket path):
+  ``redis_store.RedisStore``, one Redis or Valkey server shared by a fleet
+  (redis-py, the ``redis`` extra).
+
+Nothing here imports click, rich or redis-py: the hook imports this package
+before every tool call, and redis-py only when a Redis store is used.
 """
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .base import DEFAULT_IDLE_TTL, ENV_STORE, Store, StoreError, StoreUnavailable
+
+__all__ = [
+    "DEFAULT_IDLE_TTL",
+    "ENV_STORE",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "is_redis",
+    "open_store",
+    "store_target",
+]
+
+_REDIS = ("redis", "rediss", "unix")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
+
+
+def _scheme(target: str) -> str | None:
+    """``redis`` of ``redis://...`` (lower case); None for a plain path. (No ``re``:
+    the hook's start-up does not pay for it.)"""
+    head, sep, _ = target.partition("://")
+    name = head.lower()
+    if sep and name[:1].isalpha() and set(name) <= _SCHEME_CHARS:
+        return name
+    return None
+
+
+def store_target(
+    store: str | None = None, state: str | None = None, env: dict[str, str] | None = None
+) -> str:
+    """Which store a command uses: ``--store``, else ``--state`` (a path), else
+    ``$LOOP_BRAKE_STORE``, else the default SQLite path (``$LOOP_BRAKE_STATE``, else
+    under ``$XDG_STATE_HOME``). Both options at once is a ValueError."""
+    if store and state:
+        raise ValueError("give --store or --state, not both (--state PATH is --store PATH)")
+    environ = os.environ if env is None else env
+    chosen = store or state or environ.get(ENV_STORE)
+    if chosen:
+        return chosen
+    from .sqlite_file import default_state_path
+
+    return default_state_path(environ)
+
+
+def is_redis(target: str) -> bool:
+    """Whether a store URL names a Redis server."""
+    return _scheme(target) in _REDIS
+
+
+def sqlite_path(target: str) -> str:
+    """The file a SQLite target names: a path, or ``sqlite:///path``. Any other
+    ``scheme://`` is a ValueError naming the forms understood."""
+    scheme = _scheme(target)
+    if scheme is None:
+        return target
+    if scheme == "sqlite":
+        path = target.partition("://")[2]
+        if path.startswith("/") and len(path) > 1:
+            return path
+        raise ValueError(f"a sqlite store URL is sqlite:///absolute/path, not {target!r}")
+    raise ValueError(
+        f"unknown store {scheme}://... (use a path, sqlite:///path, redis://, rediss:// or unix://)"
+    )
+
+
+def open_store(
+    target: str,
+    *,
+    idle_ttl: float = DEFAULT_IDLE_TTL,
+    warn: Any = None,
+    **sqlite_options: Any,
+) -> Store:
+    """The store a target names (see ``store_target``). ``idle_ttl``: seconds a session
+    may stay idle before its streak is forgotten. ``sqlite_options``: ``max_sessions``
+    and ``lock_timeout`` of the SQLite store (Redis has no session cap: keys expire).
+    Raises ValueError for a target that is neither, StoreError when redis-py is
+    missing. Connects on first use."""
+    if is_redis(target):
+        from .redis_store import RedisStore
+
+        return RedisStore(target, idle_ttl=idle_ttl)
+    from .sqlite_store import StateStore
+
+    return StateStore(sqlite_path(target), ttl=idle_ttl, warn=warn, **sqlite_options)

@@ -15,6 +15,7 @@ from ..canonical import canonical_json, hash_prefix, parse_json
 
 __all__ = [
     "SessionRow",
+    "call_id_key",
     "decode_call_id",
     "encode_call_id",
     "from_column",
@@ -43,6 +44,26 @@ class SessionRow:
 def encode_call_id(call_id: Any) -> str | None:
     """A call id as stored: canonical JSON text, so ``7`` and ``"7"`` differ."""
     return None if call_id is None else canonical_json(call_id)
+
+
+def call_id_key(call_id: Any) -> str:
+    """A text equal for two call ids exactly when Python finds them equal, as
+    ``streak.step`` compares them (``True == 1``, ``7 == 7.0``): the canonical JSON
+    of the id with booleans and integral floats as integers. A store that compares
+    ids outside Python (``redis_step.lua``) compares these."""
+    return canonical_json(_comparable(call_id))
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [_comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _comparable(item) for key, item in value.items()}
+    return value
 
 
 def decode_call_id(text: str | None) -> Any:

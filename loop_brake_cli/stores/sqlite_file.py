@@ -35,6 +35,8 @@ import sqlite3
 import stat
 import time
 
+from .base import StoreError
+
 __all__ = [
     "APPLICATION_ID",
     "ENV_STATE",
@@ -55,10 +57,6 @@ _SIDECARS = ("-wal", "-shm", "-journal")
 _V2_COLUMNS = ("session", "digest", "count", "call_id_json", "tool", "updated")
 _V1_COLUMNS = ("session", "digest", "count", "call_id", "tool", "updated")
 _OLD_NAMES = frozenset({"streaks", "streaks_updated", "sqlite_autoindex_streaks_1"})
-
-
-class StoreError(Exception):
-    """The brake itself failed (locked, disk full, read-only...); never quotes arguments."""
 
 
 class NotAStoreError(StoreError):

@@ -150,6 +150,7 @@ class StateStore:
         warn=None,
     ) -> None:
         self.path = path
+        self.label = path
         self.ttl = ttl
         self.max_sessions = max_sessions
         self.lock_timeout = lock_timeout

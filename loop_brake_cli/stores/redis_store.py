@@ -1,0 +1,412 @@
+"""Streaks shared by a fleet: one Redis (or Valkey) hash per session.
+
+Several hooks, proxies or filters on several hosts count into one server, so
+the third identical call is denied whichever process sees it. Per session one
+key, ``lb:v1:{session}`` (the hash tag keeps it whole on Redis Cluster; a
+decision touches that key alone), holding only what ``rows`` and
+``policy_rows`` hold in SQLite: ``d`` the 32-byte digest, ``c`` the count,
+``i``/``k`` the last call id as canonical JSON and as its comparison key,
+``t`` the tool, ``u`` the time stamp, ``v`` a version bumped by every write,
+and under a policy ``p``, the policy part. Never an argument, never a result.
+
+A decision is atomic:
+
+* the seed's rule is ``redis_step.lua``, one script and one round trip, a
+  transcription of ``streak.step`` that a differential test holds to it;
+* under a policy the decision is ``streak.policy_step`` in Python (the policy
+  rules are stated once) and the write is ``redis_cas.lua``, a compare-and-set
+  on the version read. A conflict returns the current hash and the decision
+  is made again at once on it (sleeping on a state just received only lets
+  other writers overtake again); a result (``streak.result_step``) is written
+  the same way.
+
+Idle sessions expire (the key's TTL, ``idle_ttl``, refreshed by every counted
+call) instead of being pruned; there is no session cap.
+
+Failures: connect and read time out after ``timeout`` (0.2 s unless the URL's
+``socket_timeout``/``socket_connect_timeout`` say otherwise), redis-py never
+retries on its own, and after ``BREAKER_FAILURES`` unreachable answers in a
+row a circuit breaker answers ``StoreUnavailable`` at once for a cool-down
+(doubling up to ``BREAKER_MAX_COOLDOWN``), then lets one call try. A timeout
+is an unknown outcome: the call may have been counted; a host retrying it
+with the same call id is not counted twice. Scripts flushed from the server
+are loaded again by redis-py (``EVALSHA``, then ``SCRIPT LOAD`` on NOSCRIPT).
+Messages name the server by ``redact(url)``: no user name, password or query.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..canonical import canonical_json
+from ..streak import PolicySlot, Slot, policy_step, result_step
+from ..verdicts import Verdict, verdict_of, verdict_of_policy
+from .base import DEFAULT_IDLE_TTL, StoreError, StoreUnavailable
+from .policy_rows import decode_policy_state, encode_policy_state
+from .rows import SessionRow, call_id_key, decode_call_id, session_row
+
+__all__ = ["KEY_PREFIX", "REDIS_SCHEMES", "RedisStore", "redact"]
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+KEY_PREFIX = b"lb:v1:"
+DEFAULT_TIMEOUT = 0.2
+BREAKER_FAILURES = 3
+BREAKER_COOLDOWN = 1.0
+BREAKER_MAX_COOLDOWN = 30.0
+MAX_CONFLICTS = 64  # compare-and-set retries of one decision before giving up
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SLOT_FIELDS = (b"d", b"c", b"i", b"t", b"u")
+
+
+def redact(url: str) -> str:
+    """The URL as messages show it: scheme, host, port and path only (no user name,
+    password or query string, which may carry ``password=``)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}{parts.path}"
+
+
+def _script(name: str) -> str:
+    with open(os.path.join(_HERE, name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _key(session: str) -> bytes:
+    return KEY_PREFIX + b"{" + session.encode("utf-8", "surrogatepass") + b"}"
+
+
+def _session_of(key: bytes) -> str | None:
+    if not (key.startswith(KEY_PREFIX + b"{") and key.endswith(b"}")):
+        return None
+    return key[len(KEY_PREFIX) + 1 : -1].decode("utf-8", "surrogatepass")
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "surrogatepass")
+
+
+class _Breaker:
+    """Open after ``failures`` unreachable answers in a row: calls fail at once until
+    the cool-down ends, then one may try (a failure reopens it for twice as long)."""
+
+    def __init__(self, failures: int, cooldown: float, max_cooldown: float) -> None:
+        self.threshold = failures
+        self.cooldown = cooldown
+        self.max_cooldown = max_cooldown
+        self.failures = 0
+        self.open_until = 0.0
+
+    def check(self, label: str) -> None:
+        if self.failures >= self.threshold:
+            left = self.open_until - time.monotonic()
+            if left > 0:
+                raise StoreUnavailable(
+                    f"redis store {label}: not asked (circuit open after "
+                    f"{self.failures} failures in a row; next try in {left:.1f} s)"
+                )
+
+    def failed(self) -> None:
+        self.failures += 1
+        if self.failures >= self.threshold:
+            wait = self.cooldown * 2 ** (self.failures - self.threshold)
+            self.open_until = time.monotonic() + min(wait, self.max_cooldown)
+
+    def succeeded(self) -> None:
+        self.failures = 0
+
+
+class RedisStore:
+    """The fleet's streaks on a Redis or Valkey server (``redis://``, ``rediss://``,
+    ``unix://``). Connects on first use; ``close`` drops the connection pool."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        idle_ttl: float = DEFAULT_IDLE_TTL,
+        timeout: float = DEFAULT_TIMEOUT,
+        breaker_failures: int = BREAKER_FAILURES,
+        breaker_cooldown: float = BREAKER_COOLDOWN,
+    ) -> None:
+        self.url = url
+        self.label = redact(url)
+        self.idle_ttl = idle_ttl
+        self.timeout = timeout
+        self.last_version = 0
+        """The version the last counted call wrote: the store's order of decisions."""
+        self.conflicts = 0
+        """Compare-and-set conflicts retried (policy decisions and results)."""
+        self._ttl_ms = str(max(1, int(idle_ttl * 1000)))
+        self._breaker = _Breaker(breaker_failures, breaker_cooldown, BREAKER_MAX_COOLDOWN)
+        self._client: Any = None
+        self._step: Any = None
+        self._cas: Any = None
+        if importlib.util.find_spec("redis") is None:
+            raise StoreError(
+                f"redis store {self.label}: redis-py is not installed "
+                "(pip install 'loop-brake-cli[redis]')"
+            )
+
+    # -- connection and failures ------------------------------------------------
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            try:
+                client = redis.Redis.from_url(
+                    self.url,
+                    socket_timeout=self.timeout,
+                    socket_connect_timeout=self.timeout,
+                    retry=Retry(NoBackoff(), 0),
+                    retry_on_timeout=False,
+                )
+            except ValueError as exc:  # a malformed URL or query value
+                raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
+            self._step = client.register_script(_script("redis_step.lua"))
+            self._cas = client.register_script(_script("redis_cas.lua"))
+            self._client = client
+        return self._client
+
+    def _ask(self, work):
+        """Run ``work(client)``: the breaker first, every redis-py failure as one line."""
+        import redis.exceptions as errors
+
+        self._breaker.check(self.label)
+        try:
+            result = work(self._connect())
+        except (errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError) as exc:
+            self._breaker.failed()
+            raise StoreUnavailable(f"redis store {self.label}: {self._why(exc)}") from None
+        except errors.RedisError as exc:
+            raise StoreError(f"redis store {self.label}: {self._why(exc)}") from None
+        self._breaker.succeeded()
+        return result
+
+    def _why(self, exc: BaseException) -> str:
+        """A redis-py failure in a few words, credentials scrubbed."""
+        import redis.exceptions as errors
+
+        if isinstance(exc, errors.TimeoutError):
+            return f"no answer within {self.timeout:g} s"
+        if isinstance(exc, errors.AuthenticationError):
+            return "authentication failed"
+        if isinstance(exc, errors.ConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            reason = getattr(cause, "strerror", None) or exc.__class__.__name__
+            if isinstance(cause, TimeoutError):
+                reason = f"no connection within {self.timeout:g} s"
+            return f"cannot connect ({self._scrub(str(reason))})"
+        return self._scrub(" ".join(str(exc).split()) or exc.__class__.__name__)
+
+    def _scrub(self, text: str) -> str:
+        """Remove the URL and its password from a message, in case a library or the
+        server quoted them (the messages above are built from error classes and
+        ``strerror``; a password shorter than 4 characters is not searched for, so
+        that words are not garbled)."""
+        password = urlsplit(self.url).password
+        text = text.replace(self.url, self.label)
+        if password and len(password) >= 4:
+            text = text.replace(password, "***")
+        return text
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # closing a dead connection must not fail a decision
+                pass
+
+    # -- reading a session ------------------------------------------------------
+
+    def _state(self, fields: dict[bytes, bytes], policy: Any) -> tuple[Any, float, int]:
+        """A hash as (the policy state or None, its stamp, its version)."""
+        version = int(fields.get(b"v", b"0") or 0)
+        slot, stamp = self._slot(fields)
+        if slot is None:
+            return None, 0.0, version
+        text = fields.get(b"p")
+        return (
+            decode_policy_state(slot, stamp, _text(text) if text else None, policy),
+            stamp,
+            version,
+        )
+
+    @staticmethod
+    def _slot(fields: dict[bytes, bytes]) -> tuple[Slot | None, float]:
+        try:
+            digest, count, tool, stamp = fields[b"d"], int(fields[b"c"]), fields[b"t"], fields[b"u"]
+            call_id = fields.get(b"i")
+            if len(digest) != 32:
+                return None, 0.0
+            slot = Slot(
+                digest, count, decode_call_id(_text(call_id) if call_id else None), _text(tool)
+            )
+            return slot, float(stamp)
+        except (KeyError, ValueError, UnicodeDecodeError):
+            return None, 0.0
+
+    @staticmethod
+    def _pairs(slot: Slot, stamp: float, state: PolicySlot) -> list[Any]:
+        pairs: list[Any] = [b"d", slot.digest, b"c", slot.count, b"t", _encode(slot.tool)]
+        pairs += [b"u", repr(stamp), b"p", encode_policy_state(state, stamp)]
+        if slot.call_id is not None:
+            pairs += [b"i", canonical_json(slot.call_id), b"k", call_id_key(slot.call_id)]
+        return pairs
+
+    # -- the decision -----------------------------------------------------------
+
+    def count_call(
+        self,
+        session: str,
+        tool: str,
+        digest: bytes,
+        call_id: Any,
+        max_repeats: int,
+        now: float | None = None,
+        policy: Any = None,
+    ) -> Verdict:
+        """Count one call atomically (``redis_step.lua``, or ``policy_step`` and a
+        compare-and-set under ``policy``) and return its verdict."""
+        at = time.time() if now is None else now
+        if policy is not None:
+            return self._count_policy(session, tool, digest, call_id, max_repeats, at, policy)
+        id_json = "" if call_id is None else canonical_json(call_id)
+        id_key = "" if call_id is None else call_id_key(call_id)
+        args = [digest, _encode(tool), id_json, id_key, repr(at), self._ttl_ms]
+        found = self._ask(lambda client: self._step(keys=[_key(session)], args=args))
+        stored_digest, count, stored_tool, duplicate, version = found
+        if not duplicate:
+            self.last_version = version
+        slot = Slot(stored_digest, count, call_id, _text(stored_tool))
+        return verdict_of(slot, session, call_id, bool(duplicate), max_repeats)
+
+    def _count_policy(
+        self,
+        session: str,
+        tool: str,
+        digest: bytes,
+        call_id: Any,
+        max_repeats: int,
+        at: float,
+        policy: Any,
+    ) -> Verdict:
+        key = _key(session)
+
+        def work(client: Any) -> Verdict:
+            fields = client.hgetall(key)
+            for _ in range(MAX_CONFLICTS):
+                prev, _stamp, version = self._state(fields, policy)
+                state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
+                if duplicate:
+                    return verdict_of_policy(state, session, call_id, True)
+                pairs = self._pairs(state.slot, at, state)
+                written, payload = self._cas(keys=[key], args=[version, self._ttl_ms, *pairs])
+                if written:
+                    self.last_version = payload
+                    return verdict_of_policy(state, session, call_id, False)
+                self.conflicts += 1
+                fields = _as_dict(payload)
+            raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
+
+        return self._ask(work)
+
+    def observe_result(
+        self, session: str, call_id: Any, digest: bytes, policy: Any, now: float | None = None
+    ) -> bool:
+        """Pair a result's digest with the session's latest call (``streak.result_step``),
+        written by compare-and-set keeping the key's expiry; creates nothing."""
+        key = _key(session)
+
+        def work(client: Any) -> bool:
+            fields = client.hgetall(key)
+            for _ in range(MAX_CONFLICTS):
+                prev, stamp, version = self._state(fields, policy)
+                if prev is None:
+                    return False
+                state, paired = result_step(prev, call_id, digest)
+                if state is prev or state is None:
+                    return paired
+                pairs = self._pairs(state.slot, stamp, state)
+                written, payload = self._cas(keys=[key], args=[version, "", *pairs])
+                if written:
+                    return paired
+                self.conflicts += 1
+                fields = _as_dict(payload)
+            raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
+
+        return self._ask(work)
+
+    # -- state list / reset -----------------------------------------------------
+
+    def _keys(self, client: Any, session: str | None) -> list[bytes]:
+        if session is not None:
+            return [_key(session)]
+        return list(client.scan_iter(match=KEY_PREFIX + b"*", count=1000))
+
+    def sessions(self, session: str | None = None) -> tuple[list[SessionRow], int]:
+        """Every live session (or one), most recently updated first, and how many keys
+        under our prefix were skipped as not ours. Read-only."""
+
+        def work(client: Any) -> tuple[list[SessionRow], int]:
+            keys = self._keys(client, session)
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.hmget(key, *_SLOT_FIELDS)
+            shown: list[SessionRow] = []
+            skipped = 0
+            for key, values in zip(keys, pipe.execute(raise_on_error=False), strict=True):
+                row = _row(key, values)
+                if row is not None:
+                    shown.append(row)
+                elif not (isinstance(values, list) and not any(values)):
+                    skipped += 1  # not expired meanwhile: a hash not written by us
+            shown.sort(key=lambda row: row.updated, reverse=True)
+            return shown, skipped
+
+        return self._ask(work)
+
+    def reset(self, session: str | None = None) -> int:
+        """Forget one session's streak, or every one under our prefix."""
+
+        def work(client: Any) -> int:
+            keys = self._keys(client, session)
+            removed = 0
+            for start in range(0, len(keys), 500):
+                removed += client.unlink(*keys[start : start + 500])
+            return removed
+
+        return self._ask(work)
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _as_dict(flat: list[bytes]) -> dict[bytes, bytes]:
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _row(key: bytes, values: Any) -> SessionRow | None:
+    """A hash as ``state list`` shows it, or None (absent, or not ours)."""
+    session = _session_of(key)
+    if (
+        session is None
+        or not isinstance(values, list)
+        or not all(values[i] is not None for i in (0, 1, 3, 4))
+    ):
+        return None
+    digest, count, call_id, tool, stamp = values
+    try:
+        parsed = (session, _text(tool), int(count), digest, None, float(stamp))
+        call_json = _text(call_id) if call_id is not None else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return session_row(parsed[:4] + (call_json,) + parsed[5:])

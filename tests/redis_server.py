@@ -1,0 +1,97 @@
+"""A real redis-server for the store tests: started on a free loopback port, stopped by pid.
+
+Debian's ``redis-server`` (``.ci/run`` installs it). Where it is missing the tests
+skip, except in CI (``CI`` set), where they fail: the fleet store is proven only
+against the real server. ``fixture`` gives a session-wide server (flushed before
+each test); ``RedisServer`` a private one for the tests that pause, flush or kill it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+REDIS_SERVER = shutil.which("redis-server") or (
+    "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None
+)
+MISSING = (
+    "redis-server is not installed (apt-get install -y --no-install-recommends redis-server); "
+    "the Redis store tests need the real server"
+)
+
+
+def require_redis_server() -> str:
+    """The server binary, else skip (outside CI) or fail (in CI)."""
+    if REDIS_SERVER is None:
+        if os.environ.get("CI"):
+            pytest.fail(MISSING + " (CI is set: these tests must not skip)")
+        pytest.skip(MISSING)
+    return REDIS_SERVER
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server process on 127.0.0.1 (no persistence). ``start`` may be called
+    again after ``kill`` to restart it on the same port."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.binary = require_redis_server()
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1"]
+            + ["--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+            try:
+                if self.command("PING") == "PONG":
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("redis-server did not answer PING within 10 s")
+
+    def command(self, *words: str, timeout: float = 2.0) -> str:
+        """Send one inline command and return the first reply line (without its type)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
+            sock.sendall(" ".join(words).encode() + b"\r\n")
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        return reply.decode(errors="replace").split("\r\n", 1)[0][1:]
+
+    def kill(self) -> None:
+        """SIGKILL by pid (a crash, no shutdown)."""
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()

@@ -1,0 +1,161 @@
+"""The shared store suite: every backend of ``stores/`` against the one-process rule.
+
+Parametrised over SQLite and a real redis-server (tests/redis_server.py): a backend
+is correct when this whole file passes against it (STYLE habit 10). Each drawn
+sequence of calls (and, under a policy, results) goes through the store and through
+``streak.step``/``streak.policy_step`` in memory (``LoopBrake``); every verdict must
+be equal, field for field. Concurrency and failures of the Redis store are in
+tests/test_store_redis.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli import LoopBrake
+from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.policy import load_policy
+from loop_brake_cli.stores import open_store
+from loop_brake_cli.stores.rows import call_id_key
+
+POLICY = """
+[[tools]]
+match = "poll*"
+max_repeats = 5
+progress = true
+[[tools]]
+match = "free"
+exempt = true
+[cycles]
+max_period = 3
+max_repeats = 2
+[stop]
+after_denials = 3
+"""
+
+TOOLS = ["read", "poll", "free"]
+ARGS = [{"p": 1}, {"p": 2}]
+# ids Python finds equal (1, 1.0, True) must be duplicates of each other in every store
+CALL_IDS = [None, None, "c1", "c2", 1, 1.0, True, "1", [1, "x"]]
+RESULTS = [{"r": 1}, {"r": 2}]
+_sessions = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "state.db")
+    return request.getfixturevalue("redis_url")
+
+
+@pytest.fixture
+def store(store_url: str):
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("policy") / "policy.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    return load_policy(str(path))
+
+
+calls = st.lists(
+    st.tuples(
+        st.sampled_from(TOOLS),
+        st.sampled_from(range(len(ARGS))),
+        st.sampled_from(range(len(CALL_IDS))),
+        st.sampled_from([None, 0, 1]),  # a result after the call (policy runs only)
+    ),
+    min_size=1,
+    max_size=14,
+)
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _run(store, brake: LoopBrake, drawn, policy=None) -> None:
+    session = f"s{next(_sessions)}"
+    for tool, arg, cid, result in drawn:
+        call_id = CALL_IDS[cid]
+        digest = call_digest(tool, ARGS[arg])
+        got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
+        want = brake.observe(session, tool, digest, call_id)
+        assert got == want
+        if policy is not None and result is not None:
+            result_digest = call_digest("result", RESULTS[result])
+            paired = store.observe_result(session, call_id, result_digest, policy)
+            assert paired == brake.observe_result(session, call_id, digest=result_digest)
+
+
+@SETTINGS
+@given(drawn=calls)
+def test_the_seed_rule_is_streak_step(store, drawn) -> None:
+    _run(store, LoopBrake(3, policy=None), drawn)
+
+
+@SETTINGS
+@given(drawn=calls)
+def test_under_a_policy_the_rule_is_policy_step(store, policy, drawn) -> None:
+    _run(store, LoopBrake(3, policy=policy), drawn, policy)
+
+
+def test_call_id_keys_are_equal_exactly_when_python_finds_the_ids_equal() -> None:
+    ids = [None, 0, 1, 1.0, True, False, "1", 1.5, [1], [True], {"a": 1}, {"a": True}, "x"]
+    for a, b in itertools.product(ids, repeat=2):
+        if a is None or b is None:
+            continue
+        assert (call_id_key(a) == call_id_key(b)) == (a == b), (a, b)
+
+
+def test_sessions_list_and_reset(store) -> None:
+    digest = call_digest("read", {"p": 1})
+    for call_id in ("c1", "c2"):
+        store.count_call("alpha", "read", digest, call_id, 3)
+    store.count_call("beta", "write", call_digest("write", {}), 7, 3)
+    rows, skipped = store.sessions()
+    assert skipped == 0
+    assert sorted((r.session, r.tool, r.count, r.call_id) for r in rows) == [
+        ("alpha", "read", 2, "c2"),
+        ("beta", "write", 1, 7),
+    ]
+    assert {r.hash_prefix for r in rows if r.session == "alpha"} == {digest[:6].hex()}
+    assert [r.session for r in store.sessions("beta")[0]] == ["beta"]
+    assert store.sessions("nobody") == ([], 0)
+    assert store.reset("alpha") == 1
+    assert store.reset("alpha") == 0
+    assert store.count_call("alpha", "read", digest, "c3", 3).count == 1
+    assert store.reset() == 2
+    assert store.sessions() == ([], 0)
+
+
+def test_two_store_objects_share_one_streak(store_url: str) -> None:
+    """Two handles (two processes' worth) on one store count one streak."""
+    first, second = open_store(store_url), open_store(store_url)
+    try:
+        digest = call_digest("read", {"p": 1})
+        counts = [
+            (first if i % 2 else second).count_call("shared", "read", digest, None, 3).count
+            for i in range(4)
+        ]
+        assert counts == [1, 2, 3, 4]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_session_key_of_any_text_round_trips(store) -> None:
+    digest = call_digest("t", {})
+    for session in ("{braces}", "a}b{c", "ünï\u2603", "x" * 500, "lone\udc80"):
+        store.count_call(session, "t\u2603", digest, None, 3)
+        assert store.count_call(session, "t\u2603", digest, None, 3).count == 2
+        rows, _ = store.sessions(session)
+        assert [(r.session, r.tool, r.count) for r in rows] == [(session, "t\u2603", 2)]
