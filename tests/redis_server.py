@@ -71,16 +71,27 @@ class RedisServer:
         raise RuntimeError("redis-server did not answer PING within 10 s")
 
     def command(self, *words: str, timeout: float = 2.0) -> str:
-        """Send one inline command and return the first reply line (without its type)."""
+        """Send one inline command; the reply as text: a status, error, integer or bulk
+        string (nil: ""). Arrays are not read (the tests do not ask for one)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
             sock.sendall(" ".join(words).encode() + b"\r\n")
             reply = b""
-            while not reply.endswith(b"\r\n"):
+            while True:
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
                 reply += chunk
-        return reply.decode(errors="replace").split("\r\n", 1)[0][1:]
+                head, sep, rest = reply.partition(b"\r\n")
+                if not sep:
+                    continue
+                if head[:1] != b"$":
+                    return head[1:].decode(errors="replace")
+                size = int(head[1:])
+                if size < 0:
+                    return ""
+                if len(rest) >= size + 2:
+                    return rest[:size].decode(errors="replace")
+        raise OSError("redis-server closed the connection")
 
     def kill(self) -> None:
         """SIGKILL by pid (a crash, no shutdown)."""

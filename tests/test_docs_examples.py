@@ -21,7 +21,9 @@ the fixture home (``tests/fixtures/home`` plus the agents' folders built from
 ``tests/fixtures`` below), this venv's ``loop-brake`` first on ``PATH``, and no
 ``LOOP_BRAKE_*``, ``DSH_LOOP_BRAKE_*`` or ``XDG_*`` variable. Commands that take
 minutes or need the package index (``pip install``, ``bench/``) run only with
-``LOOP_BRAKE_DOCS_SLOW=1``.
+``LOOP_BRAKE_DOCS_SLOW=1``. A block that names ``$REDIS_URL`` gets a real
+redis-server (tests/redis_server.py: a free loopback port, flushed before each
+command, stopped by pid after the module).
 """
 
 from __future__ import annotations
@@ -240,9 +242,34 @@ def _id(example: tuple[list[Command], int]) -> str:
     return block[index].where
 
 
+@pytest.fixture(scope="module")
+def docs_redis():
+    """The redis-server of the examples that use ``$REDIS_URL``, started when first asked."""
+    servers = []
+
+    def get():
+        if not servers:
+            from redis_server import RedisServer
+
+            servers.append(RedisServer().start())
+        return servers[0]
+
+    yield get
+    for server in servers:
+        server.stop()
+
+
+def _redis_env(block: list[Command], docs_redis) -> dict[str, str]:
+    if not any("$REDIS_URL" in c.text for c in block):
+        return {}
+    server = docs_redis()
+    server.command("FLUSHALL")
+    return {"REDIS_URL": server.url}
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=_id)
 def test_every_docs_example_runs(
-    example: tuple[list[Command], int], pristine: tuple[Path, Path], tmp_path: Path
+    example: tuple[list[Command], int], pristine: tuple[Path, Path], tmp_path: Path, docs_redis
 ) -> None:
     block, index = example
     command = block[index]
@@ -259,7 +286,9 @@ def test_every_docs_example_runs(
         stdin=subprocess.DEVNULL,
         capture_output=True,
         cwd=checkout,
-        env=_clean_env(HOME=str(home), TMPDIR=str(tmp_path / "tmp")),
+        env=_clean_env(
+            HOME=str(home), TMPDIR=str(tmp_path / "tmp"), **_redis_env(block, docs_redis)
+        ),
         timeout=3600 if os.environ.get(SLOW_ENV) else 120,
     )
     out, err = result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")

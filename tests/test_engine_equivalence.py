@@ -14,7 +14,9 @@ each wire shape and judged by
   one decision per input, a fresh state store per sequence),
 * ``replay --verdicts`` of those hook inputs logged one per line,
 * ``loop-brake mcp-proxy`` in front of a real subprocess (its ``--log``),
-* ``replay --verdicts`` of the same client traffic recorded as ``STDIN:`` lines.
+* ``replay --verdicts`` of the same client traffic recorded as ``STDIN:`` lines;
+* and ``filter``, ``loop-brake hook`` and ``mcp-proxy`` counting in a shared Redis
+  store (``--store redis://``, a real redis-server, flushed for each front-end).
 
 Where ``filter`` gives an error verdict, the hook must let the call run (it
 fails open) and the logs and replays must give the same error line.
@@ -165,10 +167,13 @@ def compared(verdict: dict) -> tuple:
     return tuple(verdict.get(key) for key in COMPARED) + (verdict.get("duplicate", False),)
 
 
-def filter_verdicts(tmp: Path, lines: list[str], max_repeats: int) -> list[dict]:
+def filter_verdicts(
+    tmp: Path, lines: list[str], max_repeats: int, store: str | None = None
+) -> list[dict]:
     path = tmp / "events.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    result = run_cli("filter", "-m", str(max_repeats), str(path))
+    where = ("--store", store) if store else ()
+    result = run_cli("filter", "-m", str(max_repeats), *where, str(path))
     assert result.returncode in (0, 3), result.stderr
     return verdict_lines(result.stdout)
 
@@ -180,13 +185,16 @@ def replay_verdicts(path: Path, fmt: str, max_repeats: int) -> list[dict]:
     return verdict_lines(result.stdout)
 
 
-def run_hook(agent: str, inputs: list[str], tmp: Path, max_repeats: int) -> list[str]:
+def run_hook(
+    agent: str, inputs: list[str], tmp: Path, max_repeats: int, store: str | None = None
+) -> list[str]:
     """Each input through the hook's real entry point; 'deny', 'allow' or 'fail-open'."""
     state, log = tmp / f"{agent}.db", tmp / f"{agent}.log"
+    where = ["--store", store] if store else ["--state", str(state)]
     decisions = []
     for text in inputs:
         out, err = io.BytesIO(), io.StringIO()
-        argv = ["--agent", agent, "-m", str(max_repeats), "--state", str(state), "--log", str(log)]
+        argv = ["--agent", agent, "-m", str(max_repeats), *where, "--log", str(log)]
         status = hook_main(argv, io.BytesIO(text.encode()), out, err)
         assert status == 0
         assert CANARY not in out.getvalue().decode() + err.getvalue()
@@ -200,10 +208,14 @@ def run_hook(agent: str, inputs: list[str], tmp: Path, max_repeats: int) -> list
     return decisions
 
 
-def run_proxy(requests: list[str], tmp: Path, max_repeats: int) -> tuple[bytes, bytes]:
+def run_proxy(
+    requests: list[str], tmp: Path, max_repeats: int, store: str | None = None
+) -> tuple[bytes, bytes]:
     """The proxy's ``--log`` and its stdout (the server's echoes and its own answers)."""
     log = tmp / "proxy.log"
     command = [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--log", str(log)]
+    if store:
+        command += ["--store", store, "--session", "mcp"]
     command += [
         "-m",
         str(max_repeats),
@@ -297,3 +309,33 @@ def test_mcp_proxy_log_and_traffic_replay_equal_filter(
         "replay", "--verdicts", "--format", "mcp", "-m", str(max_repeats), str(recorded)
     ).stdout
     assert proxied == replay_bytes
+
+
+@settings(SETTINGS, max_examples=6)
+@given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
+def test_redis_backed_front_ends_equal_filter(
+    tmp_path_factory: pytest.TempPathFactory, redis_server, sequence: list[dict], max_repeats: int
+) -> None:
+    """filter, the hook and mcp-proxy counting in one Redis give filter's verdicts."""
+    tmp = tmp_path_factory.mktemp("redis")
+    url = redis_server.url + "?socket_timeout=5&socket_connect_timeout=5"  # a loaded CI
+    lines = [event_line(call, call["session"]) for call in sequence]
+    reference = filter_verdicts(tmp, lines, max_repeats)
+    redis_server.command("FLUSHALL")
+    shared = filter_verdicts(tmp, lines, max_repeats, url)
+    assert [compared(v) for v in shared] == [compared(v) for v in reference]
+    redis_server.command("FLUSHALL")
+    decisions = run_hook(
+        "claude-code", [hook_input("claude-code", c) for c in sequence], tmp, max_repeats, url
+    )
+    assert decisions == [
+        {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+    ]
+    requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
+    in_memory = run_proxy(requests, tmp, max_repeats)[0]  # its own equality: the test above
+    (tmp / "proxy.log").unlink()
+    redis_server.command("FLUSHALL")
+    proxied = run_proxy(requests, tmp, max_repeats, url)[0]
+    assert [compared(v) for v in verdict_lines(proxied)] == [
+        compared(v) for v in verdict_lines(in_memory)
+    ]

@@ -17,8 +17,11 @@ A decision is atomic:
   rules are stated once) and the write is ``redis_cas.lua``, a compare-and-set
   on the version read. A conflict returns the current hash and the decision
   is made again at once on it (sleeping on a state just received only lets
-  other writers overtake again); a result (``streak.result_step``) is written
-  the same way.
+  other writers overtake again). After ``EAGER_RETRIES`` conflicts in a row
+  (many writers on one session, a loaded host that deschedules a writer between
+  its read and its write) it backs off with jitter and reads afresh, so the
+  others drain and it gets its turn. A result (``streak.result_step``) is
+  written the same way.
 
 Idle sessions expire (the key's TTL, ``idle_ttl``, refreshed by every counted
 call) instead of being pruned; there is no session cap.
@@ -57,7 +60,8 @@ DEFAULT_TIMEOUT = 0.2
 BREAKER_FAILURES = 3
 BREAKER_COOLDOWN = 1.0
 BREAKER_MAX_COOLDOWN = 30.0
-MAX_CONFLICTS = 64  # compare-and-set retries of one decision before giving up
+MAX_CONFLICTS = 256  # compare-and-set retries of one decision before giving up
+EAGER_RETRIES = 8  # conflicts retried at once on the state returned; then back off and reread
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SLOT_FIELDS = (b"d", b"c", b"i", b"t", b"u")
 
@@ -169,6 +173,8 @@ class RedisStore:
                 )
             except ValueError as exc:  # a malformed URL or query value
                 raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
+            # the URL's socket_timeout, if it gives one, is the one in force
+            self.timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
             self._step = client.register_script(_script("redis_step.lua"))
             self._cas = client.register_script(_script("redis_cas.lua"))
             self._client = client
@@ -263,6 +269,20 @@ class RedisStore:
 
     # -- the decision -----------------------------------------------------------
 
+    def _after_conflict(
+        self, client: Any, key: bytes, conflict: int, returned: list[bytes]
+    ) -> dict[bytes, bytes]:
+        """The hash for the next try of a compare-and-set after ``conflict`` conflicts:
+        the one the script returned, at once, for ``EAGER_RETRIES`` conflicts; then,
+        after a jittered back-off, a fresh read."""
+        self.conflicts += 1
+        if conflict < EAGER_RETRIES:
+            return _as_dict(returned)
+        import random
+
+        time.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** (conflict - EAGER_RETRIES))))
+        return client.hgetall(key)
+
     def count_call(
         self,
         session: str,
@@ -302,7 +322,7 @@ class RedisStore:
 
         def work(client: Any) -> Verdict:
             fields = client.hgetall(key)
-            for _ in range(MAX_CONFLICTS):
+            for conflict in range(1, MAX_CONFLICTS + 1):
                 prev, _stamp, version = self._state(fields, policy)
                 state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
                 if duplicate:
@@ -312,8 +332,7 @@ class RedisStore:
                 if written:
                     self.last_version = payload
                     return verdict_of_policy(state, session, call_id, False)
-                self.conflicts += 1
-                fields = _as_dict(payload)
+                fields = self._after_conflict(client, key, conflict, payload)
             raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
 
         return self._ask(work)
@@ -327,7 +346,7 @@ class RedisStore:
 
         def work(client: Any) -> bool:
             fields = client.hgetall(key)
-            for _ in range(MAX_CONFLICTS):
+            for conflict in range(1, MAX_CONFLICTS + 1):
                 prev, stamp, version = self._state(fields, policy)
                 if prev is None:
                     return False
@@ -338,8 +357,7 @@ class RedisStore:
                 written, payload = self._cas(keys=[key], args=[version, "", *pairs])
                 if written:
                     return paired
-                self.conflicts += 1
-                fields = _as_dict(payload)
+                fields = self._after_conflict(client, key, conflict, payload)
             raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
 
         return self._ask(work)

@@ -1,0 +1,403 @@
+"""The Redis store under a fleet and under faults, against a real redis-server.
+
+Processes (tests/store_worker.py, and the real ``loop-brake hook``/``filter``)
+count into one server started on a free loopback port (tests/redis_server.py):
+no lost update, no two calls given one count, the store's order replayed
+through the one-process rule gives the same verdicts; then the server is
+absent, paused, has its scripts flushed, is killed with SIGKILL in a storm and
+restarted; and no argument is found anywhere in it. The rule itself, call by
+call, is tests/test_stores.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env
+from redis_server import RedisServer, free_port
+
+from loop_brake_cli import LoopBrake
+from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.stores import StoreUnavailable, open_store
+from loop_brake_cli.stores.redis_store import RedisStore
+
+WORKER = str(Path(__file__).resolve().parent / "store_worker.py")
+CANARY = "canary-7f3e-fleet-secret"
+PASSWORD = "hunter2-fleet-password"
+POLICY = """
+[[tools]]
+match = "grep"
+max_repeats = 4
+[cycles]
+max_period = 3
+max_repeats = 3
+[stop]
+after_denials = 4
+"""
+
+
+def _workers(url: str, mode: str, n: int, processes: int, policy: str | None = None) -> list:
+    """Run ``processes`` store workers at once; every JSON line they printed."""
+    start = str(time.time() + 1.5)
+    extra = [policy] if policy else []
+    url += "?socket_timeout=5&socket_connect_timeout=5"  # no spurious timeout on a loaded CI
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WORKER, url, mode, start, str(n), str(k), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            cwd=ROOT,
+        )
+        for k in range(processes)
+    ]
+    records = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+        assert b"Traceback" not in err
+        records += [json.loads(line) for line in out.splitlines()]
+    return records
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> str:
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["seed-script", "policy-cas"])
+def test_8_processes_x_250_identical_calls_lose_no_update(
+    redis_url: str, policy_file: str, with_policy: bool
+) -> None:
+    records = _workers(redis_url, "same", 250, 8, policy_file if with_policy else None)
+    assert len(records) == 2000
+    assert sorted(r["count"] for r in records) == list(range(1, 2001))
+    assert sorted(r["version"] for r in records) == list(range(1, 2001))
+    assert [r["count"] for r in records if not r["denied"]] in ([1, 2], [2, 1], [1], [2]) or (
+        sorted(r["count"] for r in records if not r["denied"]) == [1, 2]
+    )
+    assert sum(not r["denied"] for r in records) == 2  # exactly maxRepeats - 1
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["seed-script", "policy-cas"])
+def test_6_processes_of_mixed_calls_replay_in_the_stores_order(
+    redis_url: str, policy_file: str, with_policy: bool
+) -> None:
+    """Sorted by the version each decision wrote, the calls of 6 processes replayed
+    through the one-process rule (LoopBrake in memory) get every verdict again."""
+    records = _workers(redis_url, "mixed", 150, 6, policy_file if with_policy else None)
+    records.sort(key=lambda r: r["version"])
+    assert [r["version"] for r in records] == list(range(1, 901))
+    from loop_brake_cli.policy import load_policy
+
+    brake = LoopBrake(3, policy=load_policy(policy_file) if with_policy else None)
+    tools = ("read", "grep")
+    args = ({"p": 1}, {"p": 2})
+    for r in records:
+        tool = tools[r["tool"]]
+        verdict = brake.observe(r["session"], tool, call_digest(tool, args[r["arg"]]), r["callId"])
+        assert (verdict.count, verdict.denied, verdict.rule) == (r["count"], r["denied"], r["rule"])
+    assert Counter(r["denied"] for r in records)[True] > 0  # the draw did repeat calls
+
+
+def test_64_sessions_x_8_processes(redis_url: str) -> None:
+    records = _workers(redis_url, "sessions:64", 200, 8)
+    by_session: dict[str, list] = {}
+    for r in records:
+        by_session.setdefault(r["session"], []).append(r)
+    assert len(by_session) == 64
+    for rows in by_session.values():
+        assert sorted(r["count"] for r in rows) == list(range(1, len(rows) + 1))
+        assert sum(not r["denied"] for r in rows) == 2
+
+
+def _claude(session: str, command: str, tool_use_id: str | None = None) -> bytes:
+    payload = {
+        "session_id": session,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }
+    if tool_use_id is not None:
+        payload["tool_use_id"] = tool_use_id
+    return json.dumps(payload).encode()
+
+
+LOOP_BRAKE = str(Path(sys.executable).with_name("loop-brake"))  # the console script
+
+
+def _hook(*args: str, input: bytes, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``loop-brake hook`` as an agent runs it (the console script: no click)."""
+    return subprocess.run(
+        [LOOP_BRAKE, "hook", *args],
+        input=input,
+        capture_output=True,
+        env=cli_env(),
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def test_8_parallel_hooks_x_25_identical_calls_allow_exactly_2(redis_url: str) -> None:
+    """The issue's first "Done when": 200 real hook processes, 8 at a time."""
+    results: list[subprocess.CompletedProcess] = []
+    lock = threading.Lock()
+    url = redis_url + "?socket_timeout=5&socket_connect_timeout=5"  # no spurious timeout in CI
+
+    def run() -> None:
+        for _ in range(25):
+            done = _hook("--store", url, input=_claude("fleet-1", "make test"))
+            with lock:
+                results.append(done)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 200
+    assert all(r.returncode == 0 and r.stderr == b"" for r in results)
+    denied = [r for r in results if b'"permissionDecision":"deny"' in r.stdout]
+    assert len([r for r in results if r.stdout == b""]) == 2
+    assert len(denied) == 198
+
+
+def test_three_filter_processes_one_after_another_deny_the_third(redis_url: str) -> None:
+    event = json.dumps({"tool": "search", "args": {"q": "x"}, "sessionId": "f1"}) + "\n"
+    verdicts = []
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-m", "loop_brake_cli", "filter", "--store", redis_url],
+            input=event.encode(),
+            capture_output=True,
+            env=cli_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stderr == b""
+        verdicts.append(json.loads(done.stdout))
+    assert [(v["verdict"], v["count"]) for v in verdicts] == [("pass", 1), ("pass", 2), ("deny", 3)]
+    assert "rule" not in verdicts[2]  # the seed's verdict line, byte for byte
+
+
+def test_a_hook_with_the_server_stopped_allows_at_once_with_one_line() -> None:
+    """The issue's third "Done when" (and credentials never printed)."""
+    url = f"redis://admin:{PASSWORD}@127.0.0.1:{free_port()}/0?password={PASSWORD}"
+    done = _hook("--store", url, input=_claude("s", "ls"), timeout=3)
+    assert done.returncode == 0 and done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert "cannot connect" in lines[0] and "allowed" in lines[0]
+    assert PASSWORD not in lines[0] and "admin" not in lines[0] and "Traceback" not in lines[0]
+    closed = _hook("--store", url, "--fail-closed", input=_claude("s", "ls"), timeout=3)
+    assert b'"permissionDecision":"deny"' in closed.stdout
+    assert PASSWORD.encode() not in closed.stdout + closed.stderr
+
+
+def test_a_wrong_password_is_one_line_without_it(redis_url: str) -> None:
+    url = redis_url.replace("redis://", f"redis://admin:{PASSWORD}@")
+    done = _hook("--store", url, input=_claude("s", "ls"))
+    assert done.returncode == 0 and done.stdout == b""
+    assert len(done.stderr.splitlines()) == 1
+    assert PASSWORD.encode() not in done.stderr and b"Traceback" not in done.stderr
+
+
+def _scan_everything(server: RedisServer) -> bytes:
+    """Every key and every value in the server, as one byte string."""
+    import redis
+
+    client = redis.Redis.from_url(server.url)
+    dump = b""
+    for key in client.scan_iter(count=1000):
+        dump += key + b"\0"
+        kind = client.type(key)
+        assert kind == b"hash", (key, kind)
+        for field, value in client.hgetall(key).items():
+            dump += field + b"=" + value + b"\0"
+    client.close()
+    return dump
+
+
+def test_no_argument_text_anywhere_in_redis(
+    redis_server: RedisServer, redis_url: str, tmp_path: Path
+) -> None:
+    """The canary: hook, filter (with results under a progress policy) and LoopBrake,
+    with and without a policy; every key and value in the server is scanned, and
+    every output."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        "progress = true\n[cycles]\nmax_period = 2\nmax_repeats = 2\n[stop]\nafter_denials = 2\n"
+    )
+    outputs = b""
+    for _ in range(3):
+        done = _hook("--store", redis_url, input=_claude("hook-s", f"echo {CANARY}"))
+        outputs += done.stdout + done.stderr
+    event = {"tool": "search", "args": {"q": CANARY}, "sessionId": "f", "callId": "c1"}
+    result = {"type": "result", "sessionId": "f", "callId": "c1", "result": {"text": CANARY}}
+    lines = (json.dumps(event) + "\n" + json.dumps(result) + "\n").encode() * 3
+    for extra in ((), ("--policy", str(policy))):
+        done = subprocess.run(
+            [sys.executable, "-m", "loop_brake_cli", "filter", "--store", redis_url, *extra],
+            input=lines,
+            capture_output=True,
+            env=cli_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        outputs += done.stdout + done.stderr
+    from loop_brake_cli.policy import load_policy
+
+    for chosen in (None, load_policy(str(policy))):
+        brake = LoopBrake(3, store=redis_url, policy=chosen)
+        for i in range(6):
+            brake.check("fetch", {"url": CANARY, "i": i % 2}, session_id=f"lib-{chosen is None}")
+            brake.observe_result(f"lib-{chosen is None}", None, {"page": CANARY})
+    dump = _scan_everything(redis_server)
+    assert dump.count(b"\0") > 20  # the runs above wrote
+    assert b"p=" in dump.replace(b"\0p=", b"p=")  # a policy part was written
+    assert CANARY.encode() not in dump
+    assert CANARY.encode() not in outputs
+
+
+def test_idle_sessions_expire(redis_server: RedisServer, redis_url: str) -> None:
+    store = RedisStore(redis_url, idle_ttl=0.5)
+    digest = call_digest("read", {})
+    assert store.count_call("ttl", "read", digest, None, 3).count == 1
+    assert store.count_call("ttl", "read", digest, None, 3).count == 2
+    ttl = int(redis_server.command("PTTL", "lb:v1:{ttl}"))
+    assert 0 < ttl <= 500
+    time.sleep(0.8)
+    assert redis_server.command("EXISTS", "lb:v1:{ttl}") == "0"
+    assert store.count_call("ttl", "read", digest, None, 3).count == 1
+    store.close()
+
+
+@pytest.fixture
+def private_server():
+    """A server of the test's own, to pause, flush or kill."""
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+def test_client_pause_times_out_and_the_call_still_gets_a_verdict(
+    private_server: RedisServer,
+) -> None:
+    warned: list[str] = []
+    brake = LoopBrake(3, store=private_server.url, warn=warned.append)
+    assert brake.check("read", {"p": 1}, session_id="p").count == 1
+    paused_at = time.monotonic()
+    private_server.command("CLIENT", "PAUSE", "1500", "ALL")
+    with pytest.raises(StoreUnavailable, match="no answer within 0.2 s"):
+        brake.store.count_call("p", "read", call_digest("read", {"p": 1}), None, 3)
+    paused = brake.check("read", {"p": 1}, session_id="p")
+    time.sleep(max(0.0, 1.7 - (time.monotonic() - paused_at)))  # the pause ends by itself
+    assert (paused.denied, paused.count, paused.rule) == (False, 0, "store")
+    assert len(warned) == 1 and "allowed (fail-open)" in warned[0]
+    again = brake.check("read", {"p": 1}, session_id="p")
+    assert again.count >= 2 and again.rule is None  # a timed-out call may have counted
+    assert len(warned) == 2 and "answers again" in warned[1]
+
+
+def test_script_flush_is_transparent(private_server: RedisServer) -> None:
+    store = open_store(private_server.url)
+    digest = call_digest("read", {})
+    assert store.count_call("f", "read", digest, "c1", 3).count == 1
+    assert private_server.command("SCRIPT", "FLUSH") == "OK"
+    assert store.count_call("f", "read", digest, "c2", 3).count == 2
+    assert store.count_call("f", "read", digest, "c2", 3).duplicate  # the id rule survives
+    assert store.count_call("f", "read", digest, "c3", 3).denied
+    store.close()
+
+
+def test_kill_9_during_a_storm_then_restart(private_server: RedisServer, tmp_path: Path) -> None:
+    """Four processes count identical calls; the server is killed with SIGKILL and
+    restarted (empty: no persistence). The workers never crash, every failure is one
+    line, and on the new server the streak starts again at 1: the calls made after
+    the restart got distinct counts, all within the new server's final count."""
+    stop = tmp_path / "stop"
+    start = str(time.time() + 1.0)
+    url = private_server.url + "?socket_timeout=2&socket_connect_timeout=2"  # a loaded CI
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WORKER, url, "storm", start, str(stop), str(k)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            cwd=ROOT,
+        )
+        for k in range(4)
+    ]
+    try:
+        _wait_for_count(private_server, 100)
+        private_server.kill()
+        time.sleep(0.3)
+        private_server.start()
+        Path(str(stop) + ".restarted").touch()
+        _wait_for_count(private_server, 100)
+    finally:
+        stop.touch()
+    after: list[int] = []
+    before = errors = 0
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and err == b"", err.decode()
+        for line in out.splitlines():
+            record = json.loads(line)
+            if "error" in record:
+                errors += 1
+                assert record["error"].startswith(
+                    f"redis store redis://127.0.0.1:{private_server.port}/0: "
+                )
+            elif record["restarted"]:
+                after.append(record["count"])
+            else:
+                before += 1
+    final = int(private_server.command("HGET", "lb:v1:{s}", "c"))
+    assert errors > 0 and before >= 100
+    assert after and len(after) == len(set(after))
+    assert set(after) <= set(range(1, final + 1)) and final < before + len(after)
+
+
+def _wait_for_count(server: RedisServer, count: int, within: float = 60) -> None:
+    """Until the storm's streak reaches ``count``."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            found = server.command("HGET", "lb:v1:{s}", "c")
+        except OSError:
+            found = ""
+        if found.isdigit() and int(found) >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the storm did not reach count {count}")
+
+
+def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
+    port = free_port()
+    store = RedisStore(f"redis://127.0.0.1:{port}/0", breaker_cooldown=0.5)
+    digest = call_digest("read", {})
+    for _ in range(3):
+        with pytest.raises(StoreUnavailable, match="cannot connect"):
+            store.count_call("b", "read", digest, None, 3)
+    server = RedisServer(port).start()
+    try:
+        # the server answers now, but the open circuit does not ask it
+        with pytest.raises(StoreUnavailable, match="circuit open after 3 failures"):
+            store.count_call("b", "read", digest, None, 3)
+        assert server.command("DBSIZE") == "0"
+        time.sleep(0.6)
+        assert store.count_call("b", "read", digest, None, 3).count == 1
+    finally:
+        store.close()
+        server.stop()
