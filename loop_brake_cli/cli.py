@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "hook": "loop_brake_cli.commands.hook:hook_command",
     "mcp-gateway": "loop_brake_cli.commands.mcp_gateway:mcp_gateway_command",
     "mcp-proxy": "loop_brake_cli.commands.mcp_proxy:mcp_proxy_command",
+    "merge": "loop_brake_cli.commands.merge:merge_command",
     "replay": "loop_brake_cli.commands.replay:replay_command",
     "state": "loop_brake_cli.commands.state:state_command",
 }

@@ -30,13 +30,15 @@ class Found:
 
 
 def known_patterns() -> tuple[str, ...]:
-    """Every registered format's file-name patterns, in registry order, without repeats."""
+    """Every registered format's file-name patterns, in registry order, without repeats,
+    then the datasets of runs (``corpus/``) that are no line format: ``*.parquet``."""
     from .formats import ADAPTERS
 
     seen: dict[str, None] = {}
     for module in ADAPTERS:
         for pattern in module.INFO.patterns:
             seen.setdefault(pattern.lower(), None)
+    seen.setdefault("*.parquet", None)
     return tuple(seen)
 
 

@@ -25,7 +25,7 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
-COMMANDS = ("filter", "replay", "check-config", "hash", "state")
+COMMANDS = ("filter", "replay", "merge", "check-config", "hash", "state")
 """The commands that follow this table (``hook`` and ``mcp-proxy`` document their own)."""
 
 
@@ -71,6 +71,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
                 "configuration error: an invalid `maxRepeats`, a patch file that does not parse",
                 ("filter", "replay", "check-config"),
             ),
+            Part("partial reports made with different settings", ("merge",)),
         ),
     ),
     (
@@ -78,7 +79,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
         (
             Part(
                 "unreadable input: a file that cannot be opened or read, a missing one included",
-                ("filter", "replay", "check-config", "state"),
+                ("filter", "replay", "merge", "check-config", "state"),
             ),
             Part(
                 "a `--config` PATCH_FILE that cannot be opened; standard input closed (`<&-`)",
@@ -95,6 +96,10 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
                 "`--format`, a file that gave no tool call (one that looks like another "
                 "format is read, with a warning; unreadable with `--strict`)",
                 ("replay",),
+            ),
+            Part(
+                "a file that is not a partial report; partials holding unreadable records",
+                ("merge",),
             ),
         ),
     ),

@@ -67,6 +67,11 @@ class Analyzer:
         self._call = 0
         return info
 
+    def start_run(self) -> None:
+        """A dataset's next row, a run of its own: its calls are numbered from 1 again, so
+        a call's ordinal is the same whichever piece of the file held it (``replay -j``)."""
+        self._call = 0
+
     def bad_record(self, bad: BadRecord) -> None:
         info = self._file
         assert info is not None, "start_file first"

@@ -35,6 +35,7 @@ class Job:
     strict: bool = False
     policy: Any = None  # a policy.Policy, or None: the seed's rule
     timeline: bool = False  # also keep every call (SessionStats.timeline)
+    row_groups: tuple[int, ...] | None = None  # a Parquet dataset's piece (None: all of it)
 
 
 def replay_file(
@@ -46,6 +47,7 @@ def replay_file(
     on_progress: Callable[[int], None] | None = None,
     in_directory: bool = False,
     strict: bool = False,
+    row_groups: tuple[int, ...] | None = None,
 ) -> FileInfo:
     """Replay one file into ``analyzer``; every failure is recorded there, located.
 
@@ -57,7 +59,11 @@ def replay_file(
     a file-level error only when it gives no call (as is any file that gives none) or
     under ``strict``.
     ``on_progress`` is called now and then with the bytes read from the file so far.
+    A dataset of runs (one run per row: Parquet, or JSON lines of rows) is read row by
+    row (``corpus/``), only ``row_groups`` of a Parquet file when given (a piece of it:
+    ``replay -j``).
     """
+    from ..corpus.rows import container
     from ..fastpath import relaxed_gc
     from ..formats import parse_records
     from ..formats._detect import choose
@@ -75,9 +81,12 @@ def replay_file(
         info.opened = False
         analyzer.file_error(f"cannot open: {exc.strerror or exc.__class__.__name__}")
         return info
-    info = analyzer.start_file(source.name, size)
+    info = analyzer.start_file(source.name, size if not row_groups else 0)
     raw = source.underlying or source.stream
     try:
+        if (kind := container(source.head())) is not None:
+            replay_dataset(kind, path, source, brake, analyzer, info, row_groups)
+            return info
         choice = choose(source.head(), source.name, format_name, in_directory, strict)
         if choice.skip is not None:
             analyzer.skip_file(choice.skip, choice.quiet)
@@ -145,6 +154,42 @@ def _errors_held(judged: Iterator[Judged]) -> Iterator[Judged]:
     # no call came: the errors are dropped, the caller says the mismatch once
 
 
+def replay_dataset(
+    kind: str,
+    path: str,
+    source: Any,
+    brake: LoopBrake,
+    analyzer: Analyzer,
+    info: FileInfo,
+    row_groups: tuple[int, ...] | None = None,
+) -> None:
+    """A dataset of runs, one run per row, each its own session; the brake forgets each
+    row's run when the row ends (no streak crosses rows, and memory stays flat)."""
+    from ..corpus.rows import DatasetError, RowError, jsonl_rows, parquet_rows
+    from ..corpus.runs import row_records
+    from ..pipeline import judge
+    from ..records import BadRecord
+
+    info.format = f"{kind}-rows"
+    if row_groups:
+        info.part = row_groups[0]
+    add = analyzer.add
+    try:
+        if kind == "parquet" and path == "-":
+            raise DatasetError("Parquet cannot be read from standard input: save it to a file")
+        rows = parquet_rows(path, row_groups) if kind == "parquet" else jsonl_rows(source)
+        for item in rows:
+            if isinstance(item, RowError):
+                analyzer.bad_record(BadRecord(item.message, item.line, item.where))
+                continue
+            analyzer.start_run()
+            for record, verdict in judge(row_records(item), brake):
+                add(record, verdict)
+            brake.reset()
+    except DatasetError as exc:
+        analyzer.file_error(str(exc))
+
+
 def internal_error(format_name: str | None, calls: int, exc: BaseException) -> str:
     """A bug met while reading a file, named by its class only: an exception's text may
     quote the input, and the input may hold tool arguments."""
@@ -172,6 +217,7 @@ def replay_job(job: Job) -> Report:
         job.max_line_bytes,
         in_directory=job.in_directory,
         strict=job.strict,
+        row_groups=job.row_groups,
     )
     return analyzer.finish()
 

@@ -215,6 +215,9 @@ class FileInfo:
     warning: str | None = None
     """Read as a forced ``--format`` though it looks like another format (and calls came
     out): said on stderr and in ``--json`` (the key only then), not an error."""
+    part: int = 0
+    """A later piece of a dataset split by row group (its first row group): merged into
+    the piece before it, so a split file is one file in the merged report."""
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -285,6 +288,17 @@ class Report:
         return sum(1 for stats in self.sessions if stats.denied)
 
 
+def _join(whole: FileInfo, piece: FileInfo) -> None:
+    """A later piece of the same dataset file, added to its totals."""
+    whole.calls += piece.calls
+    whole.denied += piece.denied
+    whole.sessions += piece.sessions
+    whole.unreadable += piece.unreadable
+    whole.size += piece.size
+    if whole.error is None:
+        whole.error = piece.error
+
+
 def merge(reports: Iterable[Report]) -> Report:
     """Reports of files replayed separately, in input order, as one report."""
     merged: Report | None = None
@@ -294,7 +308,11 @@ def merge(reports: Iterable[Report]) -> Report:
             continue
         if report.cap != merged.cap or report.max_repeats != merged.max_repeats:
             raise ValueError("reports made with different settings")
-        merged.files += report.files
+        files = report.files
+        if files and files[0].part and merged.files and merged.files[-1].file == files[0].file:
+            _join(merged.files[-1], files[0])
+            files = files[1:]
+        merged.files += files
         merged.sessions += report.sessions
         room = DENIALS_KEPT - len(merged.denials)
         merged.denials += report.denials[: max(room, 0)]

@@ -35,12 +35,15 @@ from ._options import (
 )
 
 PROG = "loop-brake replay"
+PIECES_PER_JOB = 4
+"""A Parquet dataset is split into up to this many pieces per worker (by row group), so
+a piece that takes longer than the others does not leave the other workers idle."""
 SKIPPED_NAMED = 3
 """Up to this many skipped files are named one a line; more are summarised in one."""
 
 
-def _fail(message: str) -> None:
-    click.echo(f"{PROG}: {visible(message, lines=True)}", err=True)
+def _fail(message: str, prog: str = PROG) -> None:
+    click.echo(f"{prog}: {visible(message, lines=True)}", err=True)
 
 
 class _Rows(Count):
@@ -164,6 +167,15 @@ def _write_json(doc: object) -> None:
     help="Price the tokens in the summary at the prices per million tokens in this TOML "
     "file (per model-name glob; see samples/prices.example.toml). Never guessed.",
 )
+@click.option(
+    "--partial",
+    "partial_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Also write this replay as a partial report to FILE, for `loop-brake merge` "
+    "(a corpus replayed in pieces, reported once); the summary is printed as usual.",
+)
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -183,6 +195,7 @@ def replay_command(
     html_path: str | None = None,
     prices_path: str | None = None,
     max_rows: int | None = SUMMARY_ROWS,
+    partial_path: str | None = None,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -232,6 +245,9 @@ def replay_command(
     if html_path is not None and (verdicts or compare_path is not None):
         other = "--verdicts" if verdicts else "--compare-policy"
         return errors(f"--html draws the summary's report, not {other}")
+    if partial_path is not None and (verdicts or compare_path is not None):
+        other = "--verdicts" if verdicts else "--compare-policy"
+        return errors(f"--partial writes the summary's report, not {other}")
     if html_path == "-" and as_json:
         return errors("--html - and --json would both write to stdout: give --html a file")
     if compare_path is not None and policy_path is not None:
@@ -320,13 +336,16 @@ def replay_command(
             in_directory,
             strict,
             policy,
-            timeline=html_path is not None,
+            timeline=html_path is not None or partial_path is not None,
         )
-        _report_problems(report)
+        report_problems(report)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
         rows = sweep(report, limits) if limits else None
-        if html_path is not None and not _write_html(report, html_path, policy, prices):
+        policy_file = policy.path if policy is not None else None
+        if partial_path is not None and not _write_partial(report, partial_path, policy_file):
+            return ExitStatus.OUTPUT
+        if html_path is not None and not _write_html(report, html_path, policy_file, prices):
             return ExitStatus.OUTPUT
         if as_json:
             doc = report_to_json(report, rows, prices)
@@ -342,6 +361,19 @@ def replay_command(
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def _write_partial(report: Report, target: str, policy: str | None) -> bool:
+    """The partial report to ``target``; False after saying on stderr why it could not be."""
+    from ..corpus.partial import write_partial
+
+    try:
+        write_partial(report, target, policy)
+    except OSError as exc:
+        _fail(f"cannot write {target}: {exc.strerror or exc.__class__.__name__}")
+        return False
+    _fail(f"wrote {target}")
+    return True
 
 
 def _not_a_summary(
@@ -370,24 +402,31 @@ def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
         return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
 
 
-def _write_html(report: Report, target: str, policy: Any, prices: Prices | None) -> bool:
+def _write_html(
+    report: Report, target: str, policy: str | None, prices: Prices | None, prog: str = PROG
+) -> bool:
     """The HTML report to ``target`` (``-``: stdout), written atomically; False after
-    saying on stderr why it could not be."""
+    saying on stderr why it could not be. ``policy``: the policy file's path, or None."""
     from ..html_report import HtmlWriteError, page_data, render_page, write_html
 
-    page = render_page(page_data(report, policy.path if policy is not None else None, prices))
+    page = render_page(page_data(report, policy, prices))
     try:
         write_html(page, target)
     except HtmlWriteError as exc:
-        _fail(str(exc))
+        _fail(str(exc), prog)
         return False
     if target != "-":
-        _fail(f"wrote {target}")  # on stderr: stdout keeps the summary (or the JSON) alone
+        _fail(f"wrote {target}", prog)  # on stderr: stdout keeps the summary (or JSON) alone
     return True
 
 
-def _report_problems(report: Report) -> None:
-    """Each unreadable file or record, and each skipped file, once on stderr."""
+def report_problems(report: Report, prog: str = PROG) -> None:
+    """Each unreadable file or record, and each skipped file, once on stderr (``merge``
+    says them as the replay of the same input would)."""
+
+    def _fail(message: str) -> None:
+        click.echo(f"{prog}: {visible(message, lines=True)}", err=True)
+
     unopened = {info.file for info in report.files if not info.opened}
     for info in report.files:
         if info.warning is not None:
@@ -450,7 +489,10 @@ def _replay(
 
     progress = progress_bar(files)
     try:
-        if jobs > 1 and len(files) > 1 and "-" not in files:
+        if jobs > 1 and "-" not in files:
+            from ..corpus.rows import pieces
+
+            # Each file its own job; a Parquet dataset of several row groups, several.
             work = [
                 Job(
                     path,
@@ -463,10 +505,13 @@ def _replay(
                     strict,
                     policy,
                     timeline,
+                    piece,
                 )
                 for path in files
+                for piece in pieces(path, jobs * PIECES_PER_JOB)
             ]
-            return replay_parallel(work, jobs, progress)
+            if len(work) > 1:
+                return replay_parallel(work, jobs, progress)
         on_progress, on_file = progress.callbacks() if progress else (None, None)
         return replay_files(
             files,
