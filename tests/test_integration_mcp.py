@@ -325,3 +325,27 @@ def test_principal_session_key_brakes_each_authenticated_stateless_client() -> N
         return [await as_client(who) for who in order]
 
     assert anyio.run(main) == [False, False, False, False, False, True, False]
+
+
+def test_canary_in_results_reaches_no_denial_log_or_output(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Under the progress mode results are hashed and forgotten: a secret in them is in
+    no denial, log line or output."""
+    from loop_brake_cli.policy import parse_policy
+
+    caplog.set_level(logging.DEBUG)
+    policy, _ = parse_policy("progress = true\n", "inline.toml")
+    server, _ = progress_server([f"{CANARY} still running"])
+    attach(server, max_repeats=3, policy=policy)
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="legacy") as client:
+            return [await client.call_tool("poll", {"job": 7}) for _ in range(4)]
+
+    results = anyio.run(main)
+    assert [r.is_error for r in results] == [False, False, True, True]
+    assert "the last 2 results identical" in results[2].content[0].text
+    out, err = capfd.readouterr()
+    shown = [r.model_dump_json() for r in results[2:]] + [caplog.text, out, err]
+    assert all(CANARY not in text for text in shown)
