@@ -90,6 +90,7 @@ def main() -> None:
             Extension(
                 "loop_brake_cli._event_scan",
                 [SOURCE],
+                depends=["loop_brake_cli/_sha256.h"],
                 define_macros=[("Py_LIMITED_API", LIMITED_API)],
                 py_limited_api=True,
                 optional=True,

@@ -61,7 +61,7 @@ from .wire.event_line import decode as decode_event
 __all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events", "relaxed_gc"]
 
 try:  # optional: built from _event_scan.c when a C compiler was there at install
-    from ._event_scan import SHA_NI as _SHA_NI
+    from ._event_scan import SHA_INSTRUCTIONS as _SHA_INSTRUCTIONS
     from ._event_scan import scan_event as _scan_event
 except ImportError:  # pragma: no cover - exercised where the extension is not built
     _scan_event = None
@@ -99,7 +99,7 @@ def reader_name() -> str:
         return NOT_BUILT
     if scanner() is None:
         return "Python (LOOP_BRAKE_PURE_PYTHON is set)"
-    return "C with SHA-NI" if _SHA_NI else "C"
+    return f"C with {_SHA_INSTRUCTIONS}" if _SHA_INSTRUCTIONS else "C"
 
 
 def _exact(line: bytes, number: int) -> Record:

@@ -35,6 +35,8 @@ def test_the_version_names_the_c_reader_when_it_is_built():
     from loop_brake_cli import _event_scan
 
     _, reader = _version()
-    assert reader == ("event reader: C with SHA-NI" if _event_scan.SHA_NI else "event reader: C")
+    with_instructions = f"event reader: C with {_event_scan.SHA_INSTRUCTIONS}"
+    assert reader == (with_instructions if _event_scan.SHA_INSTRUCTIONS else "event reader: C")
+    assert _event_scan.SHA_INSTRUCTIONS in ("", "SHA-NI", "ARMv8 SHA-2")
     _, portable = _version(LOOP_BRAKE_NO_SHA_NI="1")
     assert portable == "event reader: C"
