@@ -33,6 +33,7 @@ FRAMEWORKS = [
     "autogen_agentchat",
     "autogen_core",
     "autogen_ext",
+    "llama_index",
 ]
 
 
