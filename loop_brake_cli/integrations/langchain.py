@@ -43,8 +43,8 @@ from typing_extensions import NotRequired  # typing has it from 3.11 only
 
 from ..brake import LoopBrake
 from ..verdicts import Verdict
-from ._denial import denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake
+from .langgraph import denial_message, thread_session_key
 
 __all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key"]
 
@@ -54,13 +54,6 @@ class LoopBrakeState(AgentState):
 
     loop_brake_run: NotRequired[Annotated[str, PrivateStateAttr]]
     loop_brake_stop: NotRequired[Annotated[str | None, PrivateStateAttr]]
-
-
-def thread_session_key(request: Any) -> str | None:
-    """The LangGraph thread id of a tool call request, or None outside a thread."""
-    config = getattr(getattr(request, "runtime", None), "config", None) or {}
-    thread = (config.get("configurable") or {}).get("thread_id")
-    return None if thread is None else str(thread)
 
 
 class LoopBrakeMiddleware(AgentMiddleware):
@@ -128,13 +121,7 @@ class LoopBrakeMiddleware(AgentMiddleware):
         )
         if not verdict.denied:
             return verdict, None
-        message = ToolMessage(
-            content=verdict.message,
-            tool_call_id=call.get("id") or "",
-            name=call["name"],
-            status="error",
-            artifact=denial_fields(verdict),
-        )
+        message = denial_message(verdict, call)  # the denial a LangGraph ToolNode gives
         if verdict.stop:  # before_model ends the run
             return verdict, Command(
                 update={"messages": [message], "loop_brake_stop": verdict.message}
