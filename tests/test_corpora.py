@@ -228,3 +228,21 @@ def test_the_recipe_shown_is_the_recipe_run() -> None:
     recipe = (ROOT / "docs" / "recipes" / "dask_replay.py").read_text(encoding="utf-8")
     indented = "".join(f"    {line}" if line.strip() else line for line in shown.splitlines(True))
     assert indented in recipe
+
+
+def test_parquet_without_pyarrow_says_how_to_get_it(tmp_path: Path) -> None:
+    """An install without the parquet extra: the file is unreadable and says which extra."""
+    from conftest import cli_env
+
+    rows = write_parquet(tmp_path / "runs.parquet", random_rows(2), per_group=1)
+    blocker = tmp_path / "no-pyarrow" / "pyarrow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('pyarrow is not installed')\n")
+    env = cli_env(PYTHONPATH=str(blocker.parent))
+    result = run_cli("replay", str(rows), env=env)
+    assert result.returncode == 3
+    err = result.stderr.decode()
+    assert "reading Parquet needs pyarrow: pip install 'loop-brake-cli[parquet]'" in err
+    assert "Traceback" not in err
+    jsonl = write_jsonl(tmp_path / "runs.jsonl", random_rows(2))
+    assert run_cli("replay", str(jsonl), env=env).returncode == 0  # JSON lines need nothing
