@@ -246,3 +246,19 @@ def test_parquet_without_pyarrow_says_how_to_get_it(tmp_path: Path) -> None:
     assert "Traceback" not in err
     jsonl = write_jsonl(tmp_path / "runs.jsonl", random_rows(2))
     assert run_cli("replay", str(jsonl), env=env).returncode == 0  # JSON lines need nothing
+
+
+def test_a_table_of_something_else_is_skipped_in_a_directory(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_jsonl(runs / "a.jsonl", random_rows(2))
+    pq.write_table(pa.Table.from_pylist([{"price": 1.5, "name": "x"}]), runs / "prices.parquet")
+    found = run_cli("replay", str(runs))
+    assert found.returncode == 0, found.stderr
+    assert "prices.parquet: skipped: no trajectory or messages column" in found.stderr.decode()
+    assert run_cli("replay", str(runs), "--strict").returncode == 3
+    named = run_cli("replay", str(runs / "prices.parquet"))
+    assert named.returncode == 3 and "not a dataset of runs" in named.stderr.decode()

@@ -85,7 +85,9 @@ def replay_file(
     raw = source.underlying or source.stream
     try:
         if (kind := container(source.head())) is not None:
-            replay_dataset(kind, path, source, brake, analyzer, info, row_groups)
+            replay_dataset(
+                kind, path, source, brake, analyzer, info, row_groups, in_directory and not strict
+            )
             return info
         choice = choose(source.head(), source.name, format_name, in_directory, strict)
         if choice.skip is not None:
@@ -162,9 +164,11 @@ def replay_dataset(
     analyzer: Analyzer,
     info: FileInfo,
     row_groups: tuple[int, ...] | None = None,
+    skippable: bool = False,
 ) -> None:
     """A dataset of runs, one run per row, each its own session; the brake forgets each
-    row's run when the row ends (no streak crosses rows, and memory stays flat)."""
+    row's run when the row ends (no streak crosses rows, and memory stays flat).
+    ``skippable``: a table that holds no runs is skipped (found in a directory)."""
     from ..corpus.rows import DatasetError, RowError, jsonl_rows, parquet_rows
     from ..corpus.runs import row_records
     from ..pipeline import judge
@@ -187,7 +191,10 @@ def replay_dataset(
                 add(record, verdict)
             brake.reset()
     except DatasetError as exc:
-        analyzer.file_error(str(exc))
+        if exc.not_runs and skippable:
+            analyzer.skip_file(str(exc))
+        else:
+            analyzer.file_error(str(exc))
 
 
 def internal_error(format_name: str | None, calls: int, exc: BaseException) -> str:

@@ -69,7 +69,14 @@ class RowError:
 
 
 class DatasetError(Exception):
-    """The whole file cannot be read as a dataset (its message quotes nothing)."""
+    """The whole file cannot be read as a dataset (its message quotes nothing).
+
+    ``not_runs``: it is a readable table that holds no runs (no run column), so a file
+    found in a directory is skipped, as any file that is not a transcript is."""
+
+    def __init__(self, message: str, not_runs: bool = False) -> None:
+        super().__init__(message)
+        self.not_runs = not_runs
 
 
 def container(head: bytes) -> str | None:
@@ -112,7 +119,8 @@ def _columns(parquet: Any) -> list[str]:
     if not run:
         raise DatasetError(
             "no trajectory or messages column: not a dataset of runs "
-            f"(its columns: {', '.join(names[:20])})"
+            f"(its columns: {', '.join(names[:20])})",
+            not_runs=True,
         )
     return [name for name in ID_COLUMNS if name in names] + run[:1]
 
