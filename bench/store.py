@@ -9,8 +9,9 @@ fresh SQLite file in a temporary directory, both stopped or removed at the end.
 Each worker process makes ``--calls`` decisions (identical calls spread over
 ``--sessions`` sessions, so streaks grow and calls are denied too) through
 ``stores.open_store(...).count_call``; its latencies are ``perf_counter`` around
-each call. decisions/s is all the workers' decisions over the wall time from the
-common start to the last worker's end. The hook rows run ``loop-brake hook``
+each call. Every worker connects first (one warm-up decision) and waits for the
+go; decisions/s is all the workers' decisions over the wall time from the go
+to the last worker's end. The hook rows run ``loop-brake hook``
 (the console script) on one Claude Code input per round, alternating, and show
 the median wall time and the child's own CPU (``os.wait4``).
 """
@@ -31,14 +32,15 @@ import time
 HERE = os.path.abspath(__file__)
 
 
-def _worker(url: str, calls: int, sessions: int, start: float, worker: int) -> None:
+def _worker(url: str, calls: int, sessions: int, worker: int) -> None:
     from loop_brake_cli.canonical import call_digest
     from loop_brake_cli.stores import open_store
 
     store = open_store(url)
     digest = call_digest("read", {"path": "/etc/hosts"})
-    while time.time() < start:
-        time.sleep(0.001)
+    store.count_call(f"warm-up-{worker}", "read", digest, None, 3)  # connected, scripts loaded
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent's go, once every worker is ready
     latencies = []
     for i in range(calls):
         begin = time.perf_counter()
@@ -50,14 +52,20 @@ def _worker(url: str, calls: int, sessions: int, start: float, worker: int) -> N
 
 
 def _run(url: str, processes: int, calls: int, sessions: int) -> tuple[float, float, float]:
-    start = time.time() + 1.0 + 0.2 * processes
     procs = [
         subprocess.Popen(
-            [sys.executable, HERE, "--worker", url, str(calls), str(sessions), str(start), str(k)],
+            [sys.executable, HERE, "--worker", url, str(calls), str(sessions), str(k)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
         for k in range(processes)
     ]
+    for proc in procs:
+        proc.stdout.readline()  # type: ignore[union-attr]
+    start = time.time()
+    for proc in procs:
+        proc.stdin.write(b"go\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
     ends, latencies = [], []
     for proc in procs:
         out, _ = proc.communicate()
@@ -113,11 +121,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000, help="decisions per worker")
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=20, help="hook start-up rounds")
-    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        url, calls, sessions, start, worker = args.worker
-        _worker(url, int(calls), int(sessions), float(start), int(worker))
+        url, calls, sessions, worker = args.worker
+        _worker(url, int(calls), int(sessions), int(worker))
         return
     server, url = _start_redis()
     tmp = tempfile.mkdtemp(prefix="lb-bench-store-")

@@ -74,6 +74,10 @@ def test_without_a_compiler_the_install_says_so_in_one_line_and_builds_a_pure_wh
     name, members = _wheel(out)
     assert name.endswith("-py3-none-any.whl"), name
     assert not [m for m in members if m.endswith((".so", ".pyd"))]
+    # the Redis store reads its scripts beside it (package data)
+    assert {"loop_brake_cli/stores/redis_step.lua", "loop_brake_cli/stores/redis_cas.lua"} <= set(
+        members
+    )
 
 
 @pytest.mark.skipif(
