@@ -8,7 +8,15 @@ from __future__ import annotations
 import click
 
 from ..exitcodes import ExitStatus
-from ._options import Errors, max_repeats_option, policy_option, resolve, resolve_policy
+from ._options import (
+    Errors,
+    max_repeats_option,
+    open_shared_store,
+    policy_option,
+    resolve,
+    resolve_policy,
+    store_options,
+)
 
 PROG = "loop-brake mcp-gateway"
 
@@ -16,6 +24,10 @@ GATEWAY_EXIT_HELP = (
     "Exit status: 0 after SIGINT or SIGTERM; 2 usage or configuration error "
     "(including an address it cannot listen on), before it listens."
 )
+
+
+def _note(message: str) -> None:
+    click.echo(f"{PROG}: {message}", err=True)
 
 
 @click.command(
@@ -103,6 +115,7 @@ GATEWAY_EXIT_HELP = (
     ),
 )
 @policy_option()
+@store_options
 def mcp_gateway_command(
     server_command: tuple[str, ...],
     listen: str,
@@ -117,6 +130,9 @@ def mcp_gateway_command(
     shadow: bool,
     log_path: str | None,
     policy_path: str | None = None,
+    store_url: str | None = None,
+    idle_ttl: str | None = None,
+    fail_closed: bool = False,
 ) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
@@ -130,6 +146,7 @@ def mcp_gateway_command(
     else a Loop-Brake-Session header, else the Mcp-Session-Id, else a digest of
     the Authorization header; with none, --anonymous decides. A denied call never
     reaches the upstream: the agent gets a tool error (isError: true).
+    With --store redis://... several gateways behind one address share streaks.
     """
     errors = Errors(PROG)
     resolved = resolve(errors, max_repeats)
@@ -182,11 +199,16 @@ def mcp_gateway_command(
         forward_auth=forward_auth,
         loopback=is_loopback(host),
     )
+    store = open_shared_store(errors, store_url, idle_ttl, _note)
+    if isinstance(store, ExitStatus):
+        return store
     brake_options = {
         "max_repeats": limit,
         "shadow": shadow,
         "anonymous": anonymous,
         "policy": policy,
+        "store": store,
+        "fail_closed": fail_closed,
     }
     try:
         return run_gateway((host, port), config, brake_options, log_path, stdio)

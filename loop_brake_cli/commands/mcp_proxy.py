@@ -176,8 +176,6 @@ def mcp_proxy_command(
     if url is None and header_specs:
         return errors("--header needs --url")
     if url is not None:
-        if store is not None:
-            return errors("--store is not taken with --url yet: brake a local server command")
         return _bridge(
             errors,
             url,
@@ -189,6 +187,9 @@ def mcp_proxy_command(
             log_path,
             shutdown_timeout,
             policy,
+            store=store,
+            fail_closed=fail_closed,
+            label=label or "mcp",
         )
     options = ProxyOptions(
         command=list(server_command),
@@ -229,6 +230,9 @@ def _bridge(
     log_path: str | None,
     shutdown_timeout: float,
     policy: object,
+    store: object = None,
+    fail_closed: bool = False,
+    label: str = "mcp",
 ) -> int:
     """``--url``: the stdio client bridged to a remote server (needs the ``mcp`` extra)."""
     from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
@@ -253,6 +257,9 @@ def _bridge(
         policy=policy,
         timeout=timeout,
         read_timeout=read_timeout,
+        store=store,
+        fail_closed=fail_closed,
+        label=label,
     )
     try:
         return run_bridge(options)

@@ -63,8 +63,15 @@ class GatewayBrake:
         shadow: bool = False,
         anonymous: str = "refuse",
         policy: Any = None,
+        store: Any = None,
+        fail_closed: bool = False,
     ) -> None:
-        self.brake = LoopBrake(max_repeats, policy=policy)
+        # With a store (--store redis://...) every gateway process behind one address
+        # counts a session's calls in the same streak; its failures are the store's
+        # rule (allowed uncounted, or denied with fail_closed), one note each way.
+        self.brake = LoopBrake(
+            max_repeats, policy=policy, store=store, fail_closed=fail_closed, warn=note
+        )
         self.log = log
         self.note = note
         self.shadow = shadow

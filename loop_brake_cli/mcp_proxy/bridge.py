@@ -53,6 +53,9 @@ class BridgeOptions:
     policy: Any = None
     timeout: float = DEFAULT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
+    store: Any = None  # a stores.Store shared with other processes, or None (memory)
+    fail_closed: bool = False
+    label: str = "mcp"
 
 
 def _payload(line: bytes) -> bytes:
@@ -67,7 +70,14 @@ class _Bridge:
         self.stderr_fd = stderr_fd
         self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before any request
         self.router = ClientRouter(
-            options.max_repeats, self.log.write, self.note, options.shadow, options.policy
+            options.max_repeats,
+            self.log.write,
+            self.note,
+            options.shadow,
+            options.policy,
+            store=options.store,
+            fail_closed=options.fail_closed,
+            label=options.label,
         )
         self.remote = RemoteServer(
             options.url, options.headers, options.timeout, options.read_timeout
