@@ -401,3 +401,27 @@ def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
     finally:
         store.close()
         server.stop()
+
+
+def test_a_unix_socket_url(tmp_path: Path) -> None:
+    """``unix://`` reaches a server on its socket (TCP off: ``--port 0``)."""
+    from redis_server import require_redis_server
+
+    sock = tmp_path / "redis.sock"
+    proc = subprocess.Popen(
+        [require_redis_server(), "--port", "0", "--unixsocket", str(sock)]
+        + ["--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        store = open_store(f"unix://{sock}?db=0")
+        digest = call_digest("read", {})
+        assert [store.count_call("u", "read", digest, None, 3).count for _ in range(3)] == [1, 2, 3]
+        assert store.label == f"unix://{sock}"
+        store.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
