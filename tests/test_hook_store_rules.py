@@ -5,6 +5,7 @@ state is kept beside the streak row and dropped with it)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -76,3 +77,18 @@ def test_policy_rows_follow_their_sessions_and_keep_the_cycle_window(path: str) 
     _count(store, T0 + 10, "b", policy)
     assert _rows(path) == ["b"] and _rows(path, "policy_state") == ["b"]
     store.close()
+
+
+def test_the_stored_cycle_window_is_max_period_calls_long(path: str) -> None:
+    """docs/policies.md: the state grows with max_period only (its digests, their tool
+    names and max_period - 1 counters), however long the session."""
+    policy = parse_policy("[cycles]\nmax_period = 3\n", "policy.toml")[0]
+    store = StateStore(path)
+    for n in range(20):
+        _count(store, T0 + n, "s", policy, f"tool{n % 5}")
+    store.close()
+    with sqlite3.connect(path) as conn:
+        (state,) = conn.execute("SELECT state FROM policy_state").fetchone()
+    stored = json.loads(state)
+    assert len(stored["r"]) == len(stored["t"]) == 3 and len(stored["n"]) == 2
+    assert stored["t"] == ["tool2", "tool3", "tool4"]

@@ -14,7 +14,7 @@ import pytest
 from conftest import cli_env, run_cli
 
 from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.policy import load_policy
+from loop_brake_cli.policy import PolicyError, check_policy, load_policy
 
 
 def _write(tmp: Path, text: str) -> str:
@@ -69,3 +69,56 @@ def test_bare_cycles_through_filter_and_check_config(tmp_path: Path) -> None:
     assert b"cycles: periods 2..4, denied at 3 repetitions in a row" in done.stdout
     doc = json.loads(run_cli("check-config", "--policy", policy, "--json", env=env).stdout)
     assert doc["cycles"] == {"maxPeriod": 4, "maxRepeats": 3}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[cycles]\nmax_period = 1\n",
+            "max_period must be an integer of at least 2 and at most 16",
+        ),
+        (
+            "[cycles]\nmax_period = 17\n",
+            "max_period must be an integer of at least 2 and at most 16",
+        ),
+        ("[cycles]\nmax_repeats = 1\n", "max_repeats must be an integer of at least 2, not 1"),
+        (
+            '[[tools]]\nmatch = "a"\nmax_repeats = 0\n',
+            "max_repeats must be an integer of at least 1",
+        ),
+        ("[stop]\nafter_denials = 0\n", "after_denials must be an integer of at least 1"),
+    ],
+    ids=["period-1", "period-17", "cycle-repeats-1", "tool-repeats-0", "stop-0"],
+)
+def test_the_documented_bounds_are_refused_past_their_ends(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(_write(tmp_path, text))
+    assert message in str(caught.value)
+
+
+def test_the_documented_bounds_are_accepted_at_their_ends(tmp_path: Path) -> None:
+    text = "[cycles]\nmax_period = 16\nmax_repeats = 2\n[stop]\nafter_denials = 1\n"
+    text += '[[tools]]\nmatch = "a"\nmax_repeats = 1\n'
+    policy = load_policy(_write(tmp_path, text))
+    assert policy.cycles is not None and policy.stop is not None
+    assert (policy.cycles.max_period, policy.cycles.max_repeats) == (16, 2)
+    assert policy.stop.after_denials == 1 and policy.tools[0].max_repeats == 1
+    low = load_policy(_write(tmp_path, "[cycles]\nmax_period = 2\n"))
+    assert low.cycles is not None and low.cycles.max_period == 2
+
+
+def test_a_later_rule_is_shadowed_only_when_provably_covered(tmp_path: Path) -> None:
+    shadowed = (
+        '[[tools]]\nmatch = "a*"\nmax_repeats = 2\n[[tools]]\nmatch = "ab"\nmax_repeats = 3\n'
+    )
+    _, warnings = check_policy(_write(tmp_path, shadowed))
+    assert [w.line for w in warnings] == [5]  # the later rule's match
+    # "?" matches one character, not the "*" of a later glob: a? does not cover a*
+    for earlier, later in (("a?", "a*"), ("a[bc]", "ab"), ("ab", "a[bc]")):
+        text = f'[[tools]]\nmatch = "{earlier}"\nmax_repeats = 2\n'
+        text += f'[[tools]]\nmatch = "{later}"\nmax_repeats = 3\n'
+        _, warnings = check_policy(_write(tmp_path, text))
+        assert warnings == [], (earlier, later)
