@@ -8,7 +8,7 @@ brake without the CLI::
     brake.enforce("search", {"q": "weather"}, session_id="s1")  # raises on the 3rd
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from .brake import (
     LoopBrake,
@@ -28,7 +28,11 @@ from .limits import (
 )
 from .verdicts import Verdict, deny_message
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from .attachment import attach, dispose
 
 

@@ -13,12 +13,16 @@ import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
 from .streak import PolicySlot, Slot, policy_step, result_step, step
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_SESSION",

@@ -28,9 +28,18 @@ the parser here produces exactly the values that the serialiser expects.
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-from typing import Any
+import sys
+
+try:  # the json package's own C scanner, without importing json (and re, enum) at start-up
+    from _json import make_scanner as _make_scanner
+except ImportError:  # pragma: no cover - an interpreter without _json
+    from json.scanner import make_scanner as _make_scanner
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    import re
+    from typing import Any
 
 __all__ = [
     "JSONInputError",
@@ -84,9 +93,21 @@ def _as_js_number(value: float) -> int | float:
     return value
 
 
-_DECODER = json.JSONDecoder(
-    parse_float=_parse_float, parse_int=_parse_int, parse_constant=_reject_constant
-)
+class _Decoding:
+    """What ``json``'s scanner reads from a ``json.JSONDecoder`` (strict, numbers as
+    doubles, no NaN or Infinity), built here so the hook, which parses one input
+    before every tool call, does not import ``json`` and the ``re`` it compiles."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = staticmethod(_parse_float)
+    parse_int = staticmethod(_parse_int)
+    parse_constant = staticmethod(_reject_constant)
+    memo: dict[str, str] = {}
+
+
+_scan_once = _make_scanner(_Decoding())
 
 
 def parse_json(data: bytes | str) -> Any:
@@ -103,15 +124,29 @@ def parse_json(data: bytes | str) -> Any:
         text = data
     start = len(text) - len(text.lstrip(" \t\r\n"))
     try:
-        value, end = _DECODER.raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        message = exc.msg[:1].lower() + exc.msg[1:]
-        raise JSONInputError(f"not valid JSON: {message}", exc.colno) from None
+        value, end = _scan_once(text, start)
+    except StopIteration as exc:  # json.JSONDecoder.raw_decode's "Expecting value"
+        column = exc.value - text.rfind("\n", 0, exc.value)
+        raise JSONInputError("not valid JSON: expecting value", column) from None
+    except SystemError:
+        # 3.11's scanner reports a syntax error through json.decoder's JSONDecodeError
+        # only once json.decoder is loaded (else this): load it and read again.
+        if "json.decoder" in sys.modules:
+            raise
+        import json.decoder  # noqa: F401
+
+        return parse_json(text)
     except RecursionError:
         raise JSONInputError("not valid JSON: nested too deep") from None
     except JSONInputError:
         raise
-    except ValueError as exc:  # int/float conversion limits
+    except ValueError as exc:
+        from json import JSONDecodeError  # loaded by the scanner when it raised one
+
+        if isinstance(exc, JSONDecodeError):
+            message = exc.msg[:1].lower() + exc.msg[1:]
+            raise JSONInputError(f"not valid JSON: {message}", exc.colno) from None
+        # int/float conversion limits
         raise JSONInputError(f"not valid JSON: {exc.__class__.__name__}") from None
     rest = text[end:]
     if rest.strip(" \t\r\n"):
@@ -186,7 +221,8 @@ for _code in range(0x20):
     _ESCAPES.setdefault(chr(_code), f"\\u{_code:04x}")
 for _code in range(0xD800, 0xE000):
     _ESCAPES[chr(_code)] = f"\\u{_code:04x}"
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+_NEEDS_ESCAPE = '["\\\\\x00-\x1f\ud800-\udfff]'
+_needs_escape: Any = None  # _NEEDS_ESCAPE compiled, on the first string that needs it
 
 
 def _escape_match(match: re.Match[str]) -> str:
@@ -194,8 +230,19 @@ def _escape_match(match: re.Match[str]) -> str:
 
 
 def js_string(value: str) -> str:
-    """A string literal exactly as JSON.stringify writes it."""
-    return '"' + _NEEDS_ESCAPE.sub(_escape_match, value) + '"'
+    """A string literal exactly as JSON.stringify writes it.
+
+    A printable string holds no control character and no lone surrogate, so
+    without ``"`` or ``\\`` it needs no escape, and ``re`` is not imported (the
+    hook's start-up: its denial message quotes the tool name)."""
+    if value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'
+    global _needs_escape
+    if _needs_escape is None:
+        import re
+
+        _needs_escape = re.compile(_NEEDS_ESCAPE)
+    return '"' + _needs_escape.sub(_escape_match, value) + '"'
 
 
 def _utf16_key(key: str) -> bytes:
@@ -211,6 +258,12 @@ def _utf16_key(key: str) -> bytes:
 _ASTRAL = "[\U00010000-\U0010ffff]"
 
 
+def _astral_in(text: str) -> bool:
+    import re
+
+    return re.search(_ASTRAL, text) is not None
+
+
 def _sorted_keys(obj: dict[str, Any]) -> list[str]:
     """The keys in JavaScript's default sort order (UTF-16 code units).
 
@@ -221,7 +274,7 @@ def _sorted_keys(obj: dict[str, Any]) -> list[str]:
     """
     keys = sorted(obj)
     joined = "".join(keys)
-    if not joined.isascii() and re.search(_ASTRAL, joined):
+    if not joined.isascii() and _astral_in(joined):
         keys.sort(key=_utf16_key)
     return keys
 
@@ -292,6 +345,8 @@ def utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
+        import re
+
         return re.sub(_SURROGATE, "\ufffd", text).encode("utf-8")
 
 

@@ -7,7 +7,6 @@ never a guess.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -30,6 +29,8 @@ class InvalidMaxRepeatsError(ValueError):
     def __init__(self, source: str, value: object, reason: str = "") -> None:
         self.source = source
         self.value = value
+        import json  # only for this message: the hook's start-up does not import json
+
         shown = json.dumps(value, default=repr)
         detail = reason or "must be an integer of at least 1"
         super().__init__(f"invalid maxRepeats from {source}: {shown} ({detail})")

@@ -10,10 +10,13 @@ log). It carries the tool name, ids and the 12-hex prefix, never arguments.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .slotted import Fields
 from .verdicts import CODE, PLUGIN, Verdict
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "BadRecord",

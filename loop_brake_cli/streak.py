@@ -56,7 +56,13 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from ._namedtuple import NamedTuple
+
 
 if TYPE_CHECKING:
     from .policy.model import Policy

@@ -8,10 +8,15 @@ names, counts and hash prefixes only.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from .canonical import PREFIX_LENGTH, hash_prefix, js_string
 from .streak import PolicySlot, Slot
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from ._namedtuple import NamedTuple
 
 __all__ = [
     "CODE",

@@ -3,7 +3,10 @@
 Which modules a real run loaded, not how long it took (speed is measured by
 bench/startup.py): an adapter is imported when its format is named or when
 detection reaches its sniff; the hook, run before every tool call, imports
-neither click nor dataclasses nor any transcript format.
+neither click nor dataclasses nor any transcript format, and, allowed or
+denied, none of typing, json, re or enum (a third of its start-up when it
+did, issue 30), nor a store it was not pointed at (Redis) nor a policy's
+pattern engine.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ ADAPTER_MODULES = {f"loop_brake_cli.formats.{module}" for module in FORMATS.valu
 # Runs the console entry point in this process and writes sys.modules when it ends
 # (the hook ends through os._exit, skipping teardown and atexit: recorded just before).
 PROBE = """
-import json, os, sys
+import os, sys
+START = sorted(sys.modules)  # what the interpreter (site, an editable install's finder) loaded
 out = sys.argv[1]
 def record():
+    end = sorted(sys.modules)  # taken before json is imported to write it
+    import json
     with open(out, "w") as handle:
-        json.dump(sorted(sys.modules), handle)
+        json.dump({"start": START, "end": end}, handle)
 exit_now = os._exit
 def recorded_exit(status):
     record()
@@ -42,8 +48,8 @@ finally:
 """
 
 
-def loaded(tmp_path: Path, *args: str, stdin: bytes = b"") -> set[str]:
-    """The modules a real ``loop-brake ARGS`` run had imported when it exited."""
+def probe(tmp_path: Path, *args: str, stdin: bytes = b"") -> dict[str, list[str]]:
+    """The modules loaded when a real ``loop-brake ARGS`` run started and when it exited."""
     out = tmp_path / "modules.json"
     env = cli_env(HOME=str(tmp_path), LOOP_BRAKE_STATE=str(tmp_path / "state.db"))
     env.pop("LOOP_BRAKE_POLICY", None)
@@ -56,7 +62,18 @@ def loaded(tmp_path: Path, *args: str, stdin: bytes = b"") -> set[str]:
         timeout=60,
         check=False,
     )
-    return set(json.loads(out.read_text()))
+    return json.loads(out.read_text())
+
+
+def loaded(tmp_path: Path, *args: str, stdin: bytes = b"") -> set[str]:
+    """The modules a real ``loop-brake ARGS`` run had imported when it exited."""
+    return set(probe(tmp_path, *args, stdin=stdin)["end"])
+
+
+def imported(tmp_path: Path, *args: str, stdin: bytes = b"") -> set[str]:
+    """The modules the run itself imported (not the interpreter's start-up)."""
+    modules = probe(tmp_path, *args, stdin=stdin)
+    return set(modules["end"]) - set(modules["start"])
 
 
 def adapters(modules: set[str]) -> set[str]:
@@ -100,3 +117,78 @@ def test_the_hook_imports_no_click_dataclasses_or_formats(tmp_path: Path) -> Non
     modules = loaded(tmp_path, "hook", stdin=json.dumps(call).encode())
     assert "loop_brake_cli.stores.sqlite_store" in modules  # the call was counted
     assert not {"click", "dataclasses", "loop_brake_cli.formats", "rich"} & modules
+
+
+# What the hook must not import itself (the console script pip writes imports re, and an
+# editable install's finder pathlib, before the hook runs: PROBE calls the entry point).
+HOOK_NEVER = {
+    "click",
+    "dataclasses",
+    "enum",
+    "json",
+    "loop_brake_cli.formats",
+    "loop_brake_cli.output",
+    "loop_brake_cli.policy.load",
+    "loop_brake_cli.policy.model",
+    "loop_brake_cli.stores.redis_store",
+    "pathlib",
+    "re",
+    "re2",
+    "redis",
+    "rich",
+    "typing",
+    "warnings",
+}
+
+
+def hook_call(call_id: str) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "s",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": call_id,
+        }
+    ).encode()
+
+
+def test_an_allowed_and_a_denied_hook_call_import_none_of_typing_json_re(
+    tmp_path: Path,
+) -> None:
+    for i in (1, 2):  # allowed
+        modules = imported(tmp_path, "hook", stdin=hook_call(f"t{i}"))
+        assert "loop_brake_cli.stores.sqlite_store" in modules
+        assert not HOOK_NEVER & modules, HOOK_NEVER & modules
+    modules = imported(tmp_path, "hook", "--agent", "claude-code", stdin=hook_call("t3"))
+    assert "loop_brake_cli.hook.answer" in modules  # the third call was denied
+    assert not HOOK_NEVER & modules, HOOK_NEVER & modules
+
+
+PUBLIC_API = """
+import sys
+START = set(sys.modules)
+from loop_brake_cli import LoopBrake, LoopBrakeError, Verdict
+b = LoopBrake(max_repeats=2)
+b.check("t", {"a": 1}, session_id="s")
+v = b.check("t", {"a": 1}, session_id="s")
+assert isinstance(v, Verdict) and v.denied and v._fields[0] == "denied", v
+assert not {"typing", "json", "re"} & (set(sys.modules) - START), set(sys.modules) - START
+from loop_brake_cli import attach, dispose
+assert callable(attach) and callable(dispose) and issubclass(LoopBrakeError, Exception)
+print(v.hash_prefix)
+"""
+
+
+def test_the_public_api_imports_from_the_package_without_typing_json_re(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PUBLIC_API],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+        env=cli_env(HOME=str(tmp_path)),
+    )
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.strip()) == 12

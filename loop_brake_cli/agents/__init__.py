@@ -27,10 +27,14 @@ imported before every tool call an agent makes: no click, rich or formats.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
 from . import claude_code, codex, cursor, gemini
 from ._common import Install, event_of
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "AGENTS",

@@ -33,11 +33,16 @@ Errors name the field, never its value. Cheap to import: the hook runs this.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from ..canonical import JSONInputError, parse_arguments, parse_json
 from ..records import BadRecord, Record, ToolCall, ToolResult
 from ..wire.fields import FieldError, call_id_of, session_of, tool_of
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+    from .._namedtuple import NamedTuple
 
 __all__ = [
     "Install",

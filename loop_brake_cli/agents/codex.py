@@ -29,10 +29,13 @@ Detection: ``turn_id``, which only Codex sends.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..records import Record
 from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "codex"
 EVENTS = ("PreToolUse",)

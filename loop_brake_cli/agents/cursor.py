@@ -39,10 +39,13 @@ Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..records import Record
 from ._common import decode_input, event_of
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "cursor"
 EVENTS = ("beforeMCPExecution", "preToolUse")

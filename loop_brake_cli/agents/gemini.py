@@ -29,10 +29,13 @@ Detection: the event name ``BeforeTool`` or ``AfterTool``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..records import Record
 from ._common import Install, decode_input, event_of
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "gemini"
 EVENTS = ("BeforeTool",)

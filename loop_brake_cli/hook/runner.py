@@ -38,7 +38,6 @@ from __future__ import annotations
 import errno
 import os
 from types import ModuleType
-from typing import Any, BinaryIO, TextIO
 
 from .. import agents
 from ..canonical import JSONInputError, call_digest, parse_json
@@ -48,6 +47,11 @@ from ..stores import Store, StoreError, open_store, store_target
 from ..stores.sqlite_store import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_TTL
 from ..verdicts import Verdict
 from .stdio import Streams
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 __all__ = ["DEFAULT_MAX_INPUT_BYTES", "HELP", "main", "parse_duration"]
 
@@ -246,11 +250,11 @@ class _Hook:
     def answer(self, agent: ModuleType, message: str, stop: bool = False) -> str | None:
         """The agent's deny JSON (or its stop form) on stdout: None once written, else why
         it was not."""
-        from ..output import json_line
+        from .answer import answer_line
 
         output = agent.stop_output(message) if stop else agent.deny_output(message)
         try:
-            self.streams.out(json_line(output))
+            self.streams.out(answer_line(output))
         except OSError as exc:
             return exc.strerror or exc.__class__.__name__
         return None

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import BinaryIO, TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
 
 __all__ = ["Streams"]
 

@@ -9,8 +9,10 @@ calls. Core: no click, no rich.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # Where each public name lives. Imported on first use: the hook looks for a policy
 # file before every tool call and must not pay for the TOML reader and the rule
@@ -39,6 +41,8 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # on first use: the hook imports this package for discover only
+
     value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
     globals()[name] = value
     return value

@@ -19,9 +19,13 @@ before every tool call, and redis-py only when a Redis store is used.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from .base import DEFAULT_IDLE_TTL, ENV_STORE, Store, StoreError, StoreUnavailable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_IDLE_TTL",

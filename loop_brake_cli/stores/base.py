@@ -17,7 +17,13 @@ memory on its own: counts kept in one process would diverge from the fleet's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # a structural type: nothing checks it at run time
+
 
 if TYPE_CHECKING:
     from ..verdicts import Verdict

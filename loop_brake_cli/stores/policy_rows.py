@@ -18,10 +18,12 @@ streaks; no SQL schema changes. Results are never stored, only digests.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from ..streak import Decision, PolicySlot, Slot
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "POLICY_PRUNE",
@@ -46,6 +48,8 @@ POLICY_PRUNE = "DELETE FROM policy_state WHERE session NOT IN (SELECT session FR
 def encode_policy_state(state: PolicySlot, updated: float) -> str:
     """The policy part of a session's state as stored: JSON text (digests in hex)."""
     d = state.decision
+    import json  # a policy's state only: the hook without a policy does not import json
+
     return json.dumps(
         {
             "u": updated,
@@ -81,6 +85,8 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
     if not isinstance(text, str):
         return fresh
     try:
+        import json
+
         data = json.loads(text)
         if data["u"] != updated:
             return fresh

@@ -9,9 +9,13 @@ the hook.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ..canonical import canonical_json, hash_prefix, parse_json
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "SessionRow",

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
 
 from ..streak import PolicySlot, Slot, policy_step, result_step, step
 from ..verdicts import Verdict, verdict_of, verdict_of_policy
@@ -68,6 +67,11 @@ from .sqlite_file import (
     default_state_path,
     inspect,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",

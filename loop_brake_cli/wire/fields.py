@@ -19,9 +19,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..brake import session_key, subagent_session_key
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FieldError", "call_id_of", "session_of", "tool_of"]
 
