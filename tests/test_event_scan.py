@@ -529,6 +529,7 @@ DROPPED_NOT_JSON = [
     '"\\u12g4"',
     '"\\"',
     '"a\x01b"',
+    '"a\x1fb"',  # the last raw control character
     "01",
     "1.",
     ".5",

@@ -1,0 +1,1131 @@
+"""Mutation run: does a one-line break of a rule make some test fail?
+
+Each entry of ``MUTANTS`` is one deliberate break (a flipped comparison, an off-by-one,
+a dropped condition, a changed message): the module, the original text (it must occur
+exactly once in that file), its replacement, and the few test files that should kill
+it. Each break is applied alone in a scratch copy of the tree (never in the checkout:
+a crash cannot leave a break behind), those tests run with a timeout, and the break
+is *killed* when they fail (or hang), *survives* when they pass. A break of the C
+reader (``_event_scan.c``) is rebuilt in the scratch copy (``setup.py build_ext
+--inplace``) before its tests run.
+
+Equivalent breaks (no input can tell them apart) are listed with the reason and not
+counted. Not part of CI: it takes minutes. Usage:
+
+    python bench/mutants.py -j 2            # all of them, two at a time
+    python bench/mutants.py --only streak,policy/   # modules whose path holds either
+    python bench/mutants.py --check         # every original still found, nothing run
+
+Each test selection first runs unbroken (it must pass: a failing one would "kill"
+every break); a break's run may then take four times that (at least 60 s), longer
+is a hang and kills it.
+
+The score is printed per module, for the core and overall, then each survivor (with
+its note: the input that exposes it) and each break that could not be applied (the
+text moved: update the entry).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = "loop_brake_cli/"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str  # path under loop_brake_cli/
+    original: str
+    replacement: str
+    tests: tuple[str, ...]  # test files (or node ids) under tests/
+    note: str = ""  # what breaks, and the input that shows it
+    equivalent: str = ""  # why no input can tell it apart (then it is not run)
+
+    @property
+    def label(self) -> str:
+        """The module as the score groups it (``policy/``, ``wire/`` ... as one)."""
+        name = self.module.removesuffix(".py")
+        for package in ("policy/", "wire/", "stores/"):
+            if name.startswith(package):
+                return package
+        return name
+
+    @property
+    def core(self) -> bool:
+        return not (self.module.startswith("formats/") or self.module.startswith("analysis/"))
+
+
+# Test selections: the few files that cover each module.
+CANON = ("test_canonical.py", "test_canonical_vectors.py", "test_canonical_reference.py")
+STREAK = (
+    "test_policy_reference.py",
+    "test_brake.py",
+    "test_policy.py",
+    "test_progress_rule.py",
+)
+POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
+PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
+FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
+MCP = ("test_wire_mcp.py", "test_formats_mcp.py", "test_mcp_results.py")
+STORE = ("test_hook_store_rules.py", "test_hook_store.py", "test_policy_engine.py")
+FAST = ("test_fastpath_ids.py", "test_fastpath.py")
+FASTCANON = ("test_fastpath.py", "test_digest_json.py")
+CREADER = ("test_event_scan.py",)
+BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
+
+M = Mutant
+MUTANTS: tuple[Mutant, ...] = (
+    # -- canonical ---------------------------------------------------------------
+    M(
+        "canonical.py",
+        "_SAFE_INT_DIGITS = 15",
+        "_SAFE_INT_DIGITS = 17",
+        CANON,
+        "9007199254740993 must parse as the double 9007199254740992",
+    ),
+    M(
+        "canonical.py",
+        'if rest.strip(" \\t\\r\\n"):',
+        "if rest.strip():",
+        CANON,
+        'a form feed or U+00A0 after the value is not JSON whitespace: "{}\\x0c" raises',
+    ),
+    M(
+        "canonical.py",
+        "if not value.strip():",
+        "if not value:",
+        CANON,
+        'parse_arguments("   ") is ({}, False)',
+    ),
+    M("canonical.py", "if k <= n <= 21:", "if k <= n < 21:", CANON, "1e21 prints as 1e+21"),
+    M("canonical.py", "elif -6 < n <= 0:", "elif -7 < n <= 0:", CANON, "1e-7 prints as 1e-7"),
+    M(
+        "canonical.py",
+        'exponent = ("e+" if e >= 0 else "e-")',
+        'exponent = ("e" if e >= 0 else "e-")',
+        CANON,
+        "1e21 prints as 1e+21",
+    ),
+    M("canonical.py", '"\\f": "\\\\f",', '"\\f": "\\\\u000c",', CANON, "form feed is \\f"),
+    M(
+        "canonical.py",
+        "keys.sort(key=_utf16_key)",
+        "keys.sort()",
+        CANON,
+        "keys sort by UTF-16 units: an astral key before U+FF01",
+    ),
+    M(
+        "canonical.py",
+        "return digest[: PREFIX_LENGTH // 2].hex()",
+        "return digest[: PREFIX_LENGTH // 2 + 1].hex()",
+        CANON,
+        "the prefix is 12 hex characters",
+    ),
+    M(
+        "canonical.py",
+        'return re.sub(_SURROGATE, "\\ufffd", text)',
+        'return re.sub(_SURROGATE, "?", text)',
+        CANON,
+        "a lone surrogate in a tool name hashes as U+FFFD",
+    ),
+    M(
+        "canonical.py",
+        'hashlib.sha256(utf8(tool_name + "\\n" + canonical_json(args)))',
+        'hashlib.sha256(utf8(tool_name + "\\t" + canonical_json(args)))',
+        CANON,
+        "the hash input is tool + newline + canonical form",
+    ),
+    M(
+        "canonical.py",
+        'raise JSONInputError("not valid UTF-8", exc.start + 1)',
+        'raise JSONInputError("not valid UTF-8", exc.start)',
+        CANON,
+        "the bad byte's column is 1-based",
+    ),
+    M(
+        "canonical.py",
+        "out.append(str(value) if -(2**53) <= value <= 2**53 else _big_int(value))",
+        "out.append(str(value) if -(2**53) < value <= 2**53 else _big_int(value))",
+        CANON,
+        equivalent="-(2**53) is exact as a double: _big_int prints the same digits",
+    ),
+    # -- streak ------------------------------------------------------------------
+    M(
+        "streak.py",
+        "if call_id is not None and call_id == prev_call_id:",
+        "if call_id == prev_call_id:",
+        STREAK,
+        "two calls without an id are not duplicates",
+    ),
+    M(
+        "streak.py",
+        "return count >= max_repeats",
+        "return count > max_repeats",
+        STREAK,
+        "the call that reaches the limit is denied",
+    ),
+    M(
+        "streak.py",
+        "base = base._replace(count=1)",
+        "base = base._replace(count=0)",
+        STREAK,
+        "after a changed result the next identical call is 2",
+    ),
+    M(
+        "streak.py",
+        "denials = (prev.decision.denials if prev is not None else 0) + 1",
+        "denials = (prev.decision.denials if prev is not None else 1) + 1",
+        STREAK,
+        "max_repeats = 1 and [stop] after_denials = 2: the first call is a denial, not a stop",
+    ),
+    M(
+        "streak.py",
+        "if progress and slot.count > 1:",
+        "if progress and slot.count > 2:",
+        STREAK,
+        "the second call of a streak carries the first call's result",
+    ),
+    M(
+        "streak.py",
+        "earlier, earlier_results = prev.latest_result, prev.earlier_results + 1",
+        "earlier, earlier_results = prev.latest_result, prev.earlier_results + 2",
+        STREAK,
+        "the progress message counts the identical results",
+    ),
+    M(
+        "streak.py",
+        "elif is_denied(slot.count, limit):",
+        "elif is_denied(slot.count, max_repeats):",
+        STREAK,
+        "a tool rule's max_repeats is its limit",
+    ),
+    M(
+        "streak.py",
+        "if cycles is not None and not decision.denied and not exempt:",
+        "if cycles is not None and not decision.denied:",
+        STREAK,
+        equivalent="find_cycle skips every cycle holding an exempt tool, and the call is in it",
+    ),
+    M(
+        "streak.py",
+        "if stop is not None and denials >= stop.after_denials:",
+        "if stop is not None and denials > stop.after_denials:",
+        STREAK,
+        "the after_denials-th denial is the stop",
+    ),
+    M(
+        "streak.py",
+        "if prev is None or (call_id is not None and call_id != prev.slot.call_id):",
+        "if prev is None or call_id != prev.slot.call_id:",
+        STREAK,
+        "a result without an id pairs with the latest call",
+    ),
+    M(
+        "streak.py",
+        "if not decision.progress or decision.denied or prev.latest_result == digest:",
+        "if not decision.progress or prev.latest_result == digest:",
+        STREAK,
+        "a denied call's result is no progress",
+    ),
+    M(
+        "streak.py",
+        "and self.latest_result != self.earlier_result",
+        "and self.latest_result == self.earlier_result",
+        STREAK,
+        "a changed result restarts the streak",
+    ),
+    M(
+        "streak.py",
+        "decision = decision._replace(denials=denials)",
+        "decision = decision._replace(denials=1)",
+        STREAK,
+        "denials count the consecutive denials",
+    ),
+    # -- verdicts ------------------------------------------------------------------
+    M(
+        "verdicts.py",
+        "if identical >= 2:",
+        "if identical >= 1:",
+        STREAK,
+        'A, A, result, A under progress: "and 1 result reported"',
+    ),
+    M(
+        "verdicts.py",
+        'prefixes=", ".join(f"{prefix}\\u2026" for _, prefix in cycle),',
+        'prefixes=", ".join(f"{prefix}" for _, prefix in cycle),',
+        STREAK,
+        "a cycle message has an ellipsis after each hash prefix",
+    ),
+    M(
+        "verdicts.py",
+        '"Stop: report to the user what you were trying to do instead of retrying."',
+        '"Change the arguments, call a different tool, or stop."',
+        STREAK,
+        "the stop message ends with its instruction to report to the user",
+    ),
+    M(
+        "verdicts.py",
+        "max_repeats=decision.max_repeats,",
+        "max_repeats=decision.limit or decision.max_repeats,",
+        STREAK,
+        "maxRepeats of a cycle verdict is the streak limit",
+    ),
+    M(
+        "verdicts.py",
+        "count >= max_repeats,  # streak.is_denied",
+        "count > max_repeats,  # streak.is_denied",
+        STREAK,
+        "the seed's verdict denies at the limit",
+    ),
+    M(
+        "verdicts.py",
+        "digest[:_PREFIX_BYTES].hex(),",
+        "digest[: _PREFIX_BYTES + 1].hex(),",
+        STREAK,
+        "the verdict's prefix is 12 hex characters",
+    ),
+    M(
+        "verdicts.py",
+        "tool=js_string(tool_name), count=count, prefix=prefix, limit=max_repeats",
+        "tool=tool_name, count=count, prefix=prefix, limit=max_repeats",
+        STREAK,
+        "the denial quotes the tool name as JSON",
+    ),
+    M(
+        "verdicts.py",
+        "state.recent_tools[-period:],",
+        "state.recent_tools[:period],",
+        STREAK,
+        "the cycle names its own calls, the latest period",
+    ),
+    # -- brake ---------------------------------------------------------------------
+    M(
+        "brake.py",
+        "if max_sessions is not None and max_sessions < 1:",
+        "if max_sessions is not None and max_sessions < 0:",
+        BRAKE,
+        "LoopBrake(max_sessions=0) raises",
+    ),
+    M(
+        "brake.py",
+        "if source is not None and max_repeats is not None:",
+        "if source is not None:",
+        BRAKE,
+        'LoopBrake(None, source="--config") keeps the resolved source',
+    ),
+    M(
+        "brake.py",
+        "slots.popitem(last=False)",
+        "slots.popitem(last=True)",
+        BRAKE,
+        "the least recently used session is evicted",
+    ),
+    M(
+        "brake.py",
+        "if self.max_sessions and len(slots) > self.max_sessions:",
+        "if self.max_sessions and len(slots) >= self.max_sessions:",
+        BRAKE,
+        "max_sessions sessions are kept",
+    ),
+    M(
+        "brake.py",
+        "slot, duplicate = step(slots.get(session), tool_name, digest, call_id)",
+        "slot, duplicate = step(slots.get(session), tool_name, digest, None)",
+        BRAKE,
+        "a repeated call id is a duplicate",
+    ),
+    M(
+        "brake.py",
+        "if session_id is not None:\n        return session_id",
+        "if session_id:\n        return session_id",
+        BRAKE,
+        'the empty session id is a session of its own ("" ?? agent)',
+    ),
+    M(
+        "brake.py",
+        'f"{session_id}/{agent_id}"',
+        'f"{session_id}:{agent_id}"',
+        BRAKE,
+        "a subagent's session is <session>/<agent>",
+    ),
+    M(
+        "brake.py",
+        "digest = call_digest(tool_name, {} if args is None else args)",
+        "digest = call_digest(tool_name, args)",
+        BRAKE,
+        "no arguments hash as {}",
+    ),
+    # -- policy/ -------------------------------------------------------------------
+    M(
+        "policy/model.py",
+        "                for rule in self.tools\n",
+        "                for rule in reversed(self.tools)\n",
+        POLICY,
+        "read_* (limit 2) then * (limit 5): read_file gets 2",
+    ),
+    M(
+        "policy/model.py",
+        "return found is not None and found[0].exempt",
+        "return found is not None",
+        POLICY,
+        "a non-exempt rule for a plus [cycles] 2/2: a, b, a, b is a cycle denial",
+    ),
+    M(
+        "policy/model.py",
+        "return self.progress or any(rule.progress for rule in self.tools)",
+        "return self.progress or any(rule.progress is not None for rule in self.tools)",
+        POLICY,
+        "a rule with progress = false leaves progress off",
+    ),
+    M(
+        "policy/model.py",
+        "return fnmatchcase(name, pattern)",
+        'return __import__("fnmatch").fnmatch(name, pattern)',
+        POLICY,
+        equivalent="fnmatch normalises case with os.path.normcase: the identity on POSIX",
+    ),
+    M(
+        "policy/cycles.py",
+        "if size >= p and recent[size - p] == digest",
+        "if size > p and recent[size - p] == digest",
+        POLICY,
+        "a, b, a, b ... with [cycles] max_period 2",
+    ),
+    M(
+        "policy/cycles.py",
+        "if len(set(recent[-period:])) < 2:",
+        "if len(set(recent[-period:])) < 1:",
+        POLICY,
+        "a streak of identical calls is never a cycle",
+    ),
+    M(
+        "policy/cycles.py",
+        "repeats = (run + period) // period",
+        "repeats = (run + period - 1) // period",
+        POLICY,
+        "the third repetition is denied at max_repeats 3",
+    ),
+    M(
+        "policy/cycles.py",
+        "if repeats < max_repeats or run < period:",
+        "if repeats < max_repeats:",
+        POLICY,
+        equivalent="repeats >= max_repeats >= 2 already means run + period >= 2 period",
+    ),
+    M(
+        "policy/cycles.py",
+        "return recent[1:] + (digest,), recent_tools[1:] + (tool,), new_runs",
+        "return recent + (digest,), recent_tools + (tool,), new_runs",
+        POLICY + ("test_hook_store_rules.py",),
+        "the window is max_period calls long however long the session (the stored state)",
+    ),
+    M(
+        "policy/load.py",
+        '"cycles", 0, table, "max_period", 2, MAX_PERIOD',
+        '"cycles", 0, table, "max_period", 1, MAX_PERIOD',
+        POLICY,
+        "max_period = 1 is refused",
+    ),
+    M("policy/load.py", "MAX_PERIOD = 16", "MAX_PERIOD = 17", POLICY, "max_period = 17 refused"),
+    M(
+        "policy/load.py",
+        'limit = checker.integer("tools", index, entry, "max_repeats", 1)',
+        'limit = checker.integer("tools", index, entry, "max_repeats", 0)',
+        POLICY,
+        "max_repeats = 0 is refused",
+    ),
+    M(
+        "policy/load.py",
+        'if "?" in earlier or "[" in earlier or "[" in later:',
+        'if "[" in earlier or "[" in later:',
+        POLICY,
+        'a?c then abc: "?" is not a shadowing glob the check can prove',
+    ),
+    M(
+        "policy/load.py",
+        'after = checker.integer("stop", 0, table, "after_denials", 1)',
+        'after = checker.integer("stop", 0, table, "after_denials", 2)',
+        POLICY,
+        "after_denials = 1 is allowed",
+    ),
+    M(
+        "policy/load.py",
+        'repeats = checker.integer("cycles", 0, table, "max_repeats", 2)',
+        'repeats = checker.integer("cycles", 0, table, "max_repeats", 1)',
+        POLICY,
+        "[cycles] max_repeats = 1 is refused",
+    ),
+    # -- progress ------------------------------------------------------------------
+    M(
+        "progress.py",
+        'r"(?i)\\bpid\\b[\\s:=#]*\\d+",',
+        'r"(?i)\\bpid\\b[\\s=#]*\\d+",',
+        PROGRESS,
+        "PID: 4242 normalises like pid 4242",
+    ),
+    M(
+        "progress.py",
+        '"isError": result.get("isError") is True}',
+        '"isError": result.get("isError")}',
+        PROGRESS,
+        '{"content": c} and {"content": c, "isError": false} digest alike',
+    ),
+    M(
+        "progress.py",
+        'if "\\n" in text:  # line by line',
+        'if "\\r" in text:  # line by line',
+        PROGRESS,
+        'a pattern never joins lines: "pid\\n4242" stays',
+    ),
+    M(
+        "progress.py",
+        "DIGEST_HEX.fullmatch(text)",
+        "DIGEST_HEX.match(text)",
+        PROGRESS,
+        "a 65-hex digest is refused",
+    ),
+    M(
+        "progress.py",
+        "if cls is list or cls is tuple:",
+        "if cls is list:",
+        PROGRESS,
+        "a tuple result is cleaned like a list",
+    ),
+    M(
+        "progress.py",
+        'not set(result) - {"content", "isError", "structuredContent", "_meta"}',
+        'not set(result) - {"content", "isError", "structuredContent"}',
+        PROGRESS,
+        "_meta (timings) is dropped from an MCP result",
+    ),
+    M(
+        "progress.py",
+        'r"\\b\\d{1,2}:\\d{2}:\\d{2}(?:[.,]\\d+)?\\b",',
+        'r"\\b\\d{2}:\\d{2}:\\d{2}(?:[.,]\\d+)?\\b",',
+        PROGRESS,
+        "9:05:01 is a time of day",
+    ),
+    M(
+        "progress.py",
+        "re.compile(pattern, re.MULTILINE)",
+        "re.compile(pattern)",
+        PROGRESS,
+        "^Chunk ID on the second line of a result is removed",
+    ),
+    M(
+        "progress.py",
+        'r"^Wall time: [0-9.]+ seconds$",',
+        'r"^Wall time: [0-9]+ seconds$",',
+        PROGRESS,
+        "Wall time: 1.5 seconds is removed",
+    ),
+    # -- wire/ ---------------------------------------------------------------------
+    M(
+        "wire/fields.py",
+        "if isinstance(value, int) and -_MAX_SAFE <= value <= _MAX_SAFE:",
+        "if isinstance(value, int) and -_MAX_SAFE <= value < _MAX_SAFE:",
+        FIELDS,
+        "2**53 is a valid call id",
+    ),
+    M(
+        "wire/fields.py",
+        "isinstance(value, float) and value.is_integer() and -_MAX_SAFE",
+        "isinstance(value, float) and -_MAX_SAFE",
+        FIELDS,
+        "7.5 is not a call id",
+    ),
+    M(
+        "wire/fields.py",
+        "if isinstance(value, bool):",
+        "if isinstance(value, type(None)):",
+        FIELDS,
+        "true is not a call id",
+    ),
+    M(
+        "wire/fields.py",
+        "return subagent_session_key(session_key(session), agent)",
+        "return session_key(session, agent)",
+        FIELDS,
+        "a hook's agent id names a subagent: <session>/<agent>",
+    ),
+    M(
+        "wire/fields.py",
+        "if value is None or isinstance(value, str):\n        return value",
+        "if value is None or isinstance(value, (str, int)):\n        return value",
+        FIELDS,
+        "a numeric session id is an error",
+    ),
+    M(
+        "wire/event_line.py",
+        'TOOL_KEYS = ("tool", "toolName", "name")',
+        'TOOL_KEYS = ("tool", "name", "toolName")',
+        FIELDS,
+        "toolName wins over name",
+    ),
+    M(
+        "wire/event_line.py",
+        "        if value is not None:\n            return value\n    return None",
+        "        if value:\n            return value\n    return None",
+        FIELDS,
+        'the empty string is a tool name and a session ("" is not null)',
+    ),
+    M(
+        "wire/event_line.py",
+        "return ToolCall(tool, {} if args is None else args, session, call_id, line)",
+        "return ToolCall(tool, args, session, call_id, line)",
+        FIELDS,
+        "a missing args is {}",
+    ),
+    M(
+        "wire/event_line.py",
+        'if results and obj.get("type") == RESULT_TYPE:',
+        'if obj.get("type") == RESULT_TYPE:',
+        FIELDS,
+        "without the progress mode a result line is an error, as before",
+    ),
+    M(
+        "wire/mcp.py",
+        'if method == "initialize" and "id" in message:',
+        'if method == "initialize":',
+        MCP,
+        "an initialize without an id does not start a new connection",
+    ),
+    M(
+        "wire/mcp.py",
+        "if len(pending) > MAX_PENDING:",
+        "if len(pending) >= MAX_PENDING:",
+        MCP,
+        "with exactly 4,096 pending calls the response to id 0 still pairs",
+    ),
+    M(
+        "wire/mcp.py",
+        'if method != "tools/call" or "id" not in message:',
+        'if method != "tools/call":',
+        MCP,
+        "a tools/call without an id is a notification, not a call",
+    ),
+    M(
+        "wire/mcp.py",
+        "return None if call_id is None else (call_id.__class__, call_id)",
+        "return None if call_id is None else (str, str(call_id))",
+        MCP,
+        'the response to id "1" is not the result of id 1',
+    ),
+    M(
+        "wire/mcp.py",
+        'result = {"error": message["error"]}',
+        'result = message["error"]',
+        MCP,
+        "an error response is the result {error: ...}",
+    ),
+    M(
+        "wire/mcp.py",
+        "        del pending[key]\n",
+        "        pass\n",
+        MCP,
+        "a second response to one id is traffic",
+    ),
+    M(
+        "wire/mcp.py",
+        "        if state[1]:\n            state[0] += 1",
+        "        if state[0]:\n            state[0] += 1",
+        MCP,
+        "a log that opens with initialize stays on connection 1",
+    ),
+    # -- hook store (SQLite) -----------------------------------------------------------
+    M(
+        "stores/sqlite_store.py",
+        "row[4] >= at - self.ttl",
+        "row[4] > at - self.ttl",
+        STORE,
+        "a row exactly ttl seconds old is live",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        '"DELETE FROM streaks WHERE updated < ?"',
+        '"DELETE FROM streaks WHERE updated <= ?"',
+        STORE,
+        "a prune at the ttl instant keeps the row",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        "conn.execute(policy_rows.POLICY_PRUNE)",
+        "pass",
+        STORE,
+        "max_sessions = 1: the policy table holds one row after a second session",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        "DEFAULT_TTL = 24 * 3600.0",
+        "DEFAULT_TTL = 12 * 3600.0",
+        STORE,
+        "with the default TTL a call 13 hours later continues the streak",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        "excess = total - self.max_sessions",
+        "excess = total - self.max_sessions - 1",
+        STORE,
+        "max_sessions rows are kept, not one more",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        "ORDER BY updated ASC, session ASC LIMIT ?",
+        "ORDER BY updated DESC, session ASC LIMIT ?",
+        STORE,
+        "the oldest session is dropped",
+    ),
+    M(
+        "stores/policy_rows.py",
+        'if data["u"] != updated:',
+        'if data["u"] == updated:',
+        STORE,
+        "the stored policy part of a live streak is read back",
+    ),
+    M(
+        "stores/policy_rows.py",
+        "len(runs) != cycles.max_period - 1",
+        "len(runs) != cycles.max_period",
+        STORE,
+        "a cycle window of the policy's size is kept between hook calls",
+    ),
+    # -- fastpath, fast_canonical ------------------------------------------------------
+    M(
+        "fastpath.py",
+        'and "agentId" not in obj',
+        'and "agentId" != obj',
+        FAST,
+        'a numeric agentId beside a sessionId is an error on both paths ({..."agentId":5})',
+    ),
+    M(
+        "fastpath.py",
+        "and args is not None\n",
+        'and "args" in obj\n',
+        FAST,
+        '"args": null hashes as {}',
+    ),
+    M(
+        "fastpath.py",
+        "and call_id.__class__ is str\n",
+        "and call_id is not None\n",
+        FAST,
+        "a numeric callId 7.0 is 7 (the exact path's rule)",
+    ),
+    M(
+        "fast_canonical.py",
+        'if b".0" in out:',
+        'if b".00" in out:',
+        FASTCANON,
+        "orjson writes 1.0 where JavaScript writes 1",
+    ),
+    M(
+        "fast_canonical.py",
+        '_EXPONENT = re.compile(rb"[0-9]e[-+]")',
+        '_EXPONENT = re.compile(rb"[0-9]e[+]")',
+        FASTCANON,
+        "orjson writes 1e-6 where JavaScript writes 0.000001",
+    ),
+    M(
+        "fast_canonical.py",
+        "return out.isascii() or not (_ASTRAL.search(out) and _HIGH_BMP.search(out))",
+        "return True",
+        FASTCANON,
+        "keys holding an astral character and U+FF01 sort differently",
+    ),
+    M(
+        "fast_canonical.py",
+        "if len(_HEADS) >= 1024:",
+        "if len(_HEADS) >= 1024 * 1024:",
+        FASTCANON,
+        equivalent="the head cache's bound: memory only, every entry is exact",
+    ),
+    # -- the C reader ------------------------------------------------------------------
+    M(
+        "_event_scan.c",
+        "#define MAX_DIGITS 15",
+        "#define MAX_DIGITS 17",
+        CREADER,
+        "a 16-digit integer is not printed as written",
+    ),
+    M(
+        "_event_scan.c",
+        "if (leading > 5)",
+        "if (leading > 6)",
+        CREADER,
+        "0.0000001 prints as 1e-7",
+    ),
+    M(
+        "_event_scan.c",
+        "        if (low < 0xDC00 || low > 0xDFFF)",
+        "        if (low < 0xDC00 || low > 0xDFFE)",
+        CREADER,
+        "an escaped surrogate pair ending in \\udfff is one astral character",
+    ),
+    M(
+        "_event_scan.c",
+        "0, 0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 0, 'f', 'r', 0, 0,",
+        "0, 0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 'v', 'f', 'r', 0, 0,",
+        CREADER,
+        "\\u000b is written \\u000b by JSON.stringify, not \\v",
+    ),
+    M(
+        "_event_scan.c",
+        "if (c < 0x20)\n            return NO; /* a raw control character: not JSON */",
+        "if (c < 0x1f)\n            return NO; /* a raw control character: not JSON */",
+        CREADER,
+        "a raw control character is not JSON",
+    ),
+    M(
+        "_event_scan.c",
+        "        if (c < 0x20)\n            return NO;\n        if (c < 0x80)",
+        "        if (c < 0x1f)\n            return NO;\n        if (c < 0x80)",
+        CREADER,
+        "a member the event line drops holding a raw control character is not JSON",
+    ),
+    M(
+        "_event_scan.c",
+        "high = 0x9F; /* no surrogate */",
+        "high = 0xBF; /* no surrogate */",
+        CREADER,
+        "an encoded surrogate is not UTF-8",
+    ),
+    M(
+        "_event_scan.c",
+        "else if (zero && *start == '-')",
+        "else if (zero && *start == '+')",
+        CREADER,
+        "-0 prints as 0",
+    ),
+    M(
+        "_event_scan.c",
+        "if (p[-1] == '0')",
+        "if (p[-1] == '9')",
+        CREADER,
+        "1.50 prints as 1.5",
+    ),
+    # -- adapters ----------------------------------------------------------------------
+    M(
+        "formats/claude_code.py",
+        "given if given.__class__ is int and given >= 0 else None,",
+        "given if given.__class__ is int and given > 0 else None,",
+        ("test_formats_edges.py", "test_formats_claude_code.py"),
+        "usage with input_tokens: 0 gives 0, not None",
+    ),
+    M(
+        "formats/claude_code.py",
+        "if content is not None and content.__class__ is not str:",
+        "if content.__class__ is not str:",
+        ("test_formats_edges.py", "test_formats_claude_code.py"),
+        "content: null beside usage is no error",
+    ),
+    M(
+        "formats/claude_code.py",
+        "(old is None or value > old)",
+        "(old is None or value < old)",
+        ("test_formats_edges.py", "test_formats_claude_code.py"),
+        "a split message keeps the larger figures",
+    ),
+    M(
+        "formats/codex.py",
+        'args = "" if raw is None else raw',
+        "args = {} if raw is None else raw",
+        ("test_formats_edges.py", "test_formats_codex.py"),
+        'a custom_tool_call without input hashes as ""',
+    ),
+    M(
+        "formats/codex.py",
+        "cached is not None and cached <= total_input:",
+        "cached is not None and cached < total_input:",
+        ("test_formats_edges.py", "test_formats_codex.py"),
+        "cached_input_tokens == input_tokens gives 0 fresh input tokens",
+    ),
+    M(
+        "formats/codex.py",
+        "tokens(old) is not None and value >= old:",
+        "tokens(old) is not None and value > old:",
+        ("test_formats_edges.py", "test_formats_codex.py"),
+        "a figure that did not change is a difference of 0",
+    ),
+    M(
+        "formats/mcp.py",
+        'if match.group(1) == b"STDERR" or not',
+        'if match.group(1) == b"STDOUTX" or not',
+        ("test_formats_edges.py", "test_formats_mcp.py"),
+        "a goose STDERR line is not JSON-RPC traffic",
+    ),
+    M(
+        "formats/mcp.py",
+        "server = second if first.strip().lower() in _LEVELS else first",
+        "server = first",
+        ("test_formats_edges.py", "test_formats_mcp.py"),
+        "Claude Desktop's [info] [server] line names the server second",
+    ),
+    M(
+        "formats/_common.py",
+        "if value.__class__ is int and value >= 0:\n        return value",
+        "if value.__class__ is int and value > 0:\n        return value",
+        ("test_formats_edges.py", "test_formats_codex.py"),
+        "a token count of 0 is recorded as 0",
+    ),
+    M(
+        "formats/gemini_cli.py",
+        "if isinstance(call_id, str) and call_id:",
+        "if isinstance(call_id, str):",
+        ("test_formats_edges.py", "test_formats_gemini.py"),
+        'an empty id ("") is no id: the call is not de-duplicated',
+    ),
+    M(
+        "analysis/analyzer.py",
+        "stats.unparsed_args += 1",
+        "stats.unparsed_args += 0",
+        ("test_formats_edges.py", "test_analysis.py"),
+        "a call with unparsed arguments counts in unparsed_args",
+    ),
+)
+
+
+def _files() -> list[str]:
+    """The tree as the tests see it: tracked and new files (not ignored ones), plus the
+    built C reader."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    built = [str(p.relative_to(ROOT)) for p in (ROOT / "loop_brake_cli").glob("_event_scan*.so")]
+    return [name for name in listed if (ROOT / name).is_file()] + built
+
+
+def _copy_tree(dest: Path, files: list[str]) -> None:
+    for name in files:
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+
+
+class Worker:
+    """One scratch copy of the tree; breaks are applied in it and undone after."""
+
+    def __init__(self, base: Path, index: int, files: list[str]) -> None:
+        self.tree = base / f"tree{index}"
+        _copy_tree(self.tree, files)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("LOOP_BRAKE_")}
+        self.env.update(
+            PYTHONPATH=str(self.tree),
+            PYTHONDONTWRITEBYTECODE="1",  # a stale .pyc could hide a break (same size, mtime)
+            LOOP_BRAKE_SHARED=str(ROOT.parent / "shared"),
+            # only the plugins the selections use: langsmith's costs a second a run
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        )
+        self.so_bytes = {
+            path: path.read_bytes() for path in (self.tree / PKG).glob("_event_scan*.so")
+        }
+        found = subprocess.run(
+            [sys.executable, "-c", "import loop_brake_cli; print(loop_brake_cli.__file__)"],
+            cwd=self.tree,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if not found.startswith(str(self.tree)):
+            raise SystemExit(f"the scratch copy is not what is imported: {found}")
+
+    def pytest(self, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
+        """'pass', 'fail', 'timeout' or 'error' (the tests could not run), and seconds."""
+        args = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+        args += ["-p", "_hypothesis_pytestplugin", "-p", "anyio.pytest_plugin"]
+        args += [f"tests/{name}" for name in tests]
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            args,
+            cwd=self.tree,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own group: a hang is ended with its servers
+        )
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return "timeout", time.monotonic() - started
+        took = time.monotonic() - started
+        return {0: "pass", 1: "fail"}.get(returncode, "error"), took
+
+    def build(self) -> bool:
+        done = subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=self.tree,
+            env=self.env,
+            capture_output=True,
+        )
+        return done.returncode == 0
+
+    def run(self, mutant: Mutant, timeout: float) -> tuple[str, float]:
+        """'killed', 'survived', 'stale' (original not found once), 'error'."""
+        path = self.tree / PKG / mutant.module
+        text = path.read_text(encoding="utf-8")
+        if text.count(mutant.original) != 1:
+            return "stale", 0.0
+        try:
+            path.write_text(text.replace(mutant.original, mutant.replacement), encoding="utf-8")
+            if path.suffix == ".c" and not self.build():
+                return "error", 0.0
+            outcome, took = self.pytest(mutant.tests, timeout)
+        finally:
+            path.write_text(text, encoding="utf-8")
+            if path.suffix == ".c":  # the reader as built before the break, and only it
+                for so in (self.tree / PKG).glob("_event_scan*.so"):
+                    if so not in self.so_bytes:
+                        so.unlink()
+                for so, data in self.so_bytes.items():
+                    so.write_bytes(data)
+        verdict = {"fail": "killed", "timeout": "killed", "pass": "survived"}.get(outcome, "error")
+        return verdict, took
+
+
+class Pool:
+    """The workers, each lent to one job at a time."""
+
+    def __init__(self, workers: list[Worker]) -> None:
+        self.free = list(workers)
+        self.lock = threading.Lock()
+
+    def map(self, job: Callable[[Worker, Any], Any], items: list[Any]) -> list[Any]:
+        def one(item: Any) -> Any:
+            with self.lock:
+                worker = self.free.pop()
+            try:
+                return job(worker, item)
+            finally:
+                with self.lock:
+                    self.free.append(worker)
+
+        with ThreadPoolExecutor(max_workers=len(self.free)) as executor:
+            return list(executor.map(one, items))
+
+
+def _score(results: list[tuple[Mutant, str]], which: str) -> tuple[int, int]:
+    counted = [(m, r) for m, r in results if r in ("killed", "survived")]
+    if which == "core":
+        counted = [(m, r) for m, r in counted if m.core]
+    elif which != "all":
+        counted = [(m, r) for m, r in counted if m.label == which]
+    return sum(r == "killed" for _, r in counted), len(counted)
+
+
+def _percent(killed: int, total: int) -> str:
+    return f"{killed}/{total} ({100 * killed / total:.0f}%)" if total else "0/0"
+
+
+def _check(chosen: list[Mutant]) -> int:
+    bad = 0
+    for mutant in chosen:
+        text = (ROOT / PKG / mutant.module).read_text(encoding="utf-8")
+        if text.count(mutant.original) != 1:
+            bad += 1
+            print(f"stale: {mutant.module}: {mutant.original!r}")
+        for name in mutant.tests:
+            if not (ROOT / "tests" / name.split("::")[0]).is_file():
+                bad += 1
+                print(f"no such test file: {name} ({mutant.module})")
+    equivalent = sum(bool(m.equivalent) for m in chosen)
+    print(f"{len(chosen)} breaks, {equivalent} equivalent, {bad} problems")
+    return 1 if bad else 0
+
+
+def _report(results: list[tuple[Mutant, str]], equivalent: list[Mutant]) -> None:
+    print("\nkilled per module (non-equivalent breaks):")
+    for label in dict.fromkeys(m.label for m, _ in results):
+        print(f"  {label:24} {_percent(*_score(results, label))}")
+    print(f"  {'core':24} {_percent(*_score(results, 'core'))}")
+    print(f"  {'overall':24} {_percent(*_score(results, 'all'))}")
+    for kind in ("survived", "stale", "error"):
+        listed = [m for m, r in results if r == kind]
+        if listed:
+            print(f"\n{kind}:")
+            for m in listed:
+                print(f"  {m.module}: {m.original!r} -> {m.replacement!r}\n    {m.note}")
+    if equivalent:
+        print("\nequivalent (not run):")
+        for m in equivalent:
+            print(f"  {m.module}: {m.original!r} -> {m.replacement!r}\n    {m.equivalent}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-j", type=int, default=1, help="breaks tested at once (default 1)")
+    parser.add_argument(
+        "--only", default="", help="only modules whose path contains this (or these: a,b)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=900,
+        help="seconds a test selection may take unbroken (default 900); a break's run may "
+        "take 4 times its selection's unbroken time (at least 60 s): longer is a hang",
+    )
+    parser.add_argument("--check", action="store_true", help="check the originals, run nothing")
+    options = parser.parse_args(argv)
+
+    wanted = options.only.split(",")
+    chosen = [m for m in MUTANTS if any(part in m.module for part in wanted)]
+    if options.check:
+        return _check(chosen)
+    equivalent = [m for m in chosen if m.equivalent]
+    to_run = [m for m in chosen if not m.equivalent]
+    files = _files()
+    results: list[tuple[Mutant, str]] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="loop-brake-mutants-") as base:
+        pool = Pool([Worker(Path(base), i, files) for i in range(options.j)])
+        # every selection unbroken first: a failing one would "kill" every break it runs
+        selections = list(dict.fromkeys(m.tests for m in to_run))
+        outcomes = pool.map(lambda w, tests: w.pytest(tests, options.timeout), selections)
+        unbroken = dict(zip(selections, outcomes, strict=True))
+        failing = [tests for tests, (outcome, _) in unbroken.items() if outcome != "pass"]
+        for tests in failing:
+            print(f"unbroken run {unbroken[tests][0]}: {' '.join(tests)}")
+        if failing:
+            print("the tests fail without a break: fix them first")
+            return 1
+        took = sum(t for _, t in outcomes)
+        print(f"{len(selections)} test selections pass unbroken ({took:.0f} s)", flush=True)
+
+        def one(worker: Worker, mutant: Mutant) -> None:
+            timeout = max(60.0, 4 * unbroken[mutant.tests][1])
+            result, took = worker.run(mutant, timeout)
+            with lock:
+                results.append((mutant, result))
+                first_line = mutant.replacement.strip().splitlines()[0]
+                print(f"{result:9} {took:5.0f}s  {mutant.module}: {first_line}", flush=True)
+
+        pool.map(one, to_run)
+    elapsed = time.monotonic() - started
+    print(f"\n{len(to_run)} breaks run in {elapsed / 60:.0f} min, {len(equivalent)} equivalent")
+    results.sort(key=lambda pair: MUTANTS.index(pair[0]))
+    _report(results, equivalent)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
