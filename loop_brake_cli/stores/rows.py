@@ -93,9 +93,16 @@ def to_column(text: str) -> str | bytes:
 
 
 def from_column(value: str | bytes) -> str:
-    """``to_column`` undone: the string the row was written from."""
+    """``to_column`` undone: the string the row was written from. Raises
+    UnicodeDecodeError for a BLOB ``to_column`` never writes: one that is not
+    surrogate-preserving UTF-8, or one that is plain UTF-8 (that would be TEXT)."""
     if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogatepass")
+        text = value.decode("utf-8", "surrogatepass")
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return text  # it holds a lone surrogate: what to_column writes as a BLOB
+        raise UnicodeDecodeError("utf-8", value, 0, len(value), "a BLOB of plain UTF-8")
     return value
 
 
