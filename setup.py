@@ -14,6 +14,7 @@ Where it builds, it builds against the stable ABI of Python 3.10 (abi3), so one
 wheel per platform serves every supported Python.
 """
 
+import glob
 import os
 import sys
 import sysconfig
@@ -72,6 +73,9 @@ class OptionalBuildExt(build_ext):
     """A build that fails after the probe passed still leaves a working install."""
 
     def run(self) -> None:
+        if self.inplace:  # a version-tagged build left from before abi3 would be imported first
+            for stale in glob.glob("loop_brake_cli/_event_scan.cpython-*"):
+                os.remove(stale)
         try:
             super().run()
         except Exception as exc:
