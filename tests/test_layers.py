@@ -21,6 +21,7 @@ CORE = {
     "limits",
     "verdicts",
     "slotted",
+    "_namedtuple",  # named tuples without typing (the hook's start-up): no dependencies
     "fast_canonical",
     "fast_lines",
     "_event_scan",  # the optional C reader (_event_scan.c): imports nothing of ours
