@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
-from .streak import PolicySlot, Slot, policy_step, result_step, step
+from .streak import PolicySlot, Slot, ends_on_user_turn, policy_step, result_step, step
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -154,6 +154,8 @@ class LoopBrake:
             self.observe = self._observe_composed  # type: ignore[method-assign]
         self.progress = self.policy is not None and self.policy.uses_progress
         """Results may restart streaks (the policy's progress mode): worth reading."""
+        self.user_turns = ends_on_user_turn(self.policy)
+        """A user turn ends its session's streaks (``reset_on_user_turn``): worth reading."""
         self.store: Any = None
         self.fail_closed = fail_closed
         self.store_failures = 0
@@ -364,6 +366,26 @@ class LoopBrake:
                 slots.move_to_end(session)  # type: ignore[union-attr]
             if not duplicate:
                 slots[session] = slot
+
+    def user_turn(self, session: str) -> bool:
+        """The user spoke in ``session``: under a policy with ``reset_on_user_turn`` the
+        session's state ends (``streak``'s docstring), in the store too, so every process
+        sharing it starts the session over; returns whether it did. Without that key
+        nothing changes. A store failure is a store failure (``warn``), never raised."""
+        if not self.user_turns:
+            return False
+        if self.store is None:
+            self._slots.pop(session, None)
+            return True
+        from .stores import StoreError
+
+        try:
+            self.store.reset(session)
+        except StoreError as exc:
+            self._store_failed(exc)
+            return False
+        self._store_answered()
+        return True
 
     def reset(self, session: str | None = None) -> None:
         """Forget one session's streak, or all of them (in the store, for every process

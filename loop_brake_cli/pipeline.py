@@ -11,7 +11,16 @@ from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
 from .output import LineWriter
-from .records import BadRecord, Record, ToolCall, ToolResult, Usage, error_record, verdict_record
+from .records import (
+    BadRecord,
+    Record,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserTurn,
+    error_record,
+    verdict_record,
+)
 from .slotted import Fields
 from .verdicts import Verdict
 
@@ -51,6 +60,7 @@ class Tally(Fields):
         "unparsed_args",
         "results",
         "results_ignored",
+        "user_turns",
     )
 
     def __init__(
@@ -62,6 +72,7 @@ class Tally(Fields):
         unparsed_args: int = 0,
         results: int = 0,
         results_ignored: int = 0,
+        user_turns: int = 0,
     ) -> None:
         self.passed = passed
         self.denied = denied
@@ -70,6 +81,7 @@ class Tally(Fields):
         self.unparsed_args = unparsed_args
         self.results = results  # results read (progress mode only)
         self.results_ignored = results_ignored  # of those, results that paired with no latest call
+        self.user_turns = user_turns  # user turns read (reset_on_user_turn only)
 
     @property
     def calls(self) -> int:
@@ -94,8 +106,9 @@ def judge(
 ) -> Iterator[tuple[Record, Verdict | None]]:
     """Yield each record with its verdict (None for a BadRecord), in input order.
 
-    Results and usage records are not calls: they pass through with no verdict, for
-    the consumers that read them. Under a policy's progress mode each result is
+    Results, usage records and user turns are not calls: they pass through with no
+    verdict, for the consumers that read them; a user turn is first given to the
+    brake (``LoopBrake.user_turn``) and tallied. Under a policy's progress mode each result is
     first given to the brake (``LoopBrake.observe_result``) and tallied; one that
     is not JSON becomes a BadRecord, as a call would. Calls from a generator marked
     by ``plain_records`` are hashed with ``fast_canonical.fast_digest``."""
@@ -124,6 +137,11 @@ def judge(
             yield record, verdict
             continue
         if cls is Usage or (cls is ToolResult and not progress):
+            yield record, None
+            continue
+        if cls is UserTurn:
+            if brake.user_turn(record.session) and tally is not None:  # type: ignore[union-attr]
+                tally.user_turns += 1
             yield record, None
             continue
         if cls is ToolResult:

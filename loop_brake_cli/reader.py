@@ -78,6 +78,10 @@ class Source:
         # caller, so ``adapter.parse(source)`` yields every record the format holds;
         # ``formats.parse_records`` sets it to what the run uses (a progress mode).
         self.results = True
+        # Whether the reader wants UserTurn records (a policy's reset_on_user_turn, set by
+        # ``formats.parse_records``): adapters yield them only then, so a library caller
+        # and every run without that key see exactly the records they saw before.
+        self.user_turns = False
 
     def close(self) -> None:
         if self.name != "<stdin>":

@@ -2,10 +2,11 @@
 
 Adapters yield ``ToolCall`` or ``BadRecord``, and where the format records them a
 ``ToolResult`` (what a call returned, for the progress mode of a policy) and
-``Usage`` (what a model turn cost, for replay's waste figures); consumers that do
-not use the last two pass over them. The verdict line is the one JSON shape every
-command writes (filter, replay --verdicts, hook --shadow, the proxy
-log). It carries the tool name, ids and the 12-hex prefix, never arguments.
+``Usage`` (what a model turn cost, for replay's waste figures), and a
+``UserTurn`` (the user spoke: under a policy's ``reset_on_user_turn`` it ends the
+session's streaks); consumers that do not use the last three pass over them. The
+verdict line is the one JSON shape every command writes (filter, replay --verdicts,
+hook --shadow, the proxy log). It carries the tool name, ids and the 12-hex prefix, never arguments.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "Usage",
+    "UserTurn",
     "error_record",
     "line_too_long",
     "verdict_record",
@@ -135,7 +137,21 @@ class Usage(Fields):
         self.path = path
 
 
-Record = ToolCall | BadRecord | ToolResult | Usage
+class UserTurn(Fields):
+    """The user spoke in ``session`` (a prompt, not a tool result carried in a user
+    message). Nothing of what was said is kept: only where it was. Adapters yield
+    it only when the reader asks (``Source.user_turns``, set under a policy with
+    ``reset_on_user_turn``), so without one every consumer sees what it saw before."""
+
+    __slots__ = ("session", "line", "path")
+
+    def __init__(self, session: str, line: int | None = None, path: str | None = None) -> None:
+        self.session = session
+        self.line = line
+        self.path = path
+
+
+Record = ToolCall | BadRecord | ToolResult | Usage | UserTurn
 
 
 def line_too_long(line: int, limit: int) -> BadRecord:

@@ -31,6 +31,15 @@ same duplicate rule, and then, in this order, one decision per counted call:
 A duplicate returns the previous slot, whose decision is the counted call's.
 Without a policy ``step`` is used, unchanged.
 
+A user turn (``reset_on_user_turn = true``; ``ends_on_user_turn`` says whether
+it applies): when the user speaks in a session, the session's whole state ends,
+as ``state reset --session`` ends it: its streak, its cycle window, its
+consecutive denials (a stop's count) and its results. The next call of the
+session is its first (count 1), and a call id seen before the turn is no
+duplicate of it. Only that session key: a subagent's streak
+(``<session>/<agent>``) is a session of its own and runs on. Without the key a
+user turn changes nothing at all.
+
 The progress mode (``progress = true``, globally or for the rule of the call's
 tool) lets results restart a streak: identical calls whose results keep
 changing are polling, not a loop. ``result_step`` is its rule, pure like
@@ -67,7 +76,16 @@ else:
 if TYPE_CHECKING:
     from .policy.model import Policy
 
-__all__ = ["Decision", "PolicySlot", "Slot", "is_denied", "policy_step", "result_step", "step"]
+__all__ = [
+    "Decision",
+    "PolicySlot",
+    "Slot",
+    "ends_on_user_turn",
+    "is_denied",
+    "policy_step",
+    "result_step",
+    "step",
+]
 
 
 class Slot(NamedTuple):
@@ -100,6 +118,12 @@ _new_slot = tuple.__new__  # Slot's fields in order, without its Python-level __
 def is_denied(count: int, max_repeats: int) -> bool:
     """The call that brings a streak to ``max_repeats`` is denied, and every later one."""
     return count >= max_repeats
+
+
+def ends_on_user_turn(policy: Policy | None) -> bool:
+    """Whether a user turn ends its session's state (module docstring) under ``policy``:
+    the one test every front-end asks before it resets a session on a user turn."""
+    return policy is not None and policy.reset_on_user_turn
 
 
 class Decision(NamedTuple):

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..brake import LoopBrake
 from ..canonical import JSONInputError, call_digest
-from ..records import BadRecord, ToolCall, ToolResult
+from ..records import BadRecord, ToolCall, ToolResult, UserTurn
 from ..visible import visible
 
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
@@ -171,12 +171,14 @@ def compare_files(
                 continue
             result.files += 1
             calls = 0
-            for record in parse_records(choice.adapter, source, braked.progress):
+            for record in parse_records(choice.adapter, source, braked.progress, braked.user_turns):
                 if record.__class__ is not ToolCall:
                     if record.__class__ is BadRecord:
                         result.unreadable += 1
                     elif record.__class__ is ToolResult and braked.progress:
                         _result(result, rows, braked, record, name, continue_sessions)  # type: ignore[arg-type]
+                    elif record.__class__ is UserTurn:  # only under reset_on_user_turn
+                        braked.user_turn(record.session)  # type: ignore[union-attr]
                     continue
                 try:
                     digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]

@@ -100,7 +100,7 @@ def replay_file(
         mismatch = check.mismatch() if check is not None else None
         info.format = adapter.INFO.name
         add = analyzer.add
-        judged = judge(parse_records(adapter, source, brake.progress), brake)
+        judged = judge(parse_records(adapter, source, brake.progress, brake.user_turns), brake)
         if mismatch is not None:
             judged = _errors_held(judged)
         with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here

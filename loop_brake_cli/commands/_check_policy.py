@@ -33,6 +33,8 @@ def _describe(policy: Any) -> list[str]:
         )
     if policy.stop is not None:
         lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
+    if policy.reset_on_user_turn:
+        lines.append("  reset_on_user_turn: a user turn ends every streak of its session")
     if policy.uses_progress:
         scope = "every tool" if policy.progress else "the tools whose rule says so"
         lines.append(f"  progress: on for {scope} (a changed result restarts the streak)")
@@ -68,6 +70,8 @@ def _policy_json(policy: Any) -> dict[str, Any]:
     if policy.uses_progress:  # else the document is what it was before progress existed
         out["progress"] = policy.progress
         out["resultIgnore"] = list(policy.result_ignore)
+    if policy.reset_on_user_turn:  # likewise
+        out["resetOnUserTurn"] = True
     return out
 
 

@@ -67,7 +67,7 @@ def print_verdicts(
             if mismatch is not None:  # forced: read all the same, as replay's summary does
                 _fail(f"{src.name}: {mismatch}")
                 unreadable = unreadable or strict
-            records = parse_records(choice.adapter, src, brake.progress)
+            records = parse_records(choice.adapter, src, brake.progress, brake.user_turns)
             write_verdicts(records, brake, tally, out, file=file_label)
             if check is not None and tally.calls == before:
                 if mismatch is not None:

@@ -251,6 +251,8 @@ def _filter(
                 f"results: {tally.results} read, {tally.results_ignored} ignored "
                 "(not for the latest call of their session)"
             )
+        if brake.user_turns:
+            _say(f"user turns: {tally.user_turns} (each ended its session's streaks)")
     if fail_on_deny and not tally.calls:
         _say("warning: --fail-on-deny: no tool call was read, so nothing was checked")
     if unreadable_file or (strict and (tally.errors or not_read)):
@@ -288,7 +290,7 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
     ):
         fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
         return
-    records = parse_records(adapter, source, brake.progress)
+    records = parse_records(adapter, source, brake.progress, brake.user_turns)
     if shard is not None:
         from ..shard import select_shard
 

@@ -10,7 +10,8 @@ Each adapter module has the same small interface:
   each model turn the format records (``ToolResult``, ``Usage``: a turn's usage
   before the calls it produced; docs/formats.md). An adapter may leave the
   results out when ``source.results`` is False (``parse_records`` sets it so
-  when nothing reads them). Line-based adapters read ``source.lines()`` so
+  when nothing reads them), and yields a ``UserTurn`` where the user spoke
+  only when ``source.user_turns`` is True. Line-based adapters read ``source.lines()`` so
   they stream (and work on ``tail -f``); document formats read
   ``source.read_all()``.
 
@@ -116,14 +117,19 @@ def get(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{module}")
 
 
-def parse_records(adapter: ModuleType, source: Source, results: bool = False) -> Iterator[Record]:
+def parse_records(
+    adapter: ModuleType, source: Source, results: bool = False, user_turns: bool = False
+) -> Iterator[Record]:
     """The records of one source. ``results``: whether the run reads ``ToolResult``
     records (a policy's progress mode); without it they feed nothing, so an adapter may
     leave them out (``Source.results``: claude-code and codex do, and skip the lines
     that hold only results, most of a transcript's bytes). The event format's result
     lines are read only with ``results``, since elsewhere such a line is the error it
-    was before result lines existed."""
+    was before result lines existed. ``user_turns``: whether it reads ``UserTurn``
+    records (a policy's ``reset_on_user_turn``); adapters yield them only then
+    (``Source.user_turns``), and so the event format reads its user lines."""
     source.results = results
+    source.user_turns = user_turns
     if results and adapter.INFO.name == "events":
         return adapter.parse(source, results=True)
     return adapter.parse(source)

@@ -5,7 +5,8 @@
 Each line is decoded by ``wire.event_line`` (aliases and edge rules there), the
 decoder the fast path of ``filter`` falls back to. Result lines (``"type":
 "result"``) are read only when asked (``formats.parse_records`` under a policy's
-progress mode).
+progress mode), user lines (``"type": "user"``) only under a policy's
+``reset_on_user_turn`` (``Source.user_turns``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(source: Source, results: bool = False) -> Iterator[Record]:
+    user_turns = source.user_turns
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -45,4 +47,4 @@ def parse(source: Source, results: bool = False) -> Iterator[Record]:
         except JSONInputError as exc:
             yield BadRecord(str(exc), number)
             continue
-        yield decode(obj, number, results)
+        yield decode(obj, number, results, user_turns)

@@ -34,7 +34,15 @@ __all__ = [
 MAX_PERIOD = 16
 """The longest cycle ``[cycles] max_period`` may ask for (memory per session grows with it)."""
 
-TOP_KEYS = ("tools", "cycles", "stop", "progress", "result_ignore", "result_ignore_defaults")
+TOP_KEYS = (
+    "tools",
+    "cycles",
+    "stop",
+    "progress",
+    "result_ignore",
+    "result_ignore_defaults",
+    "reset_on_user_turn",
+)
 RULE_KEYS = ("match", "max_repeats", "exempt", "progress")
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
@@ -249,7 +257,8 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
                 checker.error(
                     "", 0, key, f"{key} has no effect without progress = true", warning=True
                 )
-    return Policy(tuple(rules), cycles, stop, path, progress, ignore)
+    reset = checker.boolean("", 0, document, "reset_on_user_turn") or False
+    return Policy(tuple(rules), cycles, stop, path, progress, ignore, reset_on_user_turn=reset)
 
 
 def _result_ignore(document: dict[str, Any], checker: _Checker) -> tuple[str, ...]:

@@ -56,7 +56,9 @@ class Policy:
 
     ``progress``: the global switch of the progress mode (a rule may say otherwise
     for its tools); ``result_ignore``: the patterns a result is cleaned of before
-    hashing (``progress.result_digest``), the defaults included unless replaced."""
+    hashing (``progress.result_digest``), the defaults included unless replaced;
+    ``reset_on_user_turn``: a user turn ends the session's streaks (``streak``'s
+    docstring states what it ends)."""
 
     tools: tuple[ToolRule, ...] = ()
     cycles: CycleRule | None = None
@@ -64,6 +66,7 @@ class Policy:
     path: str | None = None
     progress: bool = False
     result_ignore: tuple[str, ...] = DEFAULT_IGNORE
+    reset_on_user_turn: bool = False
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -81,7 +84,13 @@ class Policy:
     @property
     def empty(self) -> bool:
         """No rule at all: the brake behaves exactly as without a policy."""
-        return not self.tools and self.cycles is None and self.stop is None and not self.progress
+        return (
+            not self.tools
+            and self.cycles is None
+            and self.stop is None
+            and not self.progress
+            and not self.reset_on_user_turn
+        )
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:
         """The first ``[[tools]]`` rule whose glob matches ``tool``, with that glob.

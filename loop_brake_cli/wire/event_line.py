@@ -16,6 +16,14 @@ Where results are read (a policy's progress mode), a line with ``"type":
 with the same session and call id aliases. Elsewhere it is read as it always
 was: a line without a tool name is an error, so without the progress mode every
 verdict stays what it was before result lines existed.
+
+Under a policy's ``reset_on_user_turn``, a line with ``"type": "user"`` is a
+user turn: the user spoke in that session (the same session aliases; nothing
+else of the line is read, so a prompt in it is never looked at):
+
+    {"type": "user", "sessionId": "s1"}
+
+Without that key such a line is what it always was (an error: no tool name).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..progress import digest_of_hex
-from ..records import BadRecord, Record, ToolCall, ToolResult
+from ..records import BadRecord, Record, ToolCall, ToolResult, UserTurn
 from .fields import FieldError, call_id_of, session_of
 
 __all__ = ["decode", "first"]
@@ -34,6 +42,7 @@ SESSION_KEYS = ("sessionId", "session_id")
 AGENT_KEYS = ("agentId", "agent_id")
 CALL_KEYS = ("callId", "call_id", "id")
 RESULT_TYPE = "result"
+USER_TYPE = "user"
 
 
 def first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -45,13 +54,20 @@ def first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def decode(obj: Any, line: int | None = None, results: bool = False) -> Record:
-    """One parsed event object as a call (or, with ``results``, a result line); wrong
-    types become a located BadRecord."""
+def decode(
+    obj: Any, line: int | None = None, results: bool = False, user_turns: bool = False
+) -> Record:
+    """One parsed event object as a call (or, with ``results``, a result line; with
+    ``user_turns``, a user line); wrong types become a located BadRecord."""
     if not isinstance(obj, dict):
         return BadRecord("not a JSON object", line)
     if results and obj.get("type") == RESULT_TYPE:
         return _result(obj, line)
+    if user_turns and obj.get("type") == USER_TYPE:
+        try:
+            return UserTurn(session_of(first(obj, SESSION_KEYS), first(obj, AGENT_KEYS)), line)
+        except FieldError as exc:
+            return BadRecord(str(exc), line)
     tool = first(obj, TOOL_KEYS)
     if not isinstance(tool, str):
         what = "missing" if tool is None else "not a string"
