@@ -152,8 +152,9 @@ class LoopBrake:
             self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
         if max_sessions or self.policy is not None:
             self.observe = self._observe_composed  # type: ignore[method-assign]
-        self.progress = self.policy is not None and self.policy.uses_progress
-        """Results may restart streaks (the policy's progress mode): worth reading."""
+        self.progress = self.policy is not None and self.policy.reads_results
+        """Results are worth reading: they may restart streaks (the policy's progress
+        mode) or make a run of identical errors (``[same_error]``)."""
         self.user_turns = ends_on_user_turn(self.policy)
         """A user turn ends its session's streaks (``reset_on_user_turn``): worth reading."""
         self.store: Any = None
@@ -311,17 +312,24 @@ class LoopBrake:
         call_id: Any = None,
         result: Any = None,
         digest: bytes | None = None,
+        error: bool | None = None,
     ) -> bool:
         """Pair a call's result with the session's latest call (``streak.result_step``):
         by call id, or without one; returns whether it paired (False: ignored).
 
         ``result`` is the parsed JSON value, hashed with the policy's ignore patterns
         (``progress.result_digest``) and then forgotten; ``digest`` a 32-byte digest the
-        host computed instead. Without the progress mode nothing is kept: False."""
+        host computed instead. ``error``: whether the call failed (None: as
+        ``progress.result_error`` reads ``result``). Without the progress mode or the
+        same-error rule nothing is kept: False."""
         if not self.progress:
             return False
+        if error is None:
+            from .progress import result_error
+
+            error = result_error(result)
         if self.store is not None:
-            return self._observe_result_store(session, call_id, result, digest)
+            return self._observe_result_store(session, call_id, result, digest, error)
         prev = self._slots.get(session)
         if prev is None:
             return False
@@ -329,13 +337,13 @@ class LoopBrake:
             from .progress import result_digest
 
             digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
-        state, paired = result_step(prev, call_id, digest)
+        state, paired = result_step(prev, call_id, digest, error)
         if state is not prev:
             self._slots[session] = state
         return paired
 
     def _observe_result_store(
-        self, session: str, call_id: Any, result: Any, digest: bytes | None
+        self, session: str, call_id: Any, result: Any, digest: bytes | None, error: bool
     ) -> bool:
         from .stores import StoreError
 
@@ -344,7 +352,7 @@ class LoopBrake:
 
             digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
         try:
-            paired = self.store.observe_result(session, call_id, digest, self.policy)
+            paired = self.store.observe_result(session, call_id, digest, self.policy, error=error)
         except StoreError as exc:
             self._store_failed(exc)
             return False

@@ -151,6 +151,7 @@ def judge(
                     record.call_id,  # type: ignore[union-attr]
                     record.result,  # type: ignore[union-attr]
                     record.digest,  # type: ignore[union-attr]
+                    record.error,  # type: ignore[union-attr]
                 )
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(f"result: {exc}", record.line, record.path)

@@ -48,6 +48,7 @@ __all__ = [
     "normalise",
     "pattern_error",
     "result_digest",
+    "result_error",
 ]
 
 DEFAULT_IGNORE: tuple[str, ...] = (
@@ -232,6 +233,17 @@ def result_digest(result: Any, ignore: tuple[str, ...] = DEFAULT_IGNORE) -> byte
     ``canonical.JSONInputError`` or ``TypeError`` for a value that is not JSON; the
     message never quotes the result."""
     return hashlib.sha256(utf8(canonical_json(normalise(result, ignore)))).digest()
+
+
+def result_error(result: Any) -> bool:
+    """Whether a result says its call failed (the ``[same_error]`` rule's flag): an
+    MCP ``CallToolResult`` with ``isError: true`` (the shape the Claude, Anthropic and
+    MCP readers give a ``tool_result`` block or a response), or a JSON-RPC error as
+    the MCP decoder passes it (``{"error": ...}`` alone). Anything else is no error:
+    a format that records no flag never feeds the rule."""
+    if result.__class__ is not dict:
+        return False
+    return result.get("isError") is True or (len(result) == 1 and "error" in result)
 
 
 def digest_of_hex(text: Any) -> bytes | None:

@@ -71,9 +71,11 @@ class ToolResult(Fields):
     """What a call returned: ``result`` is the raw JSON value, never written anywhere;
     the engine only hashes it. ``call_id`` pairs it with its call (None: the
     session's latest call). ``digest`` is set instead of ``result`` when the host
-    hashed the result itself (``resultDigest``)."""
+    hashed the result itself (``resultDigest``). ``error``: whether the call failed,
+    where the input says so apart from the value (a hook's failure event, an
+    event line's ``isError``); None: as ``progress.result_error`` reads the value."""
 
-    __slots__ = ("session", "call_id", "result", "digest", "line", "path")
+    __slots__ = ("session", "call_id", "result", "digest", "line", "path", "error")
 
     def __init__(
         self,
@@ -83,6 +85,7 @@ class ToolResult(Fields):
         digest: bytes | None = None,
         line: int | None = None,
         path: str | None = None,
+        error: bool | None = None,
     ) -> None:
         self.session = session
         self.call_id = call_id
@@ -90,6 +93,7 @@ class ToolResult(Fields):
         self.digest = digest
         self.line = line
         self.path = path
+        self.error = error
 
 
 class Usage(Fields):
@@ -198,6 +202,11 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
     if verdict.cycle:
         out["cycle"] = [{"toolName": tool, "hashPrefix": prefix} for tool, prefix in verdict.cycle]
         out["cycleRepeats"] = verdict.cycle_repeats
+    if verdict.window:
+        out["window"] = verdict.window
+        out["seen"] = verdict.cycle_repeats
+    elif verdict.rule == "same_error":
+        out["errors"] = verdict.cycle_repeats
     if verdict.denials:
         out["denials"] = verdict.denials
     return _denial_fields(out, verdict)

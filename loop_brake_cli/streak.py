@@ -24,6 +24,16 @@ same duplicate rule, and then, in this order, one decision per counted call:
 * ``cycle`` (when ``[cycles]`` is on): else denied when it completes the
   ``max_repeats``-th consecutive repetition of a 2..max_period-call cycle
   (``policy/cycles.py``);
+* ``window`` (when ``[window]`` is on): else denied when its digest is seen
+  ``max_repeats`` times (this call included) among the session's last
+  ``calls`` counted calls (denied and exempt calls included): the window
+  keeps those ``calls`` digests, nothing more;
+* ``same_error`` (when ``[same_error]`` is on): else denied when the session's
+  latest counted calls that ran, all of this call's tool and none of another
+  tool's in between, returned the identical error ``after`` times in a row
+  (the result's digest, as the progress mode hashes it, and an error flag;
+  denied calls did not run and neither extend nor end the run; a call whose
+  result was never seen ends it);
 * ``stop`` (when ``[stop]`` is on): a denied call that makes
   ``after_denials`` denials in a row in the session is a stop; a passing call
   resets that count.
@@ -61,6 +71,11 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
   is exactly ``step``'s;
 * a denial by the streak rule under progress says how many results of the
   streak were identical (``Decision.results``).
+
+The same-error rule reads results through ``result_step`` too (an ``error``
+flag beside the digest): a call it let run waits for its result
+(``PolicySlot.awaiting``); an error extends the run when its digest equals
+the run's, else starts one at 1; any other result ends it.
 """
 
 from __future__ import annotations
@@ -147,6 +162,7 @@ class Decision(NamedTuple):
     denials: int = 0
     progress: bool = False
     results: int = 0
+    window: int = 0  # a window denial: the window's size (``repeats``: times seen in it)
 
 
 class PolicySlot(NamedTuple):
@@ -155,7 +171,12 @@ class PolicySlot(NamedTuple):
 
     Progress mode only (else None, 0, None): ``earlier_result`` the digest of the
     latest result seen for an earlier call of the streak, ``earlier_results`` how
-    many earlier calls had one, ``latest_result`` the latest call's result."""
+    many earlier calls had one, ``latest_result`` the latest call's result.
+
+    ``[window]`` only: ``seen``, the digests of the last ``calls`` counted calls.
+    ``[same_error]`` only: ``errors`` identical errors in a row (``error_digest``)
+    from calls of the latest call's tool, and ``awaiting``: the latest call ran
+    under the rule and its result has not been seen yet."""
 
     slot: Slot
     decision: Decision
@@ -165,6 +186,10 @@ class PolicySlot(NamedTuple):
     earlier_result: bytes | None = None
     earlier_results: int = 0
     latest_result: bytes | None = None
+    seen: tuple[bytes, ...] = ()
+    error_digest: bytes | None = None
+    errors: int = 0
+    awaiting: bool = False
 
     @property
     def restarts(self) -> bool:
@@ -242,6 +267,31 @@ def policy_step(
             decision = decision._replace(
                 denied=True, rule="cycle", limit=cycles.max_repeats, period=period, repeats=repeats
             )
+    seen: tuple[bytes, ...] = ()
+    window = policy.window
+    if window is not None:
+        seen = (() if prev is None else prev.seen[1 - window.calls :]) + (digest,)
+        if not decision.denied and not exempt:
+            times = seen.count(digest)
+            if times >= window.max_repeats:
+                decision = decision._replace(
+                    denied=True,
+                    rule="window",
+                    limit=window.max_repeats,
+                    window=window.calls,
+                    repeats=times,
+                )
+    error_digest: bytes | None = None
+    errors, awaiting = 0, False
+    same_error = policy.same_error
+    if same_error is not None:
+        if prev is not None and not prev.awaiting and prev.slot.tool == tool:
+            error_digest, errors = prev.error_digest, prev.errors  # the run goes on
+        if not decision.denied and not exempt and errors >= same_error.after:
+            decision = decision._replace(
+                denied=True, rule="same_error", limit=same_error.after, repeats=errors
+            )
+        awaiting = not decision.denied
     if decision.denied:
         denials = (prev.decision.denials if prev is not None else 0) + 1
         stop = policy.stop
@@ -249,19 +299,42 @@ def policy_step(
             decision = decision._replace(rule="stop", limit=stop.after_denials, denials=denials)
         else:
             decision = decision._replace(denials=denials)
-    return PolicySlot(slot, decision, recent, recent_tools, runs, earlier, earlier_results), False
+    return PolicySlot(
+        slot,
+        decision,
+        recent,
+        recent_tools,
+        runs,
+        earlier,
+        earlier_results,
+        None,
+        seen,
+        error_digest,
+        errors,
+        awaiting,
+    ), False
 
 
 def result_step(
-    prev: PolicySlot | None, call_id: Any, digest: bytes
+    prev: PolicySlot | None, call_id: Any, digest: bytes, error: bool = False
 ) -> tuple[PolicySlot | None, bool]:
     """The session's state after a result arrives, and whether it paired with the
     session's latest call (by call id, or without one). Pure: an unpaired result
     returns ``prev`` itself, and so does a result of a call whose tool is not in
-    progress mode or that was denied (paired, but nothing to keep)."""
+    progress mode or that was denied (paired, but nothing to keep). ``error``:
+    the result says the call failed (``progress.result_error``); only the
+    same-error rule reads it."""
     if prev is None or (call_id is not None and call_id != prev.slot.call_id):
         return prev, False
+    state = prev
+    if prev.awaiting:  # the first result of a call the same-error rule let run
+        if not error:
+            state = state._replace(awaiting=False, error_digest=None, errors=0)
+        elif prev.errors and prev.error_digest == digest:
+            state = state._replace(awaiting=False, errors=prev.errors + 1)
+        else:
+            state = state._replace(awaiting=False, error_digest=digest, errors=1)
     decision = prev.decision
     if not decision.progress or decision.denied or prev.latest_result == digest:
-        return prev, True
-    return prev._replace(latest_result=digest), True
+        return state, True
+    return state._replace(latest_result=digest), True

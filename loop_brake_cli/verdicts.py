@@ -24,9 +24,11 @@ __all__ = [
     "DENY_TEMPLATE",
     "PLUGIN",
     "PROGRESS_TEMPLATE",
+    "SAME_ERROR_TEMPLATE",
     "STOP_TEMPLATE",
     "STORE_FAILED_TEMPLATE",
     "Verdict",
+    "WINDOW_TEMPLATE",
     "cycle_message",
     "deny_message",
     "progress_message",
@@ -66,6 +68,20 @@ PROGRESS_TEMPLATE = (
     "Change the arguments, call a different tool, or stop."
 )
 """A streak denial in the progress mode: the results did not change either."""
+
+WINDOW_TEMPLATE = (
+    "loop brake: tool {tool} called {repeats} times with identical arguments within the "
+    "last {window} calls (call {prefix}\u2026, limit {limit}); the call was denied before it "
+    "ran.\nChange the arguments, call a different tool, or stop."
+)
+"""A window denial (policy ``[window]``): the same call again and again, other calls between."""
+
+SAME_ERROR_TEMPLATE = (
+    "loop brake: tool {tool} returned the same error {repeats} times in a row "
+    "(limit {limit}); this call (call {prefix}\u2026) was denied before it ran.\n"
+    "Read the error and change the approach, call a different tool, or stop."
+)
+"""A same-error denial (policy ``[same_error]``): never the error itself, only how often."""
 
 STORE_FAILED_TEMPLATE = (
     "loop brake: the streak store could not be asked, so the brake could not decide; "
@@ -111,6 +127,8 @@ class Verdict(NamedTuple):
     denials: int = 0
     progress: bool = False  # the progress mode applied to the call's tool
     identical_results: int = 0  # results of the streak's earlier calls, all identical
+    window: int = 0  # rule "window": the window's size (cycle_repeats: times seen in it;
+    # rule "same_error": cycle_repeats is the identical errors in a row)
 
     @property
     def stop(self) -> bool:
@@ -129,6 +147,21 @@ class Verdict(NamedTuple):
             )
         if self.rule == "cycle":
             return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
+        if self.rule == "window":
+            return WINDOW_TEMPLATE.format(
+                tool=js_string(self.tool_name),
+                repeats=self.cycle_repeats,
+                window=self.window,
+                prefix=self.hash_prefix,
+                limit=self.limit,
+            )
+        if self.rule == "same_error":
+            return SAME_ERROR_TEMPLATE.format(
+                tool=js_string(self.tool_name),
+                repeats=self.cycle_repeats,
+                prefix=self.hash_prefix,
+                limit=self.limit,
+            )
         if self.progress:
             return progress_message(
                 self.tool_name,
@@ -192,6 +225,7 @@ def verdict_of(
             0,
             False,
             0,
+            0,
         ),
     )
 
@@ -232,4 +266,5 @@ def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: 
         denials=decision.denials,
         progress=decision.progress,
         identical_results=decision.results,
+        window=decision.window,
     )

@@ -108,6 +108,48 @@ def test_under_a_policy_the_rule_is_policy_step(store, policy, drawn) -> None:
     _run(store, LoopBrake(3, policy=policy), drawn, policy)
 
 
+RULES_POLICY = """
+[[tools]]
+match = "free"
+exempt = true
+[window]
+calls = 4
+max_repeats = 2
+[same_error]
+after = 2
+[stop]
+after_denials = 3
+"""
+
+
+@SETTINGS
+@given(
+    drawn=calls,
+    errors=st.lists(st.booleans(), min_size=14, max_size=14),
+)
+def test_under_window_and_same_error_the_rule_is_policy_step(
+    store, tmp_path_factory, drawn, errors
+) -> None:
+    """Issue 29's rules: the window's digests and the run of identical errors live in
+    the policy row (``stores/policy_rows.py``), so each store decides as memory does."""
+    path = tmp_path_factory.mktemp("rules") / "policy.toml"
+    path.write_text(RULES_POLICY, encoding="utf-8")
+    policy = load_policy(str(path))
+    brake = LoopBrake(3, policy=policy)
+    session = f"s{next(_sessions)}"
+    for (tool, arg, cid, result), error in zip(drawn, errors, strict=False):
+        call_id = CALL_IDS[cid]
+        digest = call_digest(tool, ARGS[arg])
+        got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
+        assert got == brake.observe(session, tool, digest, call_id)
+        if result is not None:
+            result_digest = call_digest("result", RESULTS[result])
+            paired = store.observe_result(session, call_id, result_digest, policy, error=error)
+            assert paired == brake.observe_result(
+                session, call_id, digest=result_digest, error=error
+            )
+
+
 def test_call_id_keys_are_equal_exactly_when_python_finds_the_ids_equal() -> None:
     ids = [None, 0, 1, 1.0, True, False, "1", 1.5, [1], [True], {"a": 1}, {"a": True}, "x"]
     for a, b in itertools.product(ids, repeat=2):

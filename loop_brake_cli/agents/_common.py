@@ -156,7 +156,8 @@ def _result(
         key, call_id = _keys(payload, session_fields, agent_field)
     except FieldError:
         return None
-    return ToolResult(key, call_id, result, None, line)
+    # a failure event's field is the error itself (Claude Code's PostToolUseFailure)
+    return ToolResult(key, call_id, result, None, line, None, True if field == "error" else None)
 
 
 def pre_tool_use_deny(message: str) -> dict[str, Any]:

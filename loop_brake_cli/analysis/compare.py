@@ -238,7 +238,9 @@ def _result(
 ) -> None:
     """Feed one result to the policy's brake; one that is not JSON is unreadable."""
     try:
-        paired = braked.observe_result(record.session, record.call_id, record.result, record.digest)
+        paired = braked.observe_result(
+            record.session, record.call_id, record.result, record.digest, record.error
+        )
     except (JSONInputError, TypeError):
         result.unreadable += 1
         return

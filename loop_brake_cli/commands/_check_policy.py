@@ -31,6 +31,16 @@ def _describe(policy: Any) -> list[str]:
             f"  cycles: periods 2..{policy.cycles.max_period}, "
             f"denied at {policy.cycles.max_repeats} repetitions in a row"
         )
+    if policy.window is not None:
+        lines.append(
+            f"  window: a call seen {policy.window.max_repeats} times "
+            f"in the last {policy.window.calls} calls is denied"
+        )
+    if policy.same_error is not None:
+        lines.append(
+            f"  same_error: after {policy.same_error.after} identical errors in a row "
+            "from one tool, its next call is denied"
+        )
     if policy.stop is not None:
         lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
     if policy.reset_on_user_turn:
@@ -67,6 +77,10 @@ def _policy_json(policy: Any) -> dict[str, Any]:
         else {"maxPeriod": policy.cycles.max_period, "maxRepeats": policy.cycles.max_repeats},
         "stop": None if policy.stop is None else {"afterDenials": policy.stop.after_denials},
     }
+    if policy.window is not None:  # else the document is what it was before the rule
+        out["window"] = {"calls": policy.window.calls, "maxRepeats": policy.window.max_repeats}
+    if policy.same_error is not None:
+        out["sameError"] = {"after": policy.same_error.after}
     if policy.uses_progress:  # else the document is what it was before progress existed
         out["progress"] = policy.progress
         out["resultIgnore"] = list(policy.result_ignore)

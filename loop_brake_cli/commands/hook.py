@@ -117,7 +117,7 @@ def install_command(
             return loaded
     else:
         loaded = _found_policy()
-    progress = loaded is not None and loaded.uses_progress
+    progress = loaded is not None and loaded.reads_results
     if click.get_current_context().get_parameter_source("executable") is ParameterSource.DEFAULT:
         executable = None  # the installed entry's program, if there is one
     what = "the hook (pre-tool and post-tool events: the policy uses progress)"

@@ -402,8 +402,8 @@ class _Hook:
             policy = discover_policy(opts.get("policy"))
         except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
             return self.not_recorded(f"unusable policy: {'; '.join(str(exc).splitlines())}")
-        if policy is None or policy.empty or not policy.uses_progress:
-            return 0  # without progress a result changes nothing: no state is touched
+        if policy is None or policy.empty or not policy.reads_results:
+            return 0  # without progress or same_error a result changes nothing
         if errors:
             return self.not_recorded("; ".join(errors))
         digest = result.digest
@@ -415,7 +415,14 @@ class _Hook:
             except (ValueError, TypeError) as exc:
                 return self.not_recorded(f"the tool's result cannot be hashed ({exc})")
         try:
-            self.open_store().observe_result(result.session, result.call_id, digest, policy)
+            error = result.error
+            if error is None:
+                from ..progress import result_error
+
+                error = result_error(result.result)
+            self.open_store().observe_result(
+                result.session, result.call_id, digest, policy, error=error
+            )
         except StoreError as exc:
             return self.not_recorded(str(exc))
         finally:

@@ -22,6 +22,7 @@ _HOME = {
     "discover_policy": "discover",
     "find_policy_file": "discover",
     "MAX_PERIOD": "load",
+    "MAX_WINDOW": "load",
     "PolicyError": "load",
     "Problem": "load",
     "check_policy": "load",
@@ -29,8 +30,10 @@ _HOME = {
     "parse_policy": "load",
     "CycleRule": "model",
     "Policy": "model",
+    "SameErrorRule": "model",
     "StopRule": "model",
     "ToolRule": "model",
+    "WindowRule": "model",
     "glob_match": "model",
 }
 

@@ -18,11 +18,12 @@ from typing import Any
 
 from ..progress import DEFAULT_IGNORE, pattern_error
 from ..toml_reader import tomllib
-from .model import CycleRule, Policy, StopRule, ToolRule
+from .model import CycleRule, Policy, SameErrorRule, StopRule, ToolRule, WindowRule
 
 __all__ = [
     "MAX_PERIOD",
     "MAX_POLICY_BYTES",
+    "MAX_WINDOW",
     "PolicyError",
     "Problem",
     "check_policy",
@@ -34,6 +35,12 @@ __all__ = [
 MAX_PERIOD = 16
 """The longest cycle ``[cycles] max_period`` may ask for (memory per session grows with it)."""
 
+MAX_WINDOW = 64
+"""The most calls ``[window] calls`` may keep (each session holds that many 32-byte digests)."""
+
+MAX_SAME_ERROR = 1000
+"""The largest ``[same_error] after`` (a bound, so a typo of a few more digits is caught)."""
+
 TOP_KEYS = (
     "tools",
     "cycles",
@@ -42,10 +49,14 @@ TOP_KEYS = (
     "result_ignore",
     "result_ignore_defaults",
     "reset_on_user_turn",
+    "window",
+    "same_error",
 )
 RULE_KEYS = ("match", "max_repeats", "exempt", "progress")
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
+WINDOW_KEYS = ("calls", "max_repeats")
+SAME_ERROR_KEYS = ("after",)
 PYPROJECT_TABLE = "tool.loop-brake"
 
 
@@ -248,6 +259,14 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         after = checker.integer("stop", 0, table, "after_denials", 1)
         if after is not None:
             stop = StopRule(after)
+    window = _window(document, checker)
+    same_error = None
+    if (table := _table(document, "same_error", SAME_ERROR_KEYS, checker)) is not None:
+        if "after" not in table and set(table) <= set(SAME_ERROR_KEYS):
+            checker.error("same_error", 0, "", "[same_error] needs after (an integer >= 1)")
+        after = checker.integer("same_error", 0, table, "after", 1, MAX_SAME_ERROR)
+        if after is not None:
+            same_error = SameErrorRule(after)
     _shadowed(rules, checker)
     progress = checker.boolean("", 0, document, "progress") or False
     ignore = _result_ignore(document, checker)
@@ -258,7 +277,41 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
                     "", 0, key, f"{key} has no effect without progress = true", warning=True
                 )
     reset = checker.boolean("", 0, document, "reset_on_user_turn") or False
-    return Policy(tuple(rules), cycles, stop, path, progress, ignore, reset_on_user_turn=reset)
+    return Policy(
+        tuple(rules),
+        cycles,
+        stop,
+        path,
+        progress,
+        ignore,
+        reset_on_user_turn=reset,
+        window=window,
+        same_error=same_error,
+    )
+
+
+def _window(document: dict[str, Any], checker: _Checker) -> WindowRule | None:
+    """``[window]``: both keys required, 2 <= max_repeats <= calls <= MAX_WINDOW."""
+    table = _table(document, "window", WINDOW_KEYS, checker)
+    if table is None:
+        return None
+    for key in WINDOW_KEYS:
+        if key not in table and set(table) <= set(WINDOW_KEYS):
+            checker.error("window", 0, "", f"[window] needs {key} (an integer >= 2)")
+    calls = checker.integer("window", 0, table, "calls", 2, MAX_WINDOW)
+    repeats = checker.integer("window", 0, table, "max_repeats", 2, MAX_WINDOW)
+    if calls is None or repeats is None:
+        return None
+    if repeats > calls:
+        checker.error(
+            "window",
+            0,
+            "max_repeats",
+            f"max_repeats ({repeats}) must be at most calls ({calls}): "
+            "a call cannot be seen more often than the window holds calls",
+        )
+        return None
+    return WindowRule(calls, repeats)
 
 
 def _result_ignore(document: dict[str, Any], checker: _Checker) -> tuple[str, ...]:

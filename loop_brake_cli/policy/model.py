@@ -1,4 +1,5 @@
-"""A policy as data: per-tool rules, the cycle brake, the stop after denials, progress.
+"""A policy as data: per-tool rules, the cycle brake, the window and same-error rules,
+the stop after denials, progress.
 
 Built only by ``policy.load`` (which validates every value and locates every
 mistake); plain frozen data that pickles (``replay -j`` sends it to workers).
@@ -12,7 +13,15 @@ from fnmatch import fnmatchcase
 
 from ..progress import DEFAULT_IGNORE
 
-__all__ = ["CycleRule", "Policy", "StopRule", "ToolRule", "glob_match"]
+__all__ = [
+    "CycleRule",
+    "Policy",
+    "SameErrorRule",
+    "StopRule",
+    "ToolRule",
+    "WindowRule",
+    "glob_match",
+]
 
 
 def glob_match(name: str, pattern: str) -> bool:
@@ -44,6 +53,23 @@ class CycleRule:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowRule:
+    """``[window]``: deny a call whose hash is seen ``max_repeats`` times (this call
+    included) among the session's last ``calls`` counted calls."""
+
+    calls: int
+    max_repeats: int
+
+
+@dataclass(frozen=True, slots=True)
+class SameErrorRule:
+    """``[same_error]``: after ``after`` consecutive calls of one tool whose results
+    were the identical error, deny that tool's calls until another tool is called."""
+
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
 class StopRule:
     """``[stop]``: the ``after_denials``-th consecutive denial in a session is a stop."""
 
@@ -67,6 +93,8 @@ class Policy:
     progress: bool = False
     result_ignore: tuple[str, ...] = DEFAULT_IGNORE
     reset_on_user_turn: bool = False
+    window: WindowRule | None = None
+    same_error: SameErrorRule | None = None
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -82,6 +110,11 @@ class Policy:
         return self.progress or any(rule.progress for rule in self.tools)
 
     @property
+    def reads_results(self) -> bool:
+        """Results are fed to the brake: the progress mode or the same-error rule."""
+        return self.uses_progress or self.same_error is not None
+
+    @property
     def empty(self) -> bool:
         """No rule at all: the brake behaves exactly as without a policy."""
         return (
@@ -90,6 +123,8 @@ class Policy:
             and self.stop is None
             and not self.progress
             and not self.reset_on_user_turn
+            and self.window is None
+            and self.same_error is None
         )
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:

@@ -65,10 +65,17 @@ class Store(Protocol):
         ...
 
     def observe_result(
-        self, session: str, call_id: Any, digest: bytes, policy: Any, now: float | None = None
+        self,
+        session: str,
+        call_id: Any,
+        digest: bytes,
+        policy: Any,
+        now: float | None = None,
+        error: bool = False,
     ) -> bool:
-        """Pair a result's digest with the session's latest call (``streak.result_step``);
-        returns whether it paired. Creates nothing for a session the store lacks."""
+        """Pair a result's digest (and ``error``: whether the call failed) with the
+        session's latest call (``streak.result_step``); returns whether it paired.
+        Creates nothing for a session the store lacks."""
         ...
 
     def sessions(self, session: str | None = None) -> tuple[list[SessionRow], int]:

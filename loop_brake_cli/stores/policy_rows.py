@@ -14,6 +14,12 @@ hex, or null) and two more decision fields. That is the layout's only change,
 and it is additive: a row written before it (no ``e``/``k``/``l``, a shorter
 decision) reads as one without results, so an existing state file keeps its
 streaks; no SQL schema changes. Results are never stored, only digests.
+
+``[window]`` adds ``w`` (the window's digests, hex) and ``[same_error]`` adds
+``x`` (identical errors in a row, their digest in hex or null, and whether the
+latest call awaits its result), and the decision one more field (the window's
+size); both are left out when their rule is off, so a row without them reads
+as an empty window and no errors, as before.
 """
 
 from __future__ import annotations
@@ -50,20 +56,23 @@ def encode_policy_state(state: PolicySlot, updated: float) -> str:
     d = state.decision
     import json  # a policy's state only: the hook without a policy does not import json
 
-    return json.dumps(
-        {
-            "u": updated,
-            "d": [d.denied, d.rule, d.limit, d.max_repeats, d.exempt, d.match]
-            + [d.period, d.repeats, d.denials, d.progress, d.results],
-            "r": [digest.hex() for digest in state.recent],
-            "t": list(state.recent_tools),
-            "n": list(state.runs),
-            "e": _hex(state.earlier_result),
-            "k": state.earlier_results,
-            "l": _hex(state.latest_result),
-        },
-        separators=(",", ":"),
-    )
+    row = {
+        "u": updated,
+        "d": [d.denied, d.rule, d.limit, d.max_repeats, d.exempt, d.match]
+        + [d.period, d.repeats, d.denials, d.progress, d.results]
+        + ([d.window] if d.window else []),
+        "r": [digest.hex() for digest in state.recent],
+        "t": list(state.recent_tools),
+        "n": list(state.runs),
+        "e": _hex(state.earlier_result),
+        "k": state.earlier_results,
+        "l": _hex(state.latest_result),
+    }
+    if state.seen:
+        row["w"] = [digest.hex() for digest in state.seen]
+    if state.errors or state.awaiting:
+        row["x"] = [state.errors, _hex(state.error_digest), state.awaiting]
+    return json.dumps(row, separators=(",", ":"))
 
 
 def _hex(digest: bytes | None) -> str | None:
@@ -98,9 +107,31 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         earlier_results = data.get("k", 0)
         if type(earlier_results) is not int:
             earlier_results = 0
+        seen = tuple(bytes.fromhex(h) for h in data.get("w", ()))
+        errors, error_digest, awaiting = data.get("x", (0, None, False))
+        error_digest = _digest(error_digest)
+        if type(errors) is not int or type(awaiting) is not bool:
+            errors, awaiting = 0, False
     except (ValueError, KeyError, TypeError, AttributeError):
         return fresh
     cycles = policy.cycles
     if cycles is None or len(runs) != cycles.max_period - 1 or len(recent) != len(tools):
         recent, tools, runs = (), (), ()
-    return PolicySlot(slot, decision, recent, tools, runs, earlier, earlier_results, latest)
+    window = policy.window
+    seen = () if window is None else seen[-window.calls :]
+    if policy.same_error is None:
+        errors, error_digest, awaiting = 0, None, False
+    return PolicySlot(
+        slot,
+        decision,
+        recent,
+        tools,
+        runs,
+        earlier,
+        earlier_results,
+        latest,
+        seen,
+        error_digest,
+        errors,
+        awaiting,
+    )

@@ -338,7 +338,13 @@ class RedisStore:
         return self._ask(work)
 
     def observe_result(
-        self, session: str, call_id: Any, digest: bytes, policy: Any, now: float | None = None
+        self,
+        session: str,
+        call_id: Any,
+        digest: bytes,
+        policy: Any,
+        now: float | None = None,
+        error: bool = False,
     ) -> bool:
         """Pair a result's digest with the session's latest call (``streak.result_step``),
         written by compare-and-set keeping the key's expiry; creates nothing."""
@@ -350,7 +356,7 @@ class RedisStore:
                 prev, stamp, version = self._state(fields, policy)
                 if prev is None:
                     return False
-                state, paired = result_step(prev, call_id, digest)
+                state, paired = result_step(prev, call_id, digest, error)
                 if state is prev or state is None:
                     return paired
                 pairs = self._pairs(state.slot, stamp, state)

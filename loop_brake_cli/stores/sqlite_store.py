@@ -290,7 +290,13 @@ class StateStore:
         return self._run(work)
 
     def observe_result(
-        self, session: str, call_id: Any, digest: bytes, policy: Any, now: float | None = None
+        self,
+        session: str,
+        call_id: Any,
+        digest: bytes,
+        policy: Any,
+        now: float | None = None,
+        error: bool = False,
     ) -> bool:
         """Record a result's digest for the session's latest call (``streak.result_step``)
         in one transaction; returns whether it paired. Nothing is created for a
@@ -302,7 +308,9 @@ class StateStore:
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
-                paired = self._record_result(conn, to_column(session), call_id, digest, at, policy)
+                paired = self._record_result(
+                    conn, to_column(session), call_id, digest, at, policy, error
+                )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -321,13 +329,14 @@ class StateStore:
         digest: bytes,
         at: float,
         policy: Any,
+        error: bool = False,
     ) -> bool:
         row = self._read_row(conn, key)
         slot = self._live_slot(row, at)
         if slot is None:
             return False
         prev = self._policy_state(conn, key, slot, row, policy)
-        state, paired = result_step(prev, call_id, digest)
+        state, paired = result_step(prev, call_id, digest, error)
         if state is not prev and isinstance(state, PolicySlot):
             conn.execute(
                 policy_rows.POLICY_UPSERT, (key, policy_rows.encode_policy_state(state, row[4]))

@@ -90,13 +90,14 @@ def _result(obj: dict[str, Any], line: int | None) -> ToolResult | BadRecord:
         return BadRecord(str(exc), line)
     value = obj.get("result")
     text = obj.get("resultDigest")
+    error = True if obj.get("isError") is True else None
     if text is None:
         if value is None:
             return BadRecord('result line without "result" or "resultDigest"', line)
-        return ToolResult(session, call_id, value, None, line)
+        return ToolResult(session, call_id, value, None, line, None, error)
     if value is not None:
         return BadRecord('result line with both "result" and "resultDigest"', line)
     digest = digest_of_hex(text)
     if digest is None:
         return BadRecord("resultDigest is not 64 hex characters (a sha256)", line)
-    return ToolResult(session, call_id, None, digest, line)
+    return ToolResult(session, call_id, None, digest, line, None, error)
