@@ -3,7 +3,8 @@
 As tests/test_formats_registry.py does for formats/: a new agent module fails
 here until it is listed in ``agents.AGENTS`` and has
 tests/fixtures/agents/<name>/ with a pre-tool input (``pre-tool.json``), a
-post-tool input carrying a result (``post-tool.json``), an input of another
+post-tool input carrying a result (``post-tool.json``), a user-turn input
+(``user-turn.json``: the user submitted a prompt), an input of another
 event (``other-event.json``) and the exact stdout of
 ``loop-brake hook -m 1`` on the pre-tool input (``deny.json``, a golden), and
 until it either installs (``INSTALL``) or says why not (``NO_INSTALL``).
@@ -22,7 +23,7 @@ from conftest import run_cli
 from loop_brake_cli import agents
 from loop_brake_cli.canonical import parse_json
 from loop_brake_cli.hook.install import hook_entry, settings_path
-from loop_brake_cli.records import ToolCall, ToolResult
+from loop_brake_cli.records import ToolCall, ToolResult, UserTurn
 
 FOLDER = Path(agents.__file__).parent
 MODULES = sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))
@@ -79,6 +80,21 @@ def test_post_tool_fixture_is_detected_and_decoded_as_a_result(stem: str) -> Non
     assert agents.event_of(payload) in events and set(events) <= set(agent.ALL_EVENTS)
     if agent.INSTALL is not None:
         assert agent.INSTALL.result_events and set(agent.INSTALL.result_events) <= set(events)
+
+
+@pytest.mark.parametrize("stem", MODULES)
+def test_user_turn_fixture_is_detected_and_decoded_as_a_user_turn(stem: str) -> None:
+    agent = module(stem)
+    payload = parse_json(fixture(stem, "user-turn.json"))
+    assert agents.detect(payload) is agent
+    turn = agent.decode(payload)
+    assert isinstance(turn, UserTurn)
+    call = agent.decode(parse_json(fixture(stem, "pre-tool.json")))
+    assert turn.session == call.session  # the same session as its calls
+    assert agents.event_of(payload) in agent.USER_TURNS
+    assert set(agent.USER_TURNS) <= set(agent.ALL_EVENTS)
+    if agent.INSTALL is not None:
+        assert agent.INSTALL.user_turn_events == agent.USER_TURNS
 
 
 @pytest.mark.parametrize("stem", MODULES)

@@ -9,14 +9,18 @@ reader ``formats/hook_log.py`` use nothing else):
   sends (what a log of its hook inputs can hold);
 * ``matches(payload) -> bool``: detection, from fields only that agent sends;
 * ``RESULTS``: its post-tool events and the field holding the result;
+* ``USER_TURNS``: its events that say the user spoke (a prompt was submitted),
+  read as ``UserTurn`` records (a policy's ``reset_on_user_turn``);
 * ``decode(payload, line=None) -> ToolCall | BadRecord | ToolResult | None``:
-  the call of one hook input, or the result of a post-tool event (None: any
-  other event, or a post-tool event without a readable result), with the edge
+  the call of one hook input, the result of a post-tool event, or the user turn
+  of a user-turn event (None: any other event, or a post-tool or user-turn event
+  without a readable result or session), with the edge
   rules of ``wire.fields`` (see ``_common``);
 * ``deny_output(message) -> dict``: the documented deny object;
 * ``stop_output(message) -> dict``: the answer to a policy stop: the agent's own
   stop form where its hook protocol has one (``STOPS`` True), else the denial;
-* ``INSTALL``: an ``Install`` (settings file, event key, matcher), or None with
+* ``INSTALL``: an ``Install`` (settings file, event key, matcher, the result and
+  user-turn events added under a policy that needs them), or None with
   the reason in ``NO_INSTALL``.
 
 Adding an agent is one module and one line in ``AGENTS``; the registry test

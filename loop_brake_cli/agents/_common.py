@@ -19,6 +19,14 @@ rules of ``wire.fields``:
 * ``tool_input`` is an object by specification, so a JSON string is parsed
   (``canonical.parse_arguments``); missing or ``null`` is ``{}``.
 
+A user-turn event (Claude Code's and Codex's ``UserPromptSubmit``, Gemini CLI's
+``BeforeAgent``, Cursor's ``beforeSubmitPrompt``: the agent's ``USER_TURNS``) is
+a ``UserTurn`` of the session (the same session rule; the prompt is never
+read), which ends the session's streaks under a policy's
+``reset_on_user_turn``. One whose session cannot be read is no user turn, never
+an error (as a post-tool event without a readable result): a user's prompt is
+never refused because of the brake.
+
 A post-tool event is a ``ToolResult`` for the progress mode of a policy: the
 same session (and subagent) rule, ``tool_use_id`` as the call id that pairs it
 with its call (none: the session's latest call), and the result as the field
@@ -34,7 +42,7 @@ Errors name the field, never its value. Cheap to import: the hook runs this.
 from __future__ import annotations
 
 from ..canonical import JSONInputError, parse_arguments, parse_json
-from ..records import BadRecord, Record, ToolCall, ToolResult
+from ..records import BadRecord, Record, ToolCall, ToolResult, UserTurn
 from ..wire.fields import FieldError, call_id_of, session_of, tool_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -62,7 +70,9 @@ class Install(NamedTuple):
     one matcher group appended to ``hooks.<event>``; ``matcher`` None leaves the
     key out (every tool), and ``handler_fields`` are extra keys of the handler.
     ``result_events`` are the post-tool events that get the same entry when the
-    policy in effect uses progress (their inputs carry the results).
+    policy in effect uses progress (their inputs carry the results);
+    ``user_turn_events`` the user-turn events that get the entry, without a
+    matcher, when it has ``reset_on_user_turn``.
     """
 
     event: str
@@ -72,6 +82,7 @@ class Install(NamedTuple):
     handler_fields: tuple[tuple[str, str], ...] = ()
     user_dir_env: str | None = None
     result_events: tuple[str, ...] = ()
+    user_turn_events: tuple[str, ...] = ()
 
 
 def event_of(payload: dict[str, Any]) -> Any:
@@ -88,11 +99,12 @@ def decode_input(
     agent_field: str | None = "agent_id",
     results: tuple[tuple[str, str], ...] = (),
     encoded: frozenset[str] = frozenset(),
+    user_turns: tuple[str, ...] = (),
 ) -> Record | None:
     """One hook input as a call, a located BadRecord, a ToolResult for a post-tool
     event (``results``: (event, result field) pairs; a field in ``encoded`` holds
-    the result as JSON text, parsed as ``tool_input`` is), or None for any other
-    event."""
+    the result as JSON text, parsed as ``tool_input`` is), a UserTurn for a
+    user-turn event (``user_turns``), or None for any other event."""
     if not isinstance(payload, dict):
         return BadRecord("not a JSON object", line)
     event = event_of(payload)
@@ -100,6 +112,11 @@ def decode_input(
         for name, field in results:
             if event == name:
                 return _result(payload, line, field, field in encoded, session_fields, agent_field)
+        if event in user_turns:
+            try:
+                return UserTurn(_session_key(payload, session_fields, agent_field), line)
+            except FieldError:
+                return None
         return None
     try:
         tool = tool_of(payload.get("tool_name"), "tool_name")
@@ -115,15 +132,22 @@ def _keys(
 ) -> tuple[str, Any]:
     """The session key and call id of a hook input, pre-tool or post-tool alike, so a
     result pairs with its call; ``FieldError`` for a wrong type."""
+    key = _session_key(payload, session_fields, agent_field)
+    return key, call_id_of(payload.get("tool_use_id"), "tool_use_id")
+
+
+def _session_key(
+    payload: dict[str, Any], session_fields: tuple[str, ...], agent_field: str | None
+) -> str:
+    """The session key of any hook input (``<session>/<agent_id>`` in a subagent)."""
     label, session = _session_field(payload, session_fields)
-    key = session_of(
+    return session_of(
         session,
         payload.get(agent_field) if agent_field else None,
         subagent=True,
         session_label=label,
         agent_label=agent_field or "agent_id",
     )
-    return key, call_id_of(payload.get("tool_use_id"), "tool_use_id")
 
 
 def _session_field(payload: dict[str, Any], fields: tuple[str, ...]) -> tuple[str, Any]:

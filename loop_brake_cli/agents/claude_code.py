@@ -29,6 +29,13 @@ Results (policy ``progress``): ``PostToolUse`` carries the tool's output as
 both carry the ``tool_use_id`` of their call. Neither can deny the call (it
 has run); the hook only records the result's digest and prints nothing.
 
+User turns (policy ``reset_on_user_turn``): ``UserPromptSubmit`` (``session_id``,
+``prompt``; no matcher) ends the session's streaks. The hook answers it with
+exit 0 and nothing on stdout (whatever it printed would be added to Claude's
+context, and exit 2 would erase the user's prompt), even when it fails; the
+install adds the entry (without a matcher) to ``hooks.UserPromptSubmit`` when
+the policy in effect has the key.
+
 Detection: the fallback. Claude Code sends nothing the others lack, so a
 payload no other agent claims is read as Claude Code's (registered last).
 """
@@ -60,12 +67,14 @@ ALL_EVENTS = (
     "PreCompact",
 )
 RESULTS = (("PostToolUse", "tool_response"), ("PostToolUseFailure", "error"))
+USER_TURNS = ("UserPromptSubmit",)
 INSTALL = Install(
     event="PreToolUse",
     project=".claude/settings.json",
     user=".claude/settings.json",
     matcher="*",
     result_events=("PostToolUse", "PostToolUseFailure"),
+    user_turn_events=USER_TURNS,
 )
 
 
@@ -75,7 +84,7 @@ def matches(payload: dict[str, Any]) -> bool:
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS, results=RESULTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS, user_turns=USER_TURNS)
 
 
 deny_output = pre_tool_use_deny

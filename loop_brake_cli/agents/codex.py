@@ -24,6 +24,11 @@ Results (policy ``progress``): ``PostToolUse`` carries the tool's output as
 ``tool_response`` and the ``tool_use_id`` of its call; the install adds the same
 entry to ``hooks.PostToolUse`` when the policy in effect uses progress.
 
+User turns (policy ``reset_on_user_turn``): ``UserPromptSubmit`` (with
+``session_id``, ``turn_id`` and ``prompt``) ends the session's streaks; the hook
+answers exit 0 with nothing on stdout, and the install adds the entry to
+``hooks.UserPromptSubmit`` when the policy in effect has the key.
+
 Detection: ``turn_id``, which only Codex sends.
 """
 
@@ -41,12 +46,14 @@ NAME = "codex"
 EVENTS = ("PreToolUse",)
 ALL_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
 RESULTS = (("PostToolUse", "tool_response"),)
+USER_TURNS = ("UserPromptSubmit",)
 INSTALL = Install(
     event="PreToolUse",
     project=".codex/hooks.json",
     user=".codex/hooks.json",
     user_dir_env="CODEX_HOME",
     result_events=("PostToolUse",),
+    user_turn_events=USER_TURNS,
 )
 
 
@@ -55,7 +62,7 @@ def matches(payload: dict[str, Any]) -> bool:
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS, results=RESULTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS, user_turns=USER_TURNS)
 
 
 deny_output = pre_tool_use_deny

@@ -34,6 +34,11 @@ present, is read; otherwise a result pairs with the session's latest call.
 ``afterShellExecution`` follows ``beforeShellExecution``, which is not a call,
 so its output is not a result either.
 
+User turns (policy ``reset_on_user_turn``): ``beforeSubmitPrompt``
+(``conversation_id``, ``prompt``) ends the conversation's streaks; the hook
+answers exit 0 with nothing on stdout (the prompt goes on). docs/hook.md shows
+the entry to add.
+
 Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
 """
 
@@ -70,8 +75,9 @@ ALL_EVENTS = (
     "preCompact",
 )
 RESULTS = (("postToolUse", "tool_output"), ("afterMCPExecution", "result_json"))
+USER_TURNS = ("beforeSubmitPrompt",)
 _ENCODED = frozenset({"result_json"})
-_DETECTED = EVENTS + tuple(event for event, _field in RESULTS)
+_DETECTED = EVENTS + tuple(event for event, _field in RESULTS) + USER_TURNS
 INSTALL = None
 NO_INSTALL = (
     "Cursor's hooks.json has its own shape (version 1, flat handlers, two events) "
@@ -85,7 +91,14 @@ def matches(payload: dict[str, Any]) -> bool:
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
     return decode_input(
-        payload, line, EVENTS, ("conversation_id", "session_id"), None, RESULTS, _ENCODED
+        payload,
+        line,
+        EVENTS,
+        ("conversation_id", "session_id"),
+        None,
+        RESULTS,
+        _ENCODED,
+        USER_TURNS,
     )
 
 

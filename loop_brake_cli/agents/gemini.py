@@ -24,7 +24,13 @@ like ``BeforeTool``, no call id: a result pairs with the session's latest call.
 The install adds the same entry to ``hooks.AfterTool`` when the policy in
 effect uses progress.
 
-Detection: the event name ``BeforeTool`` or ``AfterTool``.
+User turns (policy ``reset_on_user_turn``): ``BeforeAgent`` ("after the user
+submits a prompt, before agent planning begins"; ``session_id``, ``prompt``) ends
+the session's streaks; the hook answers exit 0 with nothing on stdout (exit 2
+would block the turn), and the install adds the entry to ``hooks.BeforeAgent``
+when the policy in effect has the key.
+
+Detection: the event name ``BeforeTool``, ``AfterTool`` or ``BeforeAgent``.
 """
 
 from __future__ import annotations
@@ -53,9 +59,11 @@ ALL_EVENTS = (
     "Notification",
 )
 RESULTS = (("AfterTool", "tool_response"),)
+USER_TURNS = ("BeforeAgent",)
 INSTALL = Install(
     event="BeforeTool",
     result_events=("AfterTool",),
+    user_turn_events=USER_TURNS,
     project=".gemini/settings.json",
     user=".gemini/settings.json",
     handler_fields=(
@@ -67,11 +75,11 @@ INSTALL = Install(
 
 def matches(payload: dict[str, Any]) -> bool:
     event = event_of(payload)
-    return event == "BeforeTool" or event == "AfterTool"
+    return event == "BeforeTool" or event == "AfterTool" or event == "BeforeAgent"
 
 
 def decode(payload: Any, line: int | None = None) -> Record | None:
-    return decode_input(payload, line, EVENTS, results=RESULTS)
+    return decode_input(payload, line, EVENTS, results=RESULTS, user_turns=USER_TURNS)
 
 
 def deny_output(message: str) -> dict[str, Any]:

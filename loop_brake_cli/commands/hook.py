@@ -101,11 +101,13 @@ def install_command(
 
     When the policy in effect (--policy, else the one found from here) uses
     progress, the entry goes to AGENT's post-tool hooks too, which carry the
-    results. The entry is inserted into the file's text; every other byte is kept
-    (numbers, escapes, key order, layout). A file that does not parse, or that
-    cannot be edited exactly, is refused untouched; installing twice changes
-    nothing; a symbolic link is kept (its target is edited); a read-only file
-    is refused; the old file is kept as a timestamped .bak next to it.
+    results; when it has reset_on_user_turn, to AGENT's user-turn hooks too
+    (UserPromptSubmit, BeforeAgent). The entry is inserted into the file's text;
+    every other byte is kept (numbers, escapes, key order, layout). A file that
+    does not parse, or that cannot be edited exactly, is refused untouched;
+    installing twice changes nothing; a symbolic link is kept (its target is
+    edited); a read-only file is refused; the old file is kept as a timestamped
+    .bak next to it.
     """
     from ..hook.install import plan_install
 
@@ -118,17 +120,25 @@ def install_command(
     else:
         loaded = _found_policy()
     progress = loaded is not None and loaded.reads_results
+    user_turns = loaded is not None and loaded.reset_on_user_turn
     if click.get_current_context().get_parameter_source("executable") is ParameterSource.DEFAULT:
         executable = None  # the installed entry's program, if there is one
     what = "the hook (pre-tool and post-tool events: the policy uses progress)"
+    if user_turns:
+        what = (
+            "the hook (pre-tool, post-tool and user-turn events: the policy uses progress "
+            "and reset_on_user_turn)"
+            if progress
+            else "the hook (pre-tool and user-turn events: the policy has reset_on_user_turn)"
+        )
     return _apply(
         "loop-brake hook install",
-        lambda path: plan_install(agent, path, executable, policy, progress),
+        lambda path: plan_install(agent, path, executable, policy, progress, user_turns),
         agent,
         scope,
         dry_run,
         unchanged="already installed",
-        done=f"added {what if progress else 'the hook'} to",
+        done=f"added {what if progress or user_turns else 'the hook'} to",
     )
 
 
@@ -157,7 +167,7 @@ UNINSTALL_EXIT_HELP = (
 @click.command("uninstall", epilog=UNINSTALL_EXIT_HELP)
 @_settings_target
 def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
-    """Remove every `loop-brake hook` entry from AGENT's pre-tool and post-tool hooks.
+    """Remove every `loop-brake hook` entry from AGENT's pre-tool, post-tool and user-turn hooks.
 
     Only loop-brake's handlers go (with a matcher group or event list they leave
     empty); every other byte is kept. The old file is kept as a timestamped .bak

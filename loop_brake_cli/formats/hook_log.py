@@ -14,8 +14,10 @@ agent's own decoder. A pre-tool event (``PreToolUse``, ``BeforeTool``,
 the call the brake would judge. A post-tool event (``PostToolUse``,
 ``AfterTool``, Cursor's ``postToolUse``/``afterMCPExecution``) is not a call but
 its result (``ToolResult``, for the progress mode of a policy; without one it
-changes nothing), decoded as the live hook decodes it; the other events
-(``UserPromptSubmit``, ``Stop``…) hold neither. The event name is
+changes nothing), decoded as the live hook decodes it. A user-turn event
+(``UserPromptSubmit``, ``BeforeAgent``, ``beforeSubmitPrompt``) is a ``UserTurn``
+only under a policy's ``reset_on_user_turn`` (``Source.user_turns``), as the
+live hook resets the session then; the other events (``Stop``…) hold nothing. The event name is
 ``hook_event_name`` as the agents send it, or ``event`` as some loggers rename
 it. Nothing is de-duplicated here: a repeated
 ``tool_use_id`` reaches the streak step, which marks it a duplicate, as the
@@ -30,7 +32,7 @@ from collections.abc import Iterator
 
 from .. import agents
 from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, line_too_long
+from ..records import BadRecord, Record, UserTurn, line_too_long
 from . import FormatInfo
 from ._common import load_json_line
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
@@ -62,8 +64,9 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(source: Source) -> Iterator[Record]:
-    """Stream the pre-tool calls and post-tool results, one per hook input line, as
-    each line arrives."""
+    """Stream the pre-tool calls and post-tool results (and the user turns, when asked),
+    one per hook input line, as each line arrives."""
+    user_turns = source.user_turns
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -76,5 +79,5 @@ def parse(source: Source) -> Iterator[Record]:
             yield BadRecord("not a JSON object", number)
             continue
         record = agents.detect(obj).decode(obj, number)
-        if record is not None:
+        if record is not None and (user_turns or record.__class__ is not UserTurn):
             yield record

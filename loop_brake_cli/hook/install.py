@@ -28,7 +28,12 @@ to the agent's post-tool events too (``Install.result_events``: Claude Code
 ``PostToolUse`` and ``PostToolUseFailure``, Codex ``PostToolUse``, Gemini CLI
 ``AfterTool``), whose inputs carry the results the hook records; each event is
 edited as the pre-tool one is, and one already holding our entry is left as it
-is. Without progress the file gets exactly the pre-tool entry, as before.
+is. Likewise, when it has ``reset_on_user_turn``, the entry without its matcher
+goes to the agent's user-turn events (``Install.user_turn_events``: Claude Code
+and Codex ``UserPromptSubmit``, Gemini CLI ``BeforeAgent``), whose inputs say
+the user spoke. Without either the file gets exactly the pre-tool entry, as
+before: an event is registered only when the policy needs it, so an agent does
+not start the hook on every prompt for nothing.
 
 An entry of ours whose command differs from the one asked for (another
 ``--policy``, none, another ``--command``) is replaced, not kept beside the new
@@ -38,7 +43,7 @@ that policy live (``InstallPlan.updated``; the command says so). Without
 An identical entry is left where it is: installing twice changes nothing.
 
 ``hook uninstall`` (``plan_uninstall``) removes every loop-brake handler from the
-agent's pre-tool and post-tool events, by the same kind of minimal text edit
+agent's pre-tool, post-tool and user-turn events, by the same kind of minimal text edit
 (``settings_edit.remove_hook_entries``): other handlers, events and bytes stay.
 """
 
@@ -165,11 +170,17 @@ def _is_ours(command: str) -> bool:
     return _OURS.search(command) is not None
 
 
-def install_events(agent: str, progress: bool = False) -> tuple[str, ...]:
-    """The events the entry goes to: the pre-tool one, and with ``progress`` the
-    post-tool ones that carry results."""
+def install_events(agent: str, progress: bool = False, user_turns: bool = False) -> tuple[str, ...]:
+    """The events the entry goes to: the pre-tool one, with ``progress`` the
+    post-tool ones that carry results, with ``user_turns`` the user-turn ones."""
     target = install_target(agent)
-    return (target.event, *target.result_events) if progress else (target.event,)
+    events = (target.event, *target.result_events) if progress else (target.event,)
+    return events + target.user_turn_events if user_turns else events
+
+
+def _every_event(agent: str) -> tuple[str, ...]:
+    """Every event an install may have written to (stale entries, uninstall)."""
+    return install_events(agent, progress=True, user_turns=True)
 
 
 def _installed_program(text: str, agent: str) -> str | None:
@@ -181,7 +192,7 @@ def _installed_program(text: str, agent: str) -> str | None:
             seen.append(command)
         return False  # nothing is removed: every handler is visited
 
-    remove_hook_entries(text, install_events(agent, progress=True), collect)
+    remove_hook_entries(text, _every_event(agent), collect)
     for command in seen:
         try:
             words = shlex.split(command, posix=os.name != "nt")
@@ -198,11 +209,14 @@ def plan_install(
     executable: str | None = "loop-brake",
     policy: str | None = None,
     progress: bool = False,
+    user_turns: bool = False,
 ) -> InstallPlan:
     """Read ``path`` (if any) and compute the edited text; raises InstallError.
-    ``progress``: the policy in effect uses progress (post-tool events too).
+    ``progress``: the policy in effect uses progress (post-tool events too);
+    ``user_turns``: it has ``reset_on_user_turn`` (user-turn events too).
     ``executable`` None: the installed entry's program, else ``loop-brake``."""
-    events = install_events(agent, progress)
+    events = install_events(agent, progress, user_turns)
+    turn_events = install_target(agent).user_turn_events
     settings, original = _read_text(path)
     hint = "fix or move it and run install again, or add the entry yourself"
     try:
@@ -212,13 +226,15 @@ def plan_install(
         command = entry["hooks"][0]["command"]
         # our handlers with another command (every event we may have written) go first
         stale = remove_hook_entries(
-            original,
-            install_events(agent, progress=True),
-            lambda other: _is_ours(other) and other != command,
+            original, _every_event(agent), lambda other: _is_ours(other) and other != command
         )
         text = original if stale is None else stale
+        # a user-turn event takes no matcher (it is no tool's)
+        unmatched = {key: value for key, value in entry.items() if key != "matcher"}
         for event in events:
-            edited = add_hook_entry(text, event, entry, _is_ours)
+            edited = add_hook_entry(
+                text, event, unmatched if event in turn_events else entry, _is_ours
+            )
             if edited is not None:
                 text = edited
     except EditError as exc:
@@ -231,8 +247,8 @@ def plan_install(
 
 def plan_uninstall(agent: str, path: str) -> InstallPlan:
     """Read ``path`` (if any) and compute the text without our handlers in the agent's
-    pre-tool and post-tool events; raises InstallError."""
-    events = install_events(agent, progress=True)
+    pre-tool, post-tool and user-turn events; raises InstallError."""
+    events = _every_event(agent)
     settings, original = _read_text(path)
     try:
         text = remove_hook_entries(original, events, _is_ours)

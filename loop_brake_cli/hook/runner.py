@@ -26,6 +26,16 @@ there would block the agent). A failure is one stderr line saying the result
 was not recorded, even with ``--fail-closed``: a lost result only means the
 call counts as the seed counts it.
 
+A user-turn event (Claude Code's and Codex's ``UserPromptSubmit``, Gemini CLI's
+``BeforeAgent``, Cursor's ``beforeSubmitPrompt``) decodes to a ``UserTurn``. Under
+a policy with ``reset_on_user_turn`` the session's state is removed from the
+store (``Store.reset``: every process sharing the store starts the session
+over; ``streak``'s docstring says what ends); without one nothing is read or
+written, as before. Either way the answer is exit 0 with nothing on stdout: a
+user-turn hook's stdout is added to the model's context, and its exit 2 would
+block the user's prompt. A failure is one stderr line saying the streaks were
+not ended, even with ``--fail-closed``: the brake never refuses a prompt.
+
 Exit codes: 0 (allow = no output, deny = the agent's JSON on stdout), or 2
 with the reason on stderr (every supported agent blocks the call on exit 2)
 for a denial that cannot be answered in JSON: the agent cannot be told (a
@@ -42,7 +52,7 @@ from types import ModuleType
 from .. import agents
 from ..canonical import JSONInputError, call_digest, parse_json
 from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
-from ..records import BadRecord, ToolCall, ToolResult
+from ..records import BadRecord, ToolCall, ToolResult, UserTurn
 from ..stores import Store, StoreError, open_store, store_target
 from ..stores.sqlite_store import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_TTL
 from ..verdicts import Verdict
@@ -240,6 +250,7 @@ class _Hook:
         self.opts = opts
         self.streams = streams
         self.result = False  # the input is a post-tool event: never denied
+        self.user_turn = False  # the input is a user-turn event: never denied either
         self.store: Store | None = None
 
     def warn(self, message: str) -> None:
@@ -270,9 +281,11 @@ class _Hook:
 
     def fail(self, reason: str, agent: ModuleType | None) -> int:
         """The failure policy: allow with a stderr line, or deny with --fail-closed
-        (a post-tool event is never denied: its call has run)."""
+        (a post-tool event is never denied: its call has run; nor is a user's prompt)."""
         if self.result:
             return self.not_recorded(reason)
+        if self.user_turn:
+            return self.not_ended(reason)
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
             return 0
@@ -331,7 +344,7 @@ class _Hook:
 
     def read(
         self, data: bytes
-    ) -> tuple[ModuleType | None, ToolCall | ToolResult | BadRecord | None]:
+    ) -> tuple[ModuleType | None, ToolCall | ToolResult | UserTurn | BadRecord | None]:
         """The agent (None if it cannot be told) and the call its decoder reads."""
         forced = self.opts.get("agent")
         if not data.strip():
@@ -358,6 +371,9 @@ class _Hook:
         if isinstance(call, ToolResult):
             self.result = True
             return self.record_result(call, errors)
+        if isinstance(call, UserTurn):
+            self.user_turn = True
+            return self.end_turn(call, errors)
         if errors:
             return self.fail("; ".join(errors), agent)
         try:
@@ -429,6 +445,33 @@ class _Hook:
             self.close_store()
         return 0
 
+    def end_turn(self, turn: UserTurn, errors: list[str]) -> int:
+        """A user-turn event: under ``reset_on_user_turn`` the session starts over in the
+        store. Always exit 0 and nothing on stdout (see the module docstring)."""
+        from ..policy.discover import discover_policy
+        from ..streak import ends_on_user_turn
+
+        try:
+            policy = discover_policy(self.opts.get("policy"))
+        except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
+            return self.not_ended(f"unusable policy: {'; '.join(str(exc).splitlines())}")
+        if not ends_on_user_turn(policy):
+            return 0  # without the key a user turn changes nothing: no state is touched
+        if errors:
+            return self.not_ended("; ".join(errors))
+        try:
+            self.open_store().reset(turn.session)
+        except StoreError as exc:
+            return self.not_ended(str(exc))
+        finally:
+            self.close_store()
+        return 0
+
+    def not_ended(self, reason: str) -> int:
+        """A user-turn event's failure: one stderr line, never a denial of the prompt."""
+        self.warn(f"{reason}; the session's streaks were not ended by this user turn")
+        return 0
+
     def not_recorded(self, reason: str) -> int:
         """A post-tool event's failure: one stderr line, never a denial."""
         self.warn(f"{reason}; the tool's result was not recorded (the call counts without it)")
@@ -436,16 +479,16 @@ class _Hook:
 
 
 _POST_TOOL_EVENTS = tuple(event for agent in agents.AGENTS for event, _field in agent.RESULTS)
+_USER_TURN_EVENTS = tuple(event for agent in agents.AGENTS for event in agent.USER_TURNS)
 
 
-def _names_a_post_tool_event(head: bytes) -> bool:
-    """Whether the start of an input too long to parse names a post-tool event (its
-    ``hook_event_name`` precedes the tool's input and output in every agent's): never
-    denied."""
+def _event_named(head: bytes) -> str | None:
+    """The event an input too long to parse names at its start (its ``hook_event_name``
+    precedes the tool's input and output, and the prompt, in every agent's)."""
     import re
 
     match = re.search(rb'"hook_event_name"\s*:\s*"([A-Za-z]+)"', head)
-    return match is not None and match.group(1).decode() in _POST_TOOL_EVENTS
+    return None if match is None else match.group(1).decode()
 
 
 def main(
@@ -488,8 +531,10 @@ def _decide(
         data = streams.read_input(limit)
     except OSError as exc:
         return hook.fail(f"could not read stdin ({exc.strerror or exc})", agent)
-    if data is None:
-        hook.result = _names_a_post_tool_event(streams.head)
+    if data is None:  # a post-tool or user-turn event is never denied, even too long
+        event = _event_named(streams.head)
+        hook.result = event in _POST_TOOL_EVENTS
+        hook.user_turn = event in _USER_TURN_EVENTS
         return hook.fail(f"hook input longer than {limit} bytes (--max-input-bytes)", agent)
     try:
         return hook.run(data, errors)
