@@ -61,6 +61,7 @@ class Tally(Fields):
         "results",
         "results_ignored",
         "user_turns",
+        "warned",
     )
 
     def __init__(
@@ -73,6 +74,7 @@ class Tally(Fields):
         results: int = 0,
         results_ignored: int = 0,
         user_turns: int = 0,
+        warned: int = 0,
     ) -> None:
         self.passed = passed
         self.denied = denied
@@ -82,6 +84,7 @@ class Tally(Fields):
         self.results = results  # results read (progress mode only)
         self.results_ignored = results_ignored  # of those, results that paired with no latest call
         self.user_turns = user_turns  # user turns read (reset_on_user_turn only)
+        self.warned = warned  # calls that ran with a warning (a policy's warn_at)
 
     @property
     def calls(self) -> int:
@@ -95,6 +98,8 @@ class Tally(Fields):
             self.denied += 1
         else:
             self.passed += 1
+            if verdict.warn_at is not None:
+                self.warned += 1
         if verdict.duplicate:
             self.duplicates += 1
         if record.args_unparsed:  # type: ignore[union-attr]

@@ -209,7 +209,13 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
         out["errors"] = verdict.cycle_repeats
     if verdict.denials:
         out["denials"] = verdict.denials
-    return _denial_fields(out, verdict)
+    if verdict.warn_at is not None:
+        out["warn"] = True
+        out["warnAt"] = verdict.warn_at
+    _denial_fields(out, verdict)
+    if verdict.warn_at is not None:
+        out["warning"] = verdict.warning
+    return out
 
 
 def _call_fields(out: dict[str, Any], call: ToolCall, verdict: Verdict, file: str | None) -> None:

@@ -36,7 +36,11 @@ same duplicate rule, and then, in this order, one decision per counted call:
   result was never seen ends it);
 * ``stop`` (when ``[stop]`` is on): a denied call that makes
   ``after_denials`` denials in a row in the session is a stop; a passing call
-  resets that count.
+  resets that count;
+* ``warn_at`` (when the call's rule or the policy gives one): a call that
+  passes, is not exempt and whose streak count has reached ``warn_at`` is
+  warned (``Decision.warn_at``): it runs, and the model is told it is looping.
+  A ``warn_at`` at or above the call's limit never warns (the deny comes first).
 
 A duplicate returns the previous slot, whose decision is the counted call's.
 Without a policy ``step`` is used, unchanged.
@@ -149,7 +153,8 @@ class Decision(NamedTuple):
     (None for an exempt call); ``period``/``repeats`` describe a cycle denial;
     ``denials`` the consecutive denials in the session, this call included;
     ``progress`` whether the call's results may restart its streak, and ``results``
-    how many earlier calls of the streak had a result (all identical)."""
+    how many earlier calls of the streak had a result (all identical); ``warn_at``
+    the threshold of a warned call (it passes, but the model is told), else None."""
 
     denied: bool
     rule: str
@@ -163,6 +168,7 @@ class Decision(NamedTuple):
     progress: bool = False
     results: int = 0
     window: int = 0  # a window denial: the window's size (``repeats``: times seen in it)
+    warn_at: int | None = None
 
 
 class PolicySlot(NamedTuple):
@@ -222,7 +228,7 @@ def policy_step(
         return prev, True
     found = policy.rule_for(tool)
     limit, exempt, match = max_repeats, False, None
-    progress = policy.progress
+    progress, warn_at = policy.progress, policy.warn_at
     if found is not None:
         rule, match = found
         exempt = rule.exempt
@@ -230,6 +236,8 @@ def policy_step(
             limit = rule.max_repeats
         if rule.progress is not None:
             progress = rule.progress
+        if rule.warn_at is not None:
+            warn_at = rule.warn_at
     earlier: bytes | None = None
     earlier_results = 0
     if progress and slot.count > 1:  # the streak goes on: carry its results
@@ -292,6 +300,8 @@ def policy_step(
                 denied=True, rule="same_error", limit=same_error.after, repeats=errors
             )
         awaiting = not decision.denied
+    if warn_at is not None and not decision.denied and not exempt and slot.count >= warn_at:
+        decision = decision._replace(warn_at=warn_at)
     if decision.denied:
         denials = (prev.decision.denials if prev is not None else 0) + 1
         stop = policy.stop

@@ -28,12 +28,14 @@ __all__ = [
     "STOP_TEMPLATE",
     "STORE_FAILED_TEMPLATE",
     "Verdict",
+    "WARN_TEMPLATE",
     "WINDOW_TEMPLATE",
     "cycle_message",
     "deny_message",
     "progress_message",
     "verdict_of",
     "verdict_of_policy",
+    "warn_message",
 ]
 
 PLUGIN = "dsh-loop-brake"
@@ -83,6 +85,15 @@ SAME_ERROR_TEMPLATE = (
 )
 """A same-error denial (policy ``[same_error]``): never the error itself, only how often."""
 
+WARN_TEMPLATE = (
+    "loop brake: warning: tool {tool} called {count} times in a row with identical arguments "
+    "(call {prefix}\u2026, warn at {warn_at}, limit {limit}); this call runs, but a streak "
+    "of {limit} identical calls is denied.\n"
+    "Change the arguments, call a different tool, or stop if you are not making progress."
+)
+"""A warning (policy ``warn_at``): said to the model beside an allowed call's result,
+in each front-end's own channel; never the arguments."""
+
 STORE_FAILED_TEMPLATE = (
     "loop brake: the streak store could not be asked, so the brake could not decide; "
     "the call was denied because the brake fails closed.\n"
@@ -129,10 +140,35 @@ class Verdict(NamedTuple):
     identical_results: int = 0  # results of the streak's earlier calls, all identical
     window: int = 0  # rule "window": the window's size (cycle_repeats: times seen in it;
     # rule "same_error": cycle_repeats is the identical errors in a row)
+    warn_at: int | None = None  # a warned call (policy warn_at): it runs, the model is told
+
+    def __repr__(self) -> str:
+        """The named tuple's repr, leaving out fields added after the seed's verdict while
+        they hold their defaults: a verdict without them reads as it always did."""
+        shown = [
+            f"{name}={value!r}"
+            for position, (name, value) in enumerate(zip(self._fields, self, strict=True))
+            if position < _REPR_FIELDS or value != self._field_defaults[name]
+        ]
+        return f"Verdict({', '.join(shown)})"
 
     @property
     def stop(self) -> bool:
         return self.rule == "stop"
+
+    @property
+    def warned(self) -> bool:
+        """The call runs, but the policy's ``warn_at`` says the model must be told."""
+        return self.warn_at is not None
+
+    @property
+    def warning(self) -> str | None:
+        """What a warned call tells the model (``warn_message``), else None."""
+        if self.warn_at is None:
+            return None
+        return warn_message(
+            self.tool_name, self.count, self.warn_at, self.max_repeats, self.hash_prefix
+        )
 
     @property
     def message(self) -> str:
@@ -171,6 +207,16 @@ class Verdict(NamedTuple):
                 self.identical_results,
             )
         return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
+
+
+_REPR_FIELDS = 17  # Verdict's fields up to identical_results: always in its repr
+
+
+def warn_message(tool_name: str, count: int, warn_at: int, max_repeats: int, prefix: str) -> str:
+    """The warning of a call at or past ``warn_at``: tool name, counts, hash prefix."""
+    return WARN_TEMPLATE.format(
+        tool=js_string(tool_name), count=count, prefix=prefix, warn_at=warn_at, limit=max_repeats
+    )
 
 
 def progress_message(
@@ -226,6 +272,7 @@ def verdict_of(
             False,
             0,
             0,
+            None,
         ),
     )
 
@@ -267,4 +314,5 @@ def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: 
         progress=decision.progress,
         identical_results=decision.results,
         window=decision.window,
+        warn_at=decision.warn_at,
     )

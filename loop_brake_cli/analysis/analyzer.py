@@ -110,7 +110,7 @@ class Analyzer:
         report = self.report
         # The verdict's leading fields in one unpacking: the 3.11 interpreter does not
         # specialise a named tuple's attributes (each read is a generic look-up).
-        denied, tool, key, count, _, prefix, _, duplicate = verdict[:8]
+        denied, tool, key, count, _, prefix, _, duplicate, rule = verdict[:9]
         stats = self._sessions.get(key)
         if stats is None:
             stats = self._new_session(key, info.file)
@@ -136,6 +136,8 @@ class Analyzer:
             info.denied += 1
             stats.denied += 1
             report.denied += 1
+        elif rule is not None and verdict.warn_at is not None:  # only a policy warns
+            report.warned += 1
         counts, bucket = self._counts, count if count <= report.cap else report.cap + 1
         counts[bucket] = counts.get(bucket, 0) + 1
         if count <= report.cap and count not in report.first_at:

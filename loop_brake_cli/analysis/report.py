@@ -273,6 +273,8 @@ class Report:
     duplicates: int = 0
     unparsed_args: int = 0
     unreadable: int = 0
+    warned: int = 0
+    """Calls that ran with a warning (a policy's ``warn_at``); duplicates not counted."""
 
     @property
     def failed_files(self) -> int:
@@ -325,6 +327,7 @@ def merge(reports: Iterable[Report]) -> Report:
         merged.skipped += report.skipped
         merged.calls += report.calls
         merged.denied += report.denied
+        merged.warned += report.warned
         merged.duplicates += report.duplicates
         merged.unparsed_args += report.unparsed_args
         merged.unreadable += report.unreadable

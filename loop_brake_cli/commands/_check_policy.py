@@ -24,6 +24,8 @@ def _describe(policy: Any) -> list[str]:
         what = "exempt" if rule.exempt else f"max_repeats {rule.max_repeats or 'global'}"
         if rule.progress is not None:
             what += ", progress" if rule.progress else ", no progress"
+        if rule.warn_at is not None:
+            what += f", warn_at {rule.warn_at}"
         where = f"line {rule.line}" if rule.line else f"rule {rule.index + 1}"
         lines.append(f"  tools ({where}): {', '.join(rule.patterns)} -> {what}")
     if policy.cycles is not None:
@@ -45,6 +47,11 @@ def _describe(policy: Any) -> list[str]:
         lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
     if policy.reset_on_user_turn:
         lines.append("  reset_on_user_turn: a user turn ends every streak of its session")
+    if policy.warn_at is not None:
+        lines.append(
+            f"  warn_at: from {policy.warn_at} identical calls in a row"
+            " (the call runs; the model is told)"
+        )
     if policy.uses_progress:
         scope = "every tool" if policy.progress else "the tools whose rule says so"
         lines.append(f"  progress: on for {scope} (a changed result restarts the streak)")
@@ -66,6 +73,8 @@ def _rule_json(rule: Any) -> dict[str, Any]:
     }
     if rule.progress is not None:
         out["progress"] = rule.progress
+    if rule.warn_at is not None:
+        out["warnAt"] = rule.warn_at
     return out
 
 
@@ -86,6 +95,8 @@ def _policy_json(policy: Any) -> dict[str, Any]:
         out["resultIgnore"] = list(policy.result_ignore)
     if policy.reset_on_user_turn:  # likewise
         out["resetOnUserTurn"] = True
+    if policy.uses_warn:  # likewise: no key before warn_at is used
+        out["warnAt"] = policy.warn_at
     return out
 
 

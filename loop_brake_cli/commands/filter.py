@@ -243,7 +243,8 @@ def _filter(
 
         print_filter_summary(tally, brake, len(paths), sessions, not_read)
         if brake.policy_path is not None:
-            _say(f"policy: {brake.policy_path}")
+            warns = brake.policy is not None and brake.policy.uses_warn
+            _say(f"policy: {brake.policy_path}" + (f"; {tally.warned} warned" if warns else ""))
         if brake.store is not None:
             _say(f"store: {brake.store.label} ({brake.store_failures} calls decided without it)")
         if brake.progress:

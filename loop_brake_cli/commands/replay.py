@@ -351,13 +351,16 @@ def replay_command(
             doc = report_to_json(report, rows, prices)
             if policy is not None:
                 doc["policy"] = policy.path
+                if policy.uses_warn:  # else the document is what it was before warn_at
+                    doc["totals"]["warned"] = report.warned
             _write_json(doc)
         elif html_path != "-":  # with --html -, the page is stdout's only content
             from ..render import print_replay_summary
 
             print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
             if policy is not None:
-                click.echo(f"policy: {policy.path}")
+                warned = f"; {report.warned} call(s) warned" if policy.uses_warn else ""
+                click.echo(f"policy: {policy.path}{warned}")
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)

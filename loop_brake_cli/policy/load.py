@@ -51,8 +51,9 @@ TOP_KEYS = (
     "reset_on_user_turn",
     "window",
     "same_error",
+    "warn_at",
 )
-RULE_KEYS = ("match", "max_repeats", "exempt", "progress")
+RULE_KEYS = ("match", "max_repeats", "exempt", "progress", "warn_at")
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
 WINDOW_KEYS = ("calls", "max_repeats")
@@ -268,6 +269,8 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         if after is not None:
             same_error = SameErrorRule(after)
     _shadowed(rules, checker)
+    warn_at = checker.integer("", 0, document, "warn_at", 1)
+    _warn_limits(warn_at, rules, checker)
     progress = checker.boolean("", 0, document, "progress") or False
     ignore = _result_ignore(document, checker)
     if not progress and not any(rule.progress for rule in rules):
@@ -287,6 +290,7 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         reset_on_user_turn=reset,
         window=window,
         same_error=same_error,
+        warn_at=warn_at,
     )
 
 
@@ -312,6 +316,35 @@ def _window(document: dict[str, Any], checker: _Checker) -> WindowRule | None:
         )
         return None
     return WindowRule(calls, repeats)
+
+
+def _warn_limits(warn_at: int | None, rules: list[ToolRule], checker: _Checker) -> None:
+    """A rule's own ``warn_at`` must be below its own ``max_repeats`` (an error: the
+    warning could never be given); the global ``warn_at`` at or above a rule's
+    ``max_repeats`` (that rule's tools are denied before they would be warned) is a
+    warning. The global maxRepeats is not in the file (``-m``, the environment): a
+    ``warn_at`` at or above it only means no call is ever warned."""
+    for rule in rules:
+        if rule.max_repeats is None:
+            continue
+        if rule.warn_at is not None and rule.warn_at >= rule.max_repeats:
+            checker.error(
+                "tools",
+                rule.index,
+                "warn_at",
+                f"warn_at ({rule.warn_at}) must be below this rule's max_repeats "
+                f"({rule.max_repeats}): its calls are denied before they would be warned",
+            )
+        elif rule.warn_at is None and warn_at is not None and warn_at >= rule.max_repeats:
+            checker.error(
+                "tools",
+                rule.index,
+                "max_repeats",
+                f"the global warn_at ({warn_at}) is not below this rule's max_repeats "
+                f"({rule.max_repeats}): its tools are never warned (give the rule its own "
+                "warn_at)",
+                warning=True,
+            )
 
 
 def _result_ignore(document: dict[str, Any], checker: _Checker) -> tuple[str, ...]:
@@ -382,6 +415,9 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
             )
             exempt = False
         progress = checker.boolean("tools", index, entry, "progress")
+        warn_at = checker.integer("tools", index, entry, "warn_at", 1)
+        if exempt and "warn_at" in entry:
+            checker.error("tools", index, "warn_at", "an exempt rule is never denied: drop warn_at")
         if exempt and "max_repeats" in entry:
             checker.error(
                 "tools", index, "max_repeats", "an exempt rule is never denied: drop max_repeats"
@@ -394,16 +430,17 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
             not exempt
             and "max_repeats" not in entry
             and "progress" not in entry
+            and "warn_at" not in entry
             and set(entry) <= set(RULE_KEYS)
         ):
             checker.error(
                 "tools",
                 index,
                 "",
-                "a [[tools]] rule needs max_repeats or exempt = true, or progress",
+                "a [[tools]] rule needs max_repeats or exempt = true, or progress or warn_at",
             )
         line = checker.locator.tables.get(("tools", index))
-        rules.append(ToolRule(patterns, limit, exempt, index, line, progress))
+        rules.append(ToolRule(patterns, limit, exempt, index, line, progress, warn_at=warn_at))
     return rules
 
 

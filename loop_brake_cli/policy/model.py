@@ -32,8 +32,8 @@ def glob_match(name: str, pattern: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ToolRule:
-    """One ``[[tools]]`` entry: its globs, and a limit, ``exempt`` or ``progress``
-    (None: the policy's global ``progress``)."""
+    """One ``[[tools]]`` entry: its globs, and a limit, ``exempt``, ``progress``
+    (None: the policy's global ``progress``) or ``warn_at`` (None: the global one)."""
 
     patterns: tuple[str, ...]
     max_repeats: int | None = None
@@ -41,6 +41,7 @@ class ToolRule:
     index: int = 0  # 0-based position among the [[tools]] entries
     line: int | None = None  # where it starts in the file
     progress: bool | None = None
+    warn_at: int | None = None  # None: the policy's global warn_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,8 @@ class Policy:
     for its tools); ``result_ignore``: the patterns a result is cleaned of before
     hashing (``progress.result_digest``), the defaults included unless replaced;
     ``reset_on_user_turn``: a user turn ends the session's streaks (``streak``'s
-    docstring states what it ends)."""
+    docstring states what it ends); ``warn_at``: the global streak count from which
+    an allowed call is warned (a rule may give its own), None for no warning."""
 
     tools: tuple[ToolRule, ...] = ()
     cycles: CycleRule | None = None
@@ -95,6 +97,7 @@ class Policy:
     reset_on_user_turn: bool = False
     window: WindowRule | None = None
     same_error: SameErrorRule | None = None
+    warn_at: int | None = None
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -115,6 +118,11 @@ class Policy:
         return self.uses_progress or self.same_error is not None
 
     @property
+    def uses_warn(self) -> bool:
+        """Some allowed call may be warned (``warn_at``, global or in a rule)."""
+        return self.warn_at is not None or any(rule.warn_at is not None for rule in self.tools)
+
+    @property
     def empty(self) -> bool:
         """No rule at all: the brake behaves exactly as without a policy."""
         return (
@@ -125,6 +133,7 @@ class Policy:
             and not self.reset_on_user_turn
             and self.window is None
             and self.same_error is None
+            and self.warn_at is None
         )
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:

@@ -19,7 +19,9 @@ streaks; no SQL schema changes. Results are never stored, only digests.
 ``x`` (identical errors in a row, their digest in hex or null, and whether the
 latest call awaits its result), and the decision one more field (the window's
 size); both are left out when their rule is off, so a row without them reads
-as an empty window and no errors, as before.
+as an empty window and no errors, as before. A warned decision (policy
+``warn_at``) adds ``a``, its threshold, so a duplicate of it is warned too; no
+other row changes.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ def encode_policy_state(state: PolicySlot, updated: float) -> str:
         row["w"] = [digest.hex() for digest in state.seen]
     if state.errors or state.awaiting:
         row["x"] = [state.errors, _hex(state.error_digest), state.awaiting]
+    if d.warn_at is not None:  # only a warned decision: other rows are as before
+        row["a"] = d.warn_at
     return json.dumps(row, separators=(",", ":"))
 
 
@@ -100,6 +104,9 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         if data["u"] != updated:
             return fresh
         decision = Decision(*data["d"])
+        warn_at = data.get("a")
+        if type(warn_at) is int:
+            decision = decision._replace(warn_at=warn_at)
         recent = tuple(bytes.fromhex(h) for h in data["r"])
         tools = tuple(data["t"])
         runs = tuple(int(n) for n in data["n"])

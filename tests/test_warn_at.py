@@ -1,0 +1,412 @@
+"""Policy ``warn_at`` (issue 29, item 1): the key, its located errors, the rule in the
+engine against a brute-force reference, the stores, and the verdict's shape.
+
+The reference is written from docs/policies.md alone: a call is warned when it is
+counted, passes, is not exempt, and the run of identical calls it ends (in its
+session, since the last differing call) is at least the ``warn_at`` of its first
+matching rule (else the global one). Denials come from the policy without warn_at:
+warn_at never changes who is denied."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli_env, run_cli
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from loop_brake_cli import LoopBrake, Verdict
+from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.policy import PolicyError, parse_policy
+from loop_brake_cli.stores import open_store
+
+CANARY = "canary-warn-at-5b1d"
+
+
+def policy_of(text: str):
+    return parse_policy(text, "policy.toml")
+
+
+# --- the key -----------------------------------------------------------------------
+
+
+def test_a_global_and_a_rule_warn_at_load() -> None:
+    policy, warnings = policy_of('warn_at = 2\n[[tools]]\nmatch = "x"\nwarn_at = 4\n')
+    assert policy.warn_at == 2 and policy.tools[0].warn_at == 4
+    assert policy.uses_warn and not policy.empty and warnings == []
+
+
+def test_warn_at_alone_is_a_policy_and_a_rule_of_warn_at_alone_is_a_rule() -> None:
+    assert not policy_of("warn_at = 1\n")[0].empty
+    rule = policy_of('[[tools]]\nmatch = "x"\nwarn_at = 2\n')[0].tools[0]
+    assert rule.max_repeats is None and rule.warn_at == 2
+
+
+def test_without_the_key_nothing_warns() -> None:
+    policy = policy_of('[[tools]]\nmatch = "x"\nmax_repeats = 9\n')[0]
+    assert policy.warn_at is None and not policy.uses_warn
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ("warn_at = 0\n", "policy.toml:1:1:", "warn_at must be an integer of at least 1, not 0"),
+        ("warn_at = -2\n", "policy.toml:1:1:", "not -2"),
+        ('warn_at = "3"\n', "policy.toml:1:1:", 'not the string "3"'),
+        ("warn_at = 2.5\n", "policy.toml:1:1:", "not 2.5"),
+        ("warn_at = true\n", "policy.toml:1:1:", "not true"),
+        (
+            '[[tools]]\nmatch = "x"\n  warn_at = 0\n',
+            "policy.toml:3:3:",
+            "warn_at must be an integer of at least 1, not 0",
+        ),
+        (
+            '[[tools]]\nmatch = "x"\nmax_repeats = 4\nwarn_at = 4\n',
+            "policy.toml:4:1:",
+            "warn_at (4) must be below this rule's max_repeats (4)",
+        ),
+        (
+            '[[tools]]\nmatch = "x"\nmax_repeats = 4\nwarn_at = 7\n',
+            "policy.toml:4:1:",
+            "warn_at (7) must be below this rule's max_repeats (4)",
+        ),
+        (
+            '[[tools]]\nmatch = "x"\nexempt = true\nwarn_at = 2\n',
+            "policy.toml:4:1:",
+            "an exempt rule is never denied: drop warn_at",
+        ),
+        ("warn_at_ = 2\n", "policy.toml:1:1:", "(did you mean warn_at?)"),
+    ],
+)
+def test_a_bad_warn_at_is_a_located_error(text: str, where: str, message: str) -> None:
+    with pytest.raises(PolicyError) as caught:
+        policy_of(text)
+    assert where in str(caught.value) and message in str(caught.value)
+
+
+def test_a_global_warn_at_not_below_a_rules_limit_is_a_warning() -> None:
+    """That rule's tools would be denied before warned: usable, but said (--strict fails)."""
+    policy, warnings = policy_of('warn_at = 3\n[[tools]]\nmatch = "x"\nmax_repeats = 3\n')
+    assert [str(w) for w in warnings] == [
+        "policy.toml:4:1: warning: the global warn_at (3) is not below this rule's "
+        "max_repeats (3): its tools are never warned (give the rule its own warn_at)"
+    ]
+    brake = LoopBrake(9, policy=policy)
+    assert not any(brake.check("x", {}).warned for _ in range(5))
+    # a rule's own warn_at below its own limit takes over: no warning
+    assert policy_of('warn_at = 3\n[[tools]]\nmatch = "x"\nmax_repeats = 3\nwarn_at = 2\n')[1] == []
+
+
+def test_check_config_exit_codes_and_json(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[tools]]\nmatch = "x"\nmax_repeats = 2\nwarn_at = 2\n')
+    done = run_cli("check-config", "--policy", str(bad))
+    assert done.returncode == 2 and done.stdout == b""
+    assert f"{bad}:4:1: warn_at (2) must be below".encode() in done.stderr
+    assert b"Traceback" not in done.stderr
+    for command in (["filter"], ["replay", str(tmp_path)]):
+        run = run_cli(*command, "--policy", str(bad), input=b"", env=cli_env(LOOP_BRAKE_POLICY=""))
+        assert run.returncode == 2 and b":4:1: warn_at (2)" in run.stderr
+    good = tmp_path / "good.toml"
+    good.write_text('warn_at = 2\n[[tools]]\nmatch = "x"\nmax_repeats = 6\nwarn_at = 4\n')
+    done = run_cli("check-config", "--policy", str(good))
+    assert done.returncode == 0, done.stderr
+    assert b"  warn_at: from 2 identical calls in a row" in done.stdout
+    assert b"x -> max_repeats 6, warn_at 4" in done.stdout
+    doc = json.loads(run_cli("check-config", "--policy", str(good), "--json").stdout)
+    assert doc["warnAt"] == 2 and doc["tools"][0]["warnAt"] == 4
+    shadow = tmp_path / "shadow.toml"
+    shadow.write_text('warn_at = 5\n[[tools]]\nmatch = "x"\nmax_repeats = 5\n')
+    assert run_cli("check-config", "--policy", str(shadow)).returncode == 0
+    assert run_cli("check-config", "--policy", str(shadow), "--strict").returncode == 1
+
+
+def test_check_config_json_without_warn_at_has_no_warn_keys(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[tools]]\nmatch = "x"\nmax_repeats = 6\n')
+    doc = json.loads(run_cli("check-config", "--policy", str(plain), "--json").stdout)
+    assert "warnAt" not in doc and "warnAt" not in doc["tools"][0]
+
+
+# --- the verdict -------------------------------------------------------------------
+
+
+def test_the_verdict_repr_without_a_warning_is_the_one_before_warn_at() -> None:
+    verdict = LoopBrake(3).check("t", {"q": 1}, session_id="s")
+    assert repr(verdict) == (
+        "Verdict(denied=False, tool_name='t', session_id='s', count=1, max_repeats=3, "
+        "hash_prefix='" + verdict.hash_prefix + "', call_id=None, duplicate=False, rule=None, "
+        "limit=None, exempt=False, match=None, cycle=(), cycle_repeats=0, denials=0, "
+        "progress=False, identical_results=0)"
+    )
+    assert verdict.warn_at is None and not verdict.warned and verdict.warning is None
+    assert Verdict._fields[-1] == "warn_at" and Verdict._field_defaults["warn_at"] is None
+
+
+def test_a_warned_verdict_runs_and_says_so_without_the_arguments() -> None:
+    brake = LoopBrake(4, policy=policy_of("warn_at = 2\n")[0])
+    verdicts = [brake.check("grep", {"q": CANARY}, session_id="s") for _ in range(5)]
+    assert [(v.denied, v.warned) for v in verdicts] == [
+        (False, False),
+        (False, True),
+        (False, True),
+        (True, False),
+        (True, False),
+    ]
+    second = verdicts[1]
+    assert second.warn_at == 2 and repr(second).endswith(", warn_at=2)")
+    assert second.warning == (
+        'loop brake: warning: tool "grep" called 2 times in a row with identical arguments '
+        f"(call {second.hash_prefix}\u2026, warn at 2, limit 4); this call runs, but a streak "
+        "of 4 identical calls is denied.\n"
+        "Change the arguments, call a different tool, or stop if you are not making progress."
+    )
+    for verdict in verdicts:
+        assert CANARY not in repr(verdict) + str(verdict.warning) + verdict.message
+
+
+# --- the rule against its definition -------------------------------------------------
+
+TOOLS = ["a", "b", "poll", "free"]
+ARGS = [{"p": 1}, {"p": 2}, {"s": CANARY}]
+
+
+class Reference:
+    """One session's warnings from the whole history (docs/policies.md, warn_at)."""
+
+    def __init__(self, rules: list[dict], warn_at: int | None, max_repeats: int) -> None:
+        self.rules, self.warn_at, self.max_repeats = rules, warn_at, max_repeats
+        self.history: list[tuple[str, int]] = []
+        self.last_id: object = None
+
+    def rule(self, tool: str) -> dict | None:
+        return next((rule for rule in self.rules if rule["match"] == tool), None)
+
+    def call(self, tool: str, arg: int, call_id: object) -> tuple[bool, int | None] | None:
+        """(denied, warn_at of a warning) of a counted call; None for a duplicate."""
+        if call_id is not None and call_id == self.last_id and self.history:
+            return None
+        self.last_id = call_id
+        self.history.append((tool, arg))
+        run = 0
+        for earlier in reversed(self.history):
+            if earlier != (tool, arg):
+                break
+            run += 1
+        rule = self.rule(tool) or {}
+        if rule.get("exempt"):
+            return False, None
+        limit = rule.get("max_repeats", self.max_repeats)
+        warn_at = rule.get("warn_at", self.warn_at)
+        denied = run >= limit
+        warned = not denied and warn_at is not None and run >= warn_at
+        return denied, warn_at if warned else None
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> tuple[str, list[dict], int | None]:
+    rules: list[dict] = []
+    lines: list[str] = []
+    warn_at = draw(st.one_of(st.none(), st.integers(1, 6)))
+    if warn_at is not None:
+        lines.append(f"warn_at = {warn_at}")
+    for tool in draw(st.lists(st.sampled_from(TOOLS), unique=True, max_size=3)):
+        rule: dict = {"match": tool}
+        if tool == "free":
+            rule["exempt"] = True
+        else:
+            limit = draw(st.one_of(st.none(), st.integers(1, 6)))
+            own = draw(st.one_of(st.none(), st.integers(1, 6)))
+            if limit is not None:
+                rule["max_repeats"] = limit
+                if own is not None and own >= limit:
+                    own = None
+            if own is not None:
+                rule["warn_at"] = own
+            if limit is None and own is None:
+                rule["max_repeats"] = 2
+        rules.append(rule)
+        lines.append("[[tools]]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in rule.items()]
+    return "\n".join(lines) + "\n", rules, warn_at
+
+
+sequences = st.lists(
+    st.tuples(st.sampled_from(TOOLS), st.integers(0, 2), st.sampled_from([None, "c1", "c2"])),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(policy=policies(), drawn=sequences, max_repeats=st.integers(1, 6))
+def test_the_engine_warns_exactly_as_the_reference(policy, drawn, max_repeats) -> None:
+    text, rules, warn_at = policy
+    brake = LoopBrake(max_repeats, policy=policy_of(text)[0])
+    reference = Reference(rules, warn_at, max_repeats)
+    last = None
+    for tool, arg, call_id in drawn:
+        verdict = brake.check(tool, ARGS[arg], session_id="s", call_id=call_id)
+        want = reference.call(tool, arg, call_id)
+        if want is None:  # a duplicate gets the counted call's verdict, warning included
+            assert verdict.duplicate and last is not None
+            assert (verdict.denied, verdict.warn_at) == (last.denied, last.warn_at)
+            continue
+        assert (verdict.denied, verdict.warn_at) == want, (tool, arg, verdict)
+        last = verdict
+
+
+@settings(max_examples=100, deadline=None)
+@given(drawn=sequences, warn_at=st.integers(1, 4))
+def test_warn_at_never_changes_a_denial_or_a_count(drawn, warn_at) -> None:
+    base = '[[tools]]\nmatch = "free"\nexempt = true\n[cycles]\nmax_repeats = 2\n[stop]\n'
+    base += "after_denials = 2\n"
+    plain = LoopBrake(4, policy=policy_of(base)[0])
+    warned = LoopBrake(4, policy=policy_of(f"warn_at = {warn_at}\n" + base)[0])
+    for tool, arg, call_id in drawn:
+        a = plain.check(tool, ARGS[arg], session_id="s", call_id=call_id)
+        b = warned.check(tool, ARGS[arg], session_id="s", call_id=call_id)
+        assert a == b._replace(warn_at=None)
+        assert b.warn_at is None or (not b.denied and not b.exempt and b.count >= warn_at)
+
+
+# --- the stores ----------------------------------------------------------------------
+
+STORE_POLICY = """\
+warn_at = 2
+[[tools]]
+match = "poll"
+max_repeats = 5
+warn_at = 3
+progress = true
+[[tools]]
+match = "free"
+exempt = true
+[stop]
+after_denials = 2
+"""
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    url = str(tmp_path / "state.db") if request.param == "sqlite" else None
+    if url is None:
+        url = request.getfixturevalue("redis_url")
+    opened = open_store(url)
+    yield opened
+    opened.close()
+
+
+_runs = iter(range(1 << 30))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(drawn=sequences, results=st.lists(st.sampled_from([None, 0, 1]), min_size=30))
+@example(drawn=[("a", 0, "c1"), ("a", 0, "c2"), ("a", 0, "c2")], results=[None] * 30)
+def test_each_store_warns_as_the_memory_brake(store, drawn, results) -> None:
+    policy = policy_of(STORE_POLICY)[0]
+    brake = LoopBrake(4, policy=policy)
+    session = f"w{next(_runs)}"
+    for (tool, arg, call_id), result in zip(drawn, results, strict=False):
+        digest = call_digest(tool, ARGS[arg])
+        got = store.count_call(session, tool, digest, call_id, 4, policy=policy)
+        assert got == brake.observe(session, tool, digest, call_id)  # a duplicate: warned too
+        if result is not None:
+            result_digest = call_digest("result", {"r": result})
+            store.observe_result(session, call_id, result_digest, policy)
+            brake.observe_result(session, call_id, digest=result_digest)
+
+
+# --- filter and replay: the warn marker, the counts ----------------------------------
+
+
+def _events(tmp: Path, n: int = 4) -> Path:
+    path = tmp / "calls.jsonl"
+    line = json.dumps({"tool": "grep", "args": {"q": CANARY}, "sessionId": "s"})
+    path.write_text((line + "\n") * n + json.dumps({"tool": "ls", "sessionId": "s"}) + "\n")
+    return path
+
+
+def test_filter_marks_a_warned_call_and_counts_it(tmp_path: Path) -> None:
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    events = _events(tmp_path)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    done = run_cli("filter", "--policy", str(policy), "--summary", str(events), env=env)
+    assert done.returncode == 0
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(v["verdict"], v.get("warn"), v.get("warnAt")) for v in lines] == [
+        ("pass", None, None),
+        ("pass", True, 2),
+        ("deny", None, None),
+        ("deny", None, None),
+        ("pass", None, None),
+    ]
+    second = done.stdout.splitlines()[1].decode()
+    assert second.startswith('{"verdict":"pass","line":2,"toolName":"grep"')
+    assert second.endswith(
+        ',"rule":"streak","limit":3,"warn":true,"warnAt":2,"warning":"loop brake: warning: '
+        'tool \\"grep\\" called 2 times in a row with identical arguments (call '
+        + lines[1]["hashPrefix"]
+        + "\u2026, warn at 2, limit 3); this call runs, but a streak of 3 identical calls is "
+        "denied.\\nChange the arguments, call a different tool, or stop if you are not making "
+        'progress."}'
+    )
+    assert done.stderr.decode().splitlines()[-1].endswith(f"policy: {policy}; 1 warned")
+    assert CANARY.encode() not in done.stdout + done.stderr
+
+
+def test_a_policy_without_the_key_changes_no_filter_or_replay_output(tmp_path: Path) -> None:
+    policy = tmp_path / "plain.toml"
+    policy.write_text('[[tools]]\nmatch = "ls"\nmax_repeats = 9\n')
+    events = _events(tmp_path)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    done = run_cli("filter", "--policy", str(policy), "--summary", str(events), env=env)
+    assert b"warn" not in done.stdout + done.stderr
+    done = run_cli("replay", "--policy", str(policy), str(events), env=env)
+    assert b"warn" not in done.stdout + done.stderr
+    doc = json.loads(run_cli("replay", "--json", "--policy", str(policy), str(events)).stdout)
+    assert "warned" not in doc["totals"]
+
+
+def test_replay_counts_warnings_and_its_verdicts_mark_them(tmp_path: Path) -> None:
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 1\n")
+    events = _events(tmp_path, n=2)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    done = run_cli("replay", "--policy", str(policy), str(events), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[-1] == f"policy: {policy}; 3 call(s) warned"
+    doc = json.loads(run_cli("replay", "--json", "--policy", str(policy), str(events)).stdout)
+    assert doc["totals"]["warned"] == 3 and doc["totals"]["denied"] == 0
+    shown = run_cli("replay", "--verdicts", "--policy", str(policy), str(events), env=env)
+    marks = [json.loads(line).get("warnAt") for line in shown.stdout.splitlines()]
+    assert marks == [1, 1, 1]
+    for out in (done, shown):
+        assert CANARY.encode() not in out.stdout + out.stderr
+
+
+def test_the_docs_example_prints_what_docs_policies_shows() -> None:
+    """The console block of docs/policies.md's warn_at section, run and compared."""
+    import shlex
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    text = (ROOT / "docs/policies.md").read_text(encoding="utf-8")
+    section = text.split("## Warn before deny: `warn_at`", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    command, shown = block[0].removeprefix("$ "), block[1:]
+    assert command.startswith("loop-brake ")
+    command = f"{shlex.quote(sys.executable)} -m loop_brake_cli " + command.removeprefix(
+        "loop-brake "
+    )
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, capture_output=True, env=cli_env(), timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines() == shown
