@@ -349,3 +349,45 @@ def test_canary_in_results_reaches_no_denial_log_or_output(
     out, err = capfd.readouterr()
     shown = [r.model_dump_json() for r in results[2:]] + [caplog.text, out, err]
     assert all(CANARY not in text for text in shown)
+
+
+def test_same_error_denies_the_tools_next_call_after_identical_errors() -> None:
+    """Issue 29: ``[same_error] after = 2``: a tool that fails the same way for three
+    different arguments is refused at its third call (rule ``same_error``); the
+    denial carries no argument and no error text; another tool ends the run."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from loop_brake_cli.integrations._denial import META_KEY
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("[same_error]\nafter = 2\n", "inline.toml")
+    ran: list[str] = []
+    server = MCPServer("failing")
+
+    @server.tool()
+    def edit(path: str) -> str:
+        ran.append(path)
+        raise ToolError("no such file")
+
+    @server.tool()
+    def look() -> str:
+        return "listing"
+
+    attach(server, max_repeats=9, policy=policy)
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="legacy") as client:
+            out = [await client.call_tool("edit", {"path": f"f{n} {CANARY}"}) for n in range(3)]
+            out.append(await client.call_tool("look", {}))
+            out.append(await client.call_tool("edit", {"path": "g"}))
+            return out
+
+    results = anyio.run(main)
+    assert [r.is_error for r in results] == [True, True, True, False, True]
+    assert len(ran) == 3  # the third edit never ran; after look, edit runs (and fails) again
+    denial = results[2]
+    meta = (denial.meta or {})[META_KEY]
+    assert meta["rule"] == "same_error" and meta["toolName"] == "edit"
+    text = denial.content[0].text
+    assert text.startswith('loop brake: tool "edit" returned the same error 2 times in a row')
+    assert CANARY not in text + str(meta) and "no such file" not in text

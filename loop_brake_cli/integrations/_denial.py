@@ -12,7 +12,7 @@ META_KEY = "loop-brake/denial"
 
 def denial_fields(verdict: Verdict) -> dict[str, Any]:
     """The denial as data, named as in the verdict lines: never the arguments. Under a
-    policy also ``rule`` (``streak``, ``cycle`` or ``stop``)."""
+    policy also ``rule`` (``streak``, ``cycle``, ``window``, ``same_error`` or ``stop``)."""
     fields: dict[str, Any] = {
         "code": CODE,
         "plugin": PLUGIN,
