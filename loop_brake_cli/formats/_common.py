@@ -171,6 +171,7 @@ def file_calls(
     """``values_calls`` for a file that is one session: one ledger for all its values."""
     session = file_session(source)
     ledger = CallLedger()
+    ledger.user_turns = source.user_turns
     return values_calls(source, lambda value, line: value_calls(value, ledger, session, line))
 
 
@@ -181,12 +182,30 @@ class CallLedger:
     the same tool and arguments is the same call seen again (skipped when
     ``skip_repeats``); an id reused for a different call is no identity, so the
     call is emitted without it (else the brake would take it for a re-delivery).
+
+    ``user_turns``: the reader wants ``UserTurn`` records (``Source.user_turns``);
+    ``spoke`` says whether a user message is new (not a repeated history).
     """
 
     def __init__(self, skip_repeats: bool = True) -> None:
         self.skip_repeats = skip_repeats
         self._ids: dict[Any, bytes | None] = {}
         self._answered: set[str] = set()
+        self.user_turns = False
+        self._spoken = -1  # the furthest position in a message list of a user turn reported
+
+    def spoke(self, parts: tuple[str | int, ...]) -> bool:
+        """Whether the user message located at ``parts`` is a new user turn. A message in a
+        list is new only past the furthest position already reported: a request log
+        repeats the conversation from its start, and its earlier user messages are the
+        same ones again. A message on its own (a line of its own) is always new."""
+        position = parts[-1] if parts else None
+        if not isinstance(position, int):
+            return True
+        if position <= self._spoken:
+            return False
+        self._spoken = position
+        return True
 
     def answered(self, call_id: str) -> bool:
         """True when a result for ``call_id`` was already emitted (a request log repeats

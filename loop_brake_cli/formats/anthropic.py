@@ -24,6 +24,12 @@ A tool call is a ``tool_use`` content block of an assistant message::
   requests repeat the conversation); so are the
   server-side ``*_tool_result`` blocks (``web_search_tool_result``,
   ``mcp_tool_result``…) that answer a ``server_tool_use`` or ``mcp_tool_use``.
+* User turns (only when the reader asks: ``Source.user_turns``, a policy's
+  ``reset_on_user_turn``): a ``user`` message whose content is a non-empty
+  string or has a text or image block and no ``*tool_result`` block (a user
+  message carrying results is the client sending them back, not the user
+  speaking); in a log of requests, only past the furthest one already reported
+  (``CallLedger.spoke``). Its content is never read.
 * Usage: a response object's ``usage`` (``input_tokens``, ``output_tokens``,
   ``cache_read_input_tokens``, ``cache_creation_input_tokens``; thinking is
   counted in the output), reported before the response's calls, the turn
@@ -37,7 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record, ToolResult, Usage
+from ..records import BadRecord, Record, ToolResult, Usage, UserTurn
 from . import FormatInfo
 from ._common import CallLedger, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text
@@ -113,6 +119,10 @@ def message_calls(
         yield BadRecord("message is not an object", line, json_path(*parts))
         return
     role = message.get("role")
+    if role == "user" and ledger.user_turns and _spoken(message.get("content")):
+        if ledger.spoke(parts):
+            yield UserTurn(session, line, json_path(*parts))
+        return
     if role == "user":  # results only: a user's tool_use block is no call
         for record in content_calls(
             message.get("content"), ledger, session, line, (*parts, "content")
@@ -126,6 +136,18 @@ def message_calls(
     if isinstance(usage, dict):
         yield response_usage(message, usage, session, line, parts)
     yield from content_calls(message.get("content"), ledger, session, line, (*parts, "content"))
+
+
+def _spoken(content: Any) -> bool:
+    """A user message's content that is the user speaking: text or an image, no results."""
+    if isinstance(content, str):
+        return content != ""
+    if not isinstance(content, list):
+        return False
+    kinds = {block.get("type") for block in content if isinstance(block, dict)}
+    if any(isinstance(kind, str) and kind.endswith("tool_result") for kind in kinds):
+        return False
+    return bool(kinds & {"text", "image"})
 
 
 def response_usage(

@@ -25,6 +25,15 @@ One JSON object per line; a tool call is a ``tool_use`` block of an assistant li
   a line with no call or usage is not parsed at all, as before results were
   read: a user line's ``sessionId`` of the wrong type is then not reported (it
   names the session of results only, and a user line holds no call).
+* User turns (only when the reader asks: ``Source.user_turns``, a policy's
+  ``reset_on_user_turn``): a ``user`` line where the user spoke, its
+  ``message.content`` a non-empty string, or a list with text or image blocks
+  and no ``tool_result`` block (those are the harness's results, written as
+  user messages: never a user turn). Not a user turn either: a line marked
+  ``isMeta`` or ``isCompactSummary`` (the harness's own text), a sidechain line
+  (a subagent's prompt comes from its parent agent, not the user), and the
+  ``claude-stream`` format's user lines (results only). The prompt is never
+  read beyond its type. The user line is then parsed even without results.
 * Usage: ``message.usage`` of an assistant line (``input_tokens``,
   ``output_tokens``, ``cache_read_input_tokens``, ``cache_creation_input_tokens``;
   thinking is counted in the output). Every line of a split response repeats
@@ -45,7 +54,7 @@ from typing import Any
 
 from ..brake import session_key, subagent_session_key
 from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
 from . import FormatInfo
 from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
@@ -147,13 +156,21 @@ def _calls(
     turns: TurnUsage,
     results: bool,
     stream: bool = False,
+    user_turns: bool = False,
 ) -> list[Record]:
     """The records of one parsed line (``stream``: a stream-json line, keyed by
-    ``stream_session``)."""
+    ``stream_session``; ``user_turns``: a user's prompt is a ``UserTurn``)."""
     if obj.__class__ is not dict:  # parsed JSON: a dict is never a subclass
         return [BadRecord("not a JSON object", number)]
     kind = obj.get("type")
     if kind == "user":
+        if user_turns and not stream and _is_user_turn(obj):
+            session = _session(obj)
+            return [
+                UserTurn(session, number)
+                if session is not None
+                else BadRecord(_BAD_SESSION, number)
+            ]
         return _results(obj, number, stream) if results else []
     if kind != "assistant":
         return []
@@ -262,6 +279,25 @@ def _larger(old: int | None, value: Any) -> int | None:
     return old
 
 
+def _is_user_turn(obj: dict[str, Any]) -> bool:
+    """A user line where the user spoke (module docstring): a prompt, not results, not the
+    harness's own text, not a subagent's prompt."""
+    if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
+        return False
+    if obj.get("isSidechain") is True:
+        return False
+    message = obj.get("message")
+    if message.__class__ is not dict:
+        return False
+    content = message.get("content")
+    if content.__class__ is str:
+        return content != ""
+    if content.__class__ is not list:
+        return False
+    kinds = {block.get("type") for block in content if block.__class__ is dict}
+    return "tool_result" not in kinds and bool(kinds & {"text", "image"})
+
+
 def _results(obj: dict[str, Any], number: int | None, stream: bool = False) -> list[Record]:
     """The ``tool_result`` blocks of a user line, each paired by its ``tool_use_id``.
 
@@ -294,9 +330,10 @@ def _results(obj: dict[str, Any], number: int | None, stream: bool = False) -> l
 _TOOL_USE = b'"tool_use"'
 _TOOL_RESULT = b'"tool_result"'
 _USAGE = b'"usage"'
+_USER = b'"user"'  # every user line (a prompt, or results) names its type and role so
 
 
-def _needles(results: bool) -> tuple[bytes, bytes, bytes | None]:
+def _needles(results: bool, user_turns: bool = False) -> tuple[bytes, bytes, bytes | None]:
     """What a line that may hold a record contains: at least one of these bytes (None:
     no third). With results, the result's type first: a result line is the longest
     kind and names its type near the start, while ``"tool_use"`` would be looked for
@@ -305,7 +342,10 @@ def _needles(results: bool) -> tuple[bytes, bytes, bytes | None]:
     in their loop: not through a function (a call per line), nor a bound ``raw.find``
     kept in a variable (3.11 builds that method object by a generic look-up: 1,600
     instructions a call+result pair more), nor ``in`` (``bytes.__contains__`` first
-    tries its operand as an integer, and raises and clears a TypeError every time)."""
+    tries its operand as an integer, and raises and clears a TypeError every time).
+    With user turns, ``"user"`` instead of the result's type: every user line is read."""
+    if user_turns:
+        return _USER, _TOOL_USE, _USAGE
     if results:
         return _TOOL_RESULT, _TOOL_USE, _USAGE
     return _USAGE, _TOOL_USE, None
@@ -350,8 +390,8 @@ def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None,
     from ..fast_canonical import DecodeError, load_line, loads
 
     seen, turns = RecentIds(), TurnUsage()
-    results = source.results
-    first, second, third = _needles(results)
+    results, user_turns = source.results, source.user_turns
+    first, second, third = _needles(results, user_turns)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -371,7 +411,7 @@ def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None,
                 if _reported(raw):
                     yield BadRecord(error, number)
                 continue
-        calls = _calls(obj, number, seen, turns, results, stream)
+        calls = _calls(obj, number, seen, turns, results, stream, user_turns)
         if calls:
             yield from calls
 
@@ -379,8 +419,8 @@ def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None,
 def _parse(source: Source, stream: bool = False) -> Iterator[Record]:
     """``parse`` with the exact parser."""
     seen, turns = RecentIds(), TurnUsage()
-    results = source.results
-    first, second, third = _needles(results)
+    results, user_turns = source.results, source.user_turns
+    first, second, third = _needles(results, user_turns)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)
@@ -393,6 +433,6 @@ def _parse(source: Source, stream: bool = False) -> Iterator[Record]:
             if _reported(raw):
                 yield BadRecord(error, number)
             continue
-        calls = _calls(obj, number, seen, turns, results, stream)
+        calls = _calls(obj, number, seen, turns, results, stream, user_turns)
         if calls:
             yield from calls

@@ -29,6 +29,12 @@ Every line is an envelope ``{timestamp, type, payload}``; calls are the
   no results (``Source.results`` False: no progress mode), they are left out and
   a line holding only an output is not parsed, as before results were read (so
   one that is not JSON, yet looks like a whole object, is then not reported).
+* User turns (only when the reader asks: ``Source.user_turns``, a policy's
+  ``reset_on_user_turn``): ``event_msg`` ``user_message`` events, one per
+  message the user typed. The ``response_item`` messages of role ``user`` are
+  not read: Codex also writes its AGENTS.md instructions and environment
+  context as such messages, which are not the user speaking, and the typed
+  message is there twice. The message is never read.
 * Usage: ``event_msg`` ``token_count`` events. ``info.total_token_usage`` is the
   session's running total and ``info.last_token_usage`` the latest model
   response's own figures; Codex writes the same event more than once (the total
@@ -57,7 +63,7 @@ from typing import Any
 
 from ..brake import DEFAULT_SESSION
 from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
+from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
 from . import FormatInfo
 from ._common import RecentIds, load_json_line, parse_arguments, tokens
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
@@ -98,8 +104,9 @@ def sniff(head: bytes) -> bool:
 class _Reader:
     """The state a rollout needs between lines: the session and the ids already counted."""
 
-    def __init__(self, results: bool = True) -> None:
+    def __init__(self, results: bool = True, user_turns: bool = False) -> None:
         self.results = results  # ToolResult records wanted
+        self.user_turns = user_turns  # UserTurn records wanted
         self.session: str | None = None
         self.seen = RecentIds()
         self.model: str | None = None
@@ -132,8 +139,11 @@ class _Reader:
                 yield from self.result(payload, number, "$.payload")
         elif kind == "event_msg":
             payload = obj.get("payload")
-            if isinstance(payload, dict) and payload.get("type") == "token_count":
-                yield from self.token_count(payload.get("info"), number)
+            event = payload.get("type") if isinstance(payload, dict) else None
+            if event == "token_count":
+                yield from self.token_count(payload.get("info"), number)  # type: ignore[union-attr]
+            elif event == "user_message" and self.user_turns:
+                yield UserTurn(self._session(), number)
         elif kind == "turn_context":
             payload = obj.get("payload")
             model = payload.get("model") if isinstance(payload, dict) else None
@@ -250,6 +260,7 @@ _NEEDED = (
 
 # The same without results: an output line is then skipped like any other.
 _NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle != b'_output"')
+_USER_MESSAGE = b'"user_message"'  # with user turns, one needle more
 
 
 def _skippable(raw: bytes, needed: tuple[bytes, ...]) -> bool:
@@ -269,8 +280,10 @@ def parse(source: Source) -> Iterator[Record]:
     messages, ``event_msg`` echoes) are not parsed unless they look truncated
     or garbled, which is reported.
     """
-    reader = _Reader(source.results)
+    reader = _Reader(source.results, source.user_turns)
     needed = _NEEDED if source.results else _NEEDED_NO_RESULTS
+    if source.user_turns:
+        needed += (_USER_MESSAGE,)
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)

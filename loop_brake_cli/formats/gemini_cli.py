@@ -17,6 +17,11 @@ A tool call is an entry of a ``gemini`` message's ``toolCalls``::
   back to the model) is a ``ToolResult`` paired by the call's ``id``, the first
   time it is recorded. The result is the list of the parts' ``response``
   objects: each part also names the call id, which differs for every call.
+* User turns (only when the reader asks: ``Source.user_turns``, a policy's
+  ``reset_on_user_turn``): a ``user`` message (what the user typed; tool
+  results are inside the ``gemini`` message's calls, never a user message), the
+  first time its ``id`` appears (a rewritten history does not repeat it). Its
+  content is never read.
 * Usage: a ``gemini`` message's ``tokens`` (``input``, ``output``, ``cached``,
   ``thoughts``, ``tool``, ``total``), one turn per message ``id`` (a
   rewritten record raises the figures of the turn already reported), before
@@ -34,7 +39,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record, ToolResult, Usage
+from ..records import BadRecord, Record, ToolResult, Usage, UserTurn
 from . import FormatInfo
 from ._common import (
     CallLedger,
@@ -78,11 +83,13 @@ def sniff(head: bytes) -> bool:
 class _Recording:
     """What a recording needs across JSON lines: its session and the call ids already seen."""
 
-    def __init__(self, fallback: str) -> None:
+    def __init__(self, fallback: str, user_turns: bool = False) -> None:
         self.session = fallback
         self.ledger = CallLedger()
         self.seen: set[Any] = set()
         self.turns = TurnUsage()
+        self.user_turns = user_turns  # UserTurn records wanted
+        self.spoken: set[str] = set()  # the ids of the user messages already reported
 
     def adopt_session(self, value: Any) -> None:
         if isinstance(value, str) and value:
@@ -93,6 +100,13 @@ class _Recording:
     ) -> Iterator[Record]:
         if not isinstance(message, dict):
             yield BadRecord("message is not an object", line, json_path(*parts))
+            return
+        if self.user_turns and message.get("type") == "user":
+            said = message.get("id")
+            if not isinstance(said, str) or said not in self.spoken:
+                if isinstance(said, str):
+                    self.spoken.add(said)
+                yield UserTurn(self.session, line, json_path(*parts))
             return
         usage = self.usage(message, line, parts)
         if usage is not None:
@@ -206,5 +220,5 @@ def _responses(parts: Any) -> Any:
 def parse(source: Source) -> Iterator[Record]:
     """Every tool call of the recording, each once, in the order it first appears, with
     its result and each turn's usage."""
-    recording = _Recording(file_session(source))
+    recording = _Recording(file_session(source), source.user_turns)
     yield from values_calls(source, recording.value)

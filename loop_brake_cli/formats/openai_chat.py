@@ -20,6 +20,11 @@ A tool call is an entry of an assistant message's ``tool_calls``::
   recorded), paired by ``tool_call_id`` (once per id: requests repeat the
   conversation); a legacy ``function`` message has no id and answers the
   latest call.
+* User turns (only when the reader asks: ``Source.user_turns``, a policy's
+  ``reset_on_user_turn``): a ``user`` message (results are ``tool`` messages,
+  never user ones); in a log of requests, each repeating the conversation, only
+  a user message past the furthest one already reported (``CallLedger.spoke``).
+  Its content is never read.
 * Usage: a completion response's ``usage`` (``chat_usage``), reported before
   the response's calls, the turn named by the response ``id``. A message list
   records none. ``prompt_tokens`` include the cached part
@@ -40,7 +45,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..reader import Source
-from ..records import BadRecord, Record, ToolResult, Usage
+from ..records import BadRecord, Record, ToolResult, Usage, UserTurn
 from . import FormatInfo
 from ._common import CallLedger, file_calls, json_path, make_call, never_raises, tokens
 from ._sniff import foreign, head_text, mentions
@@ -103,6 +108,9 @@ def message_calls(
             yield ToolResult(
                 session, call_id, message.get("content"), None, line, json_path(*parts)
             )
+        return
+    if role == "user" and ledger.user_turns and ledger.spoke(parts):
+        yield UserTurn(session, line, json_path(*parts))
         return
     if role is not None and role != "assistant":
         return
