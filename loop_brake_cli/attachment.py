@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key
-from .canonical import call_digest
 
 __all__ = ["attach", "dispose"]
 
@@ -72,7 +71,7 @@ class _Attachment:
     def count(self, tool: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, bytes]:
         """Count one call at a seam; raise LoopBrakeError if it must not run."""
         session = self.session(kwargs)
-        digest = call_digest(tool, {} if args is None else args)
+        digest = self.brake.digest(tool, {} if args is None else args)
         in_flight = _IN_FLIGHT.get()
         if in_flight is not None and in_flight[:4] == [self, session, tool, digest]:
             in_flight[:] = [None] * 4  # counted at the execute seam; match only once

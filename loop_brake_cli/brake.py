@@ -152,6 +152,7 @@ class LoopBrake:
             self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
         if max_sessions or self.policy is not None:
             self.observe = self._observe_composed  # type: ignore[method-assign]
+        self.ignores_args = self.policy is not None and self.policy.ignores_args
         self.progress = self.policy is not None and self.policy.reads_results
         """Results are worth reading: they may restart streaks (the policy's progress
         mode) or make a run of identical errors (``[same_error]``)."""
@@ -184,8 +185,16 @@ class LoopBrake:
         call_id: Any = None,
     ) -> Verdict:
         """Count one call and return the verdict without raising."""
-        digest = call_digest(tool_name, {} if args is None else args)
+        digest = self.digest(tool_name, {} if args is None else args)
         return self.observe(session_key(session_id, agent_id), tool_name, digest, call_id)
+
+    def digest(self, tool_name: str, args: Any) -> bytes:
+        """The digest a call is counted on: ``canonical.call_digest``, the contract's hash,
+        unless the policy's rule for the tool has ``args_ignore`` (then a policy hash of
+        the arguments without those paths: ``Policy.args_digest``)."""
+        if self.ignores_args:
+            return self.policy.args_digest(tool_name, args)  # type: ignore[union-attr]
+        return call_digest(tool_name, args)
 
     def enforce(
         self,

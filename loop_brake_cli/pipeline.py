@@ -7,6 +7,7 @@ summary needs, so filter, replay and the live paths count the same way.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
+from typing import Any
 
 from .brake import LoopBrake
 from .canonical import JSONInputError, call_digest
@@ -116,12 +117,15 @@ def judge(
     brake (``LoopBrake.user_turn``) and tallied. Under a policy's progress mode each result is
     first given to the brake (``LoopBrake.observe_result``) and tallied; one that
     is not JSON becomes a BadRecord, as a call would. Calls from a generator marked
-    by ``plain_records`` are hashed with ``fast_canonical.fast_digest``."""
+    by ``plain_records`` are hashed with ``fast_canonical.fast_digest``; a tool whose
+    policy rule has ``args_ignore`` without those paths (``LoopBrake.digest``)."""
     observe = brake.observe
     progress = brake.progress
     digest_of: Callable[[str, object], bytes] = call_digest
     if getattr(records, "gi_code", None) in _PLAIN_CODE:
         from .fast_canonical import fast_digest as digest_of
+    if brake.ignores_args:  # some tool's calls are counted on a policy hash (args_ignore)
+        digest_of = _args_digest(brake.policy, digest_of)
     for record in records:
         cls = record.__class__
         if cls is ToolCall:  # the common case first
@@ -169,6 +173,16 @@ def judge(
         if tally is not None:  # a BadRecord
             tally.add(record, None)
         yield record, None
+
+
+def _args_digest(policy: Any, digest_of: Callable[[str, object], bytes]) -> Callable[..., bytes]:
+    """``digest_of`` under a policy with ``args_ignore``: the paths of the tool's rule are
+    removed first (``Policy.args_digest``); other tools' calls hash as before."""
+
+    def digest(tool: str, args: object) -> bytes:
+        return policy.args_digest(tool, args, digest_of)
+
+    return digest
 
 
 def write_verdicts(

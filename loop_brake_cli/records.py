@@ -193,6 +193,8 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
     out["limit"] = verdict.limit
     if verdict.match is not None:
         out["match"] = verdict.match
+    if verdict.policy_hash:  # hashed without the rule's args_ignore paths
+        out["policyHash"] = True
     if verdict.exempt:
         out["exempt"] = True
     if verdict.progress:

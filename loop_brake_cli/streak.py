@@ -42,6 +42,11 @@ same duplicate rule, and then, in this order, one decision per counted call:
   warned (``Decision.warn_at``): it runs, and the model is told it is looping.
   A ``warn_at`` at or above the call's limit never warns (the deny comes first).
 
+A call whose rule has ``args_ignore`` was hashed by its front-end without those
+argument paths (``Policy.args_digest``): the rule above counts that policy hash,
+and the decision says so (``Decision.policy_hash``), so no verdict passes it off
+as the plugin's hash.
+
 A duplicate returns the previous slot, whose decision is the counted call's.
 Without a policy ``step`` is used, unchanged.
 
@@ -154,7 +159,8 @@ class Decision(NamedTuple):
     ``denials`` the consecutive denials in the session, this call included;
     ``progress`` whether the call's results may restart its streak, and ``results``
     how many earlier calls of the streak had a result (all identical); ``warn_at``
-    the threshold of a warned call (it passes, but the model is told), else None."""
+    the threshold of a warned call (it passes, but the model is told), else None;
+    ``policy_hash`` that the call was hashed without its rule's ``args_ignore`` paths."""
 
     denied: bool
     rule: str
@@ -169,6 +175,7 @@ class Decision(NamedTuple):
     results: int = 0
     window: int = 0  # a window denial: the window's size (``repeats``: times seen in it)
     warn_at: int | None = None
+    policy_hash: bool = False
 
 
 class PolicySlot(NamedTuple):
@@ -227,11 +234,12 @@ def policy_step(
         assert prev is not None
         return prev, True
     found = policy.rule_for(tool)
-    limit, exempt, match = max_repeats, False, None
+    limit, exempt, match, policy_hash = max_repeats, False, None, False
     progress, warn_at = policy.progress, policy.warn_at
     if found is not None:
         rule, match = found
         exempt = rule.exempt
+        policy_hash = bool(rule.ignore_paths)
         if rule.max_repeats is not None:
             limit = rule.max_repeats
         if rule.progress is not None:
@@ -268,6 +276,8 @@ def policy_step(
         decision = Decision(False, "streak", limit, limit, match=match)
     if progress:
         decision = decision._replace(progress=True, results=earlier_results)
+    if policy_hash:
+        decision = decision._replace(policy_hash=True)
     if cycles is not None and not decision.denied and not exempt:
         found_cycle = find_cycle(recent, recent_tools, runs, cycles.max_repeats, policy.is_exempt)
         if found_cycle is not None:

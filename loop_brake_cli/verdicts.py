@@ -23,6 +23,7 @@ __all__ = [
     "CYCLE_TEMPLATE",
     "DENY_TEMPLATE",
     "PLUGIN",
+    "POLICY_HASH_TEMPLATE",
     "PROGRESS_TEMPLATE",
     "SAME_ERROR_TEMPLATE",
     "STOP_TEMPLATE",
@@ -94,6 +95,15 @@ WARN_TEMPLATE = (
 """A warning (policy ``warn_at``): said to the model beside an allowed call's result,
 in each front-end's own channel; never the arguments."""
 
+POLICY_HASH_TEMPLATE = (
+    "loop brake: tool {tool} called {count} times in a row with arguments identical "
+    "once the policy's args_ignore paths are removed (policy hash {prefix}\u2026, "
+    "limit {limit}); the call was denied before it ran.\n"
+    "Change the arguments, call a different tool, or stop."
+)
+"""A streak denial of a tool whose rule has ``args_ignore``: the prefix is a policy
+hash (not the plugin's hash of the call), and the text says so."""
+
 STORE_FAILED_TEMPLATE = (
     "loop brake: the streak store could not be asked, so the brake could not decide; "
     "the call was denied because the brake fails closed.\n"
@@ -141,6 +151,7 @@ class Verdict(NamedTuple):
     window: int = 0  # rule "window": the window's size (cycle_repeats: times seen in it;
     # rule "same_error": cycle_repeats is the identical errors in a row)
     warn_at: int | None = None  # a warned call (policy warn_at): it runs, the model is told
+    policy_hash: bool = False  # hashed without the rule's args_ignore paths (a policy hash)
 
     def __repr__(self) -> str:
         """The named tuple's repr, leaving out fields added after the seed's verdict while
@@ -166,45 +177,61 @@ class Verdict(NamedTuple):
         """What a warned call tells the model (``warn_message``), else None."""
         if self.warn_at is None:
             return None
-        return warn_message(
+        text = warn_message(
             self.tool_name, self.count, self.warn_at, self.max_repeats, self.hash_prefix
         )
+        return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
 
     @property
     def message(self) -> str:
         if self.rule == "store":
             return STORE_FAILED_TEMPLATE
         if self.rule == "stop":
-            return STOP_TEMPLATE.format(
+            text = STOP_TEMPLATE.format(
                 denials=self.denials,
                 limit=self.limit,
                 tool=js_string(self.tool_name),
                 prefix=self.hash_prefix,
             )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
         if self.rule == "cycle":
-            return cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
+            text = cycle_message(self.cycle, self.cycle_repeats, self.limit or 0)
+            if self.policy_hash:  # the prefixes come after every tool name: the last ")"
+                head, _, tail = text.rpartition(_BEFORE_IT_RAN)
+                text = head + _CYCLE_POLICY_HASH + tail
+            return text
         if self.rule == "window":
-            return WINDOW_TEMPLATE.format(
+            text = WINDOW_TEMPLATE.format(
                 tool=js_string(self.tool_name),
                 repeats=self.cycle_repeats,
                 window=self.window,
                 prefix=self.hash_prefix,
                 limit=self.limit,
             )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
         if self.rule == "same_error":
-            return SAME_ERROR_TEMPLATE.format(
+            text = SAME_ERROR_TEMPLATE.format(
                 tool=js_string(self.tool_name),
                 repeats=self.cycle_repeats,
                 prefix=self.hash_prefix,
                 limit=self.limit,
             )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
         if self.progress:
-            return progress_message(
+            text = progress_message(
                 self.tool_name,
                 self.count,
                 self.max_repeats,
                 self.hash_prefix,
                 self.identical_results,
+            )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
+        if self.policy_hash:
+            return POLICY_HASH_TEMPLATE.format(
+                tool=js_string(self.tool_name),
+                count=self.count,
+                prefix=self.hash_prefix,
+                limit=self.max_repeats,
             )
         return deny_message(self.tool_name, self.count, self.max_repeats, self.hash_prefix)
 
@@ -217,6 +244,21 @@ def warn_message(tool_name: str, count: int, warn_at: int, max_repeats: int, pre
     return WARN_TEMPLATE.format(
         tool=js_string(tool_name), count=count, prefix=prefix, warn_at=warn_at, limit=max_repeats
     )
+
+
+_BEFORE_IT_RAN = "); the call was denied before it ran."
+_CYCLE_POLICY_HASH = (
+    "; policy hashes for tools with args_ignore); the call was denied before it ran."
+)
+
+
+def _policy_hash_call(text: str, prefix: str) -> str:
+    """A text whose call is named by a policy hash (progress, stop, window, same error,
+    warning): "(call P…" becomes "(policy hash P…". The last occurrence: the tool name,
+    written before it, may hold anything; the prefix, after it, is 12 hex digits."""
+    call = f"(call {prefix}\u2026"
+    head, found, tail = text.rpartition(call)
+    return head + f"(policy hash {prefix}\u2026" + tail if found else text
 
 
 def progress_message(
@@ -273,6 +315,7 @@ def verdict_of(
             0,
             0,
             None,
+            False,
         ),
     )
 
@@ -315,4 +358,5 @@ def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: 
         identical_results=decision.results,
         window=decision.window,
         warn_at=decision.warn_at,
+        policy_hash=decision.policy_hash,
     )

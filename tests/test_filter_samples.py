@@ -64,6 +64,25 @@ def test_ab_alternation_is_not_caught() -> None:
     assert len({r["hashPrefix"] for r in rows}) == 2
 
 
+def test_nonce_polls_are_caught_only_with_args_ignore() -> None:
+    status, rows, _ = judge("nonce-polls.jsonl", "--fail-on-deny")
+    assert status == 0
+    assert [r["count"] for r in rows] == [1] * 6
+    policy = str(SAMPLES / "policies" / "args-ignore.toml")
+    status, rows, _ = judge("nonce-polls.jsonl", "--fail-on-deny", "--policy", policy)
+    assert status == 1
+    assert [(r["verdict"], r["count"]) for r in rows] == [
+        ("pass", 1),
+        ("pass", 2),
+        ("deny", 3),
+        ("deny", 4),
+        ("deny", 5),
+        ("pass", 1),
+    ]
+    assert [r.get("policyHash", False) for r in rows] == [True] * 5 + [False]
+    assert len({r["hashPrefix"] for r in rows[:5]}) == 1
+
+
 def test_every_sample_is_described() -> None:
     readme = (SAMPLES / "README.md").read_text("utf-8")
     for path in SAMPLES.glob("*.jsonl"):

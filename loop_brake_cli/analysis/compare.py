@@ -182,13 +182,14 @@ def compare_files(
                     continue
                 try:
                     digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
+                    braked_digest = braked.digest(record.tool, record.args)  # type: ignore[union-attr]
                 except (JSONInputError, TypeError):
                     result.unreadable += 1
                     continue
                 calls += 1
                 args = (record.session, record.tool, digest, record.call_id)  # type: ignore[union-attr]
                 before = seed.observe(*args)
-                after = braked.observe(*args)
+                after = braked.observe(record.session, record.tool, braked_digest, record.call_id)  # type: ignore[union-attr]
                 key = (name if not continue_sessions else "", before.session_id)
                 row = rows.get(key)
                 if row is None:

@@ -389,7 +389,10 @@ class _Hook:
         if policy is not None and policy.empty:
             policy = None
         try:
-            digest = call_digest(call.tool, call.args)
+            if policy is not None and policy.ignores_args:  # args_ignore: a policy hash
+                digest = policy.args_digest(call.tool, call.args)
+            else:
+                digest = call_digest(call.tool, call.args)
         except (ValueError, TypeError) as exc:
             return self.fail(f"tool_input cannot be hashed ({exc})", agent)
         try:

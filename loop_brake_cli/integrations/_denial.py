@@ -12,7 +12,8 @@ META_KEY = "loop-brake/denial"
 
 def denial_fields(verdict: Verdict) -> dict[str, Any]:
     """The denial as data, named as in the verdict lines: never the arguments. Under a
-    policy also ``rule`` (``streak``, ``cycle``, ``window``, ``same_error`` or ``stop``)."""
+    policy also ``rule`` (``streak``, ``cycle``, ``window``, ``same_error`` or ``stop``),
+    and ``policyHash`` when the prefix is a policy hash (``args_ignore``)."""
     fields: dict[str, Any] = {
         "code": CODE,
         "plugin": PLUGIN,
@@ -23,4 +24,6 @@ def denial_fields(verdict: Verdict) -> dict[str, Any]:
     }
     if verdict.rule is not None:
         fields["rule"] = verdict.rule
+    if verdict.policy_hash:  # hashed without the rule's args_ignore paths
+        fields["policyHash"] = True
     return fields

@@ -320,5 +320,5 @@ def describe_denial(id_bytes: bytes, verdict: Verdict) -> str:
         rule = f"count {verdict.count}, rule {verdict.rule}, limit {verdict.limit}"
     return (
         f"tools/call id {id_bytes.decode('utf-8', 'replace')} (tool {name}, "
-        f"call {verdict.hash_prefix}, {rule})"
+        f"{'policy hash' if verdict.policy_hash else 'call'} {verdict.hash_prefix}, {rule})"
     )

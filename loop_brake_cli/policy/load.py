@@ -16,6 +16,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from ..canonical import js_string
 from ..progress import DEFAULT_IGNORE, pattern_error
 from ..toml_reader import tomllib
 from .model import CycleRule, Policy, SameErrorRule, StopRule, ToolRule, WindowRule
@@ -53,7 +54,7 @@ TOP_KEYS = (
     "same_error",
     "warn_at",
 )
-RULE_KEYS = ("match", "max_repeats", "exempt", "progress", "warn_at")
+RULE_KEYS = ("match", "max_repeats", "exempt", "progress", "warn_at", "args_ignore")
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
 WINDOW_KEYS = ("calls", "max_repeats")
@@ -112,6 +113,7 @@ class _Locator:
     entry index), "cycles" or "stop"."""
 
     def __init__(self, text: str, prefix: str | None) -> None:
+        self.lines = text.splitlines()
         self.keys: dict[tuple[str, int, str], tuple[int, int]] = {}
         self.tables: dict[tuple[str, int], int] = {}
         context: tuple[str, int] | None = ("", 0) if prefix is None else None
@@ -148,6 +150,68 @@ class _Locator:
         line = self.tables.get((table, index))
         return (line, 1) if line is not None else (None, None)
 
+    def element(self, table: str, index: int, name: str, position: int) -> tuple[int, int] | None:
+        """Where the ``position``-th element of the array assigned to a key starts (1-based
+        line and column), found by reading the TOML array after the key's ``=``; None when
+        it cannot be told (a multi-line string or an inline table before it: the caller
+        points at the key)."""
+        found = self.keys.get((table, index, name))
+        if found is None:
+            return None
+        number, column = found
+        line = self.lines[number - 1]
+        at = line.find("=", column - 1)
+        if at < 0:
+            return None
+        at += 1
+        depth, seen = 0, -1
+        while number <= len(self.lines):
+            line = self.lines[number - 1]
+            while at < len(line):
+                char = line[at]
+                if char == "#":
+                    break
+                if char == "[":
+                    depth += 1
+                elif char == "]":
+                    depth -= 1
+                    if depth <= 0:
+                        return None
+                elif char == "{" or (depth == 0 and not char.isspace()):
+                    return None
+                elif not char.isspace() and char != ",":
+                    if depth == 1:  # an element starts: a string, a number, a boolean
+                        seen += 1
+                        if seen == position:
+                            return number, at + 1
+                    if char in "\"'":
+                        end = _string_end(line, at)
+                        if end is None:
+                            return None
+                        at = end
+                    else:
+                        while at + 1 < len(line) and line[at + 1] not in ",]#[ \t":
+                            at += 1
+                at += 1
+            number, at = number + 1, 0
+        return None
+
+
+def _string_end(line: str, at: int) -> int | None:
+    """The index of the closing quote of the one-line TOML string starting at ``line[at]``."""
+    quote = line[at]
+    if line.startswith(quote * 3, at):
+        return None  # a multi-line string: not located
+    at += 1
+    while at < len(line):
+        if line[at] == "\\" and quote == '"':
+            at += 2
+            continue
+        if line[at] == quote:
+            return at
+        at += 1
+    return None
+
 
 class _Checker:
     def __init__(self, path: str, locator: _Locator) -> None:
@@ -158,6 +222,21 @@ class _Checker:
     def error(self, table: str, index: int, key: str, message: str, warning: bool = False) -> None:
         line, column = self.locator.key(table, index, key)
         self.problems.append(Problem(self.path, line, column, message, warning))
+
+    def element_error(
+        self, table: str, index: int, key: str, position: int, offset: int | None, message: str
+    ) -> None:
+        """An error in the ``position``-th string of an array: located at that string
+        (and ``offset`` characters into its text, when it has no escape), else at the key."""
+        found = self.locator.element(table, index, key, position)
+        if found is None:
+            self.error(table, index, key, message)
+            return
+        line, column = found
+        text = self.locator.lines[line - 1]
+        if offset is not None and "\\" not in text[column : column + offset + 1]:
+            column += offset
+        self.problems.append(Problem(self.path, line, column, message))
 
     def keys(
         self, table: str, index: int, values: dict[str, Any], allowed: tuple[str, ...]
@@ -418,6 +497,11 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
         warn_at = checker.integer("tools", index, entry, "warn_at", 1)
         if exempt and "warn_at" in entry:
             checker.error("tools", index, "warn_at", "an exempt rule is never denied: drop warn_at")
+        texts, paths = _args_ignore(entry, index, checker)
+        if exempt and "args_ignore" in entry:
+            checker.error(
+                "tools", index, "args_ignore", "an exempt rule is never denied: drop args_ignore"
+            )
         if exempt and "max_repeats" in entry:
             checker.error(
                 "tools", index, "max_repeats", "an exempt rule is never denied: drop max_repeats"
@@ -431,17 +515,98 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
             and "max_repeats" not in entry
             and "progress" not in entry
             and "warn_at" not in entry
+            and "args_ignore" not in entry
             and set(entry) <= set(RULE_KEYS)
         ):
             checker.error(
                 "tools",
                 index,
                 "",
-                "a [[tools]] rule needs max_repeats or exempt = true, or progress or warn_at",
+                "a [[tools]] rule needs max_repeats or exempt = true, or progress, warn_at "
+                "or args_ignore",
             )
         line = checker.locator.tables.get(("tools", index))
-        rules.append(ToolRule(patterns, limit, exempt, index, line, progress, warn_at=warn_at))
+        rules.append(
+            ToolRule(
+                patterns,
+                limit,
+                exempt,
+                index,
+                line,
+                progress,
+                warn_at=warn_at,
+                args_ignore=texts,
+                ignore_paths=paths,
+            )
+        )
     return rules
+
+
+def _args_ignore(
+    entry: dict[str, Any], index: int, checker: _Checker
+) -> tuple[tuple[str, ...], tuple[tuple[str | int | None, ...], ...]]:
+    """A rule's ``args_ignore``: its paths as written and parsed (``policy/args_paths.py``);
+    every bad one located at its string in the file."""
+    if "args_ignore" not in entry:
+        return (), ()
+    from .args_paths import MAX_ARGS_IGNORE, PathError, parse_path
+
+    raw = entry["args_ignore"]
+    if not isinstance(raw, list) or not raw:
+        what = "an empty array" if isinstance(raw, list) else _show(raw)
+        checker.error(
+            "tools",
+            index,
+            "args_ignore",
+            f'args_ignore must be a non-empty array of JSON paths ("$.timestamp"), not {what}',
+        )
+        return (), ()
+    if len(raw) > MAX_ARGS_IGNORE:
+        checker.error(
+            "tools",
+            index,
+            "args_ignore",
+            f"args_ignore names {len(raw)} paths; at most {MAX_ARGS_IGNORE} are allowed",
+        )
+        return (), ()
+    texts, paths = [], []
+    for position, text in enumerate(raw):
+        if not isinstance(text, str):
+            checker.element_error(
+                "tools",
+                index,
+                "args_ignore",
+                position,
+                None,
+                f"args_ignore[{position}] must be a string (a JSON path), not {_show(text)}",
+            )
+            continue
+        try:
+            path = parse_path(text)
+        except PathError as exc:
+            checker.element_error(
+                "tools",
+                index,
+                "args_ignore",
+                position,
+                exc.position,  # the path's character: that many columns after the quote
+                f"args_ignore[{position}] {js_string(text)} {exc.reason}"
+                + ("" if exc.position is None else f" (character {exc.position})"),
+            )
+            continue
+        if text in texts:
+            checker.element_error(
+                "tools",
+                index,
+                "args_ignore",
+                position,
+                None,
+                f"args_ignore[{position}] {js_string(text)} is named twice",
+            )
+            continue
+        texts.append(text)
+        paths.append(path)
+    return tuple(texts), tuple(paths)
 
 
 def _covers(earlier: str, later: str) -> bool:

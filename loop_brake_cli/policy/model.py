@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
+from ..canonical import call_digest
 from ..progress import DEFAULT_IGNORE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CycleRule",
@@ -42,6 +48,8 @@ class ToolRule:
     line: int | None = None  # where it starts in the file
     progress: bool | None = None
     warn_at: int | None = None  # None: the policy's global warn_at
+    args_ignore: tuple[str, ...] = ()  # the paths as written (policy/args_paths.py)
+    ignore_paths: tuple[tuple[str | int | None, ...], ...] = ()  # the same, parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +143,23 @@ class Policy:
             and self.same_error is None
             and self.warn_at is None
         )
+
+    @property
+    def ignores_args(self) -> bool:
+        """Some rule removes argument paths before hashing (``args_ignore``): its tools'
+        calls are counted on policy hashes (``args_digest``)."""
+        return any(rule.ignore_paths for rule in self.tools)
+
+    def args_digest(self, tool: str, args: Any, digest_of: Any = call_digest) -> bytes:
+        """The digest a call is counted on: ``digest_of(tool, args)`` (the contract's
+        hash), or, when the first rule matching ``tool`` has ``args_ignore``, the
+        same of the arguments without those paths (a policy hash)."""
+        found = self.rule_for(tool)
+        if found is not None and found[0].ignore_paths:
+            from .args_paths import strip
+
+            args = strip(args, found[0].ignore_paths)
+        return digest_of(tool, args)
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:
         """The first ``[[tools]]`` rule whose glob matches ``tool``, with that glob.

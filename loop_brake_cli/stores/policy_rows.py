@@ -22,6 +22,9 @@ size); both are left out when their rule is off, so a row without them reads
 as an empty window and no errors, as before. A warned decision (policy
 ``warn_at``) adds ``a``, its threshold, so a duplicate of it is warned too; no
 other row changes.
+
+``args_ignore`` adds ``h`` (true) to a decision counted on a policy hash, so a
+duplicate of it says so too.
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ def encode_policy_state(state: PolicySlot, updated: float) -> str:
         row["x"] = [state.errors, _hex(state.error_digest), state.awaiting]
     if d.warn_at is not None:  # only a warned decision: other rows are as before
         row["a"] = d.warn_at
+    if d.policy_hash:  # only under args_ignore: other rows are as before
+        row["h"] = True
     return json.dumps(row, separators=(",", ":"))
 
 
@@ -107,6 +112,8 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         warn_at = data.get("a")
         if type(warn_at) is int:
             decision = decision._replace(warn_at=warn_at)
+        if data.get("h") is True:
+            decision = decision._replace(policy_hash=True)
         recent = tuple(bytes.fromhex(h) for h in data["r"])
         tools = tuple(data["t"])
         runs = tuple(int(n) for n in data["n"])
