@@ -1,7 +1,8 @@
 """One engine under a policy: filter, replay --verdicts, the hook (each dialect, its real
 entry point and SQLite store), its log replayed, the MCP proxy's --log and the recorded
 traffic replayed give the same verdict, rule, limit, count and hash prefix, call by call,
-with a policy that uses every feature (a per-tool limit, an exemption, cycles, stop)."""
+with a policy that uses every feature (a per-tool limit, an exemption, cycles, stop,
+warn_at: the hook's warning answer in each dialect, the warn marker on every line)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from loop_brake_cli.hook.runner import main as hook_main
 
 CANARY = "canary-policy-engine-91c2"
 POLICY = """\
+warn_at = 2
 [[tools]]
 match = "poll*"
 max_repeats = 4
@@ -52,6 +54,8 @@ COMPARED = (
     "denials",
     "duplicate",
     "message",
+    "warnAt",
+    "warning",
 )
 
 
@@ -142,6 +146,10 @@ def run_hook(agent: str, inputs: list[str], tmp: Path, policy: str) -> list[str]
         answer = json.loads(out.getvalue()) if out.getvalue() else None
         if answer is None:
             decisions.append("pass")
+        elif set(answer) == {"systemMessage"} or "additionalContext" in answer.get(
+            "hookSpecificOutput", {}
+        ):
+            decisions.append("warn")  # policy warn_at: the call runs, the agent is told
         elif answer.get("continue") is False:
             decisions.append("stop")
         else:
@@ -178,13 +186,16 @@ def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
         assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
         decisions = run_hook(agent, inputs, tmp, str(policy))
         expected = [v["verdict"] for v in reference]
-        if agent == "cursor":  # no stop form: a stop is answered as a denial
+        if agent == "cursor":  # no stop form (a stop is a denial), no warning form (silent)
             expected = ["deny" if kind == "stop" else kind for kind in expected]
+        else:  # the others answer a warned call with their warning field
+            marks = [v.get("warn") for v in reference]
+            expected = ["warn" if w else k for w, k in zip(marks, expected, strict=True)]
         assert decisions == expected, agent
         hook_log = tmp / f"{agent}.log"
         denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
         assert [compared(v) for v in denied] == [
-            compared(v) for v in reference if v["verdict"] != "pass"
+            compared(v) for v in reference if v["verdict"] != "pass" or v.get("warn")
         ], agent
 
 
@@ -224,6 +235,7 @@ def test_the_fixed_sequence_gives_the_documented_verdicts(tmp_path: Path) -> Non
     got = filter_verdicts(tmp_path, lines, str(policy))
     kinds = [(v["verdict"], v["rule"]) for v in got]
     assert kinds[:5] == [("pass", "streak")] * 3 + [("deny", "streak")] * 2
+    assert [v.get("warnAt") for v in got[:5]] == [None, 2, 2, None, None]  # warn before deny
     assert got[3]["limit"] == 4 and got[3]["match"] == "poll*"
     assert all(v["exempt"] and v["verdict"] == "pass" for v in got[5:9])
     assert kinds[9:15] == [("pass", "streak")] * 3 + [("deny", "cycle")] * 2 + [("stop", "stop")]

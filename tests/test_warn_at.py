@@ -410,3 +410,76 @@ def test_the_docs_example_prints_what_docs_policies_shows() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().splitlines() == shown
+
+
+# --- the hook: each agent's warning field ---------------------------------------------
+
+HOOK_INPUTS = {
+    "claude-code": {"hook_event_name": "PreToolUse", "session_id": "s", "tool_use_id": "t{}"},
+    "codex": {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s",
+        "turn_id": "u",
+        "tool_use_id": "t{}",
+    },
+    "gemini": {"hook_event_name": "BeforeTool", "session_id": "s"},
+    "cursor": {"hook_event_name": "preToolUse", "conversation_id": "s", "generation_id": "g"},
+}
+
+
+def _hook_calls(agent: str, tmp: Path, *extra: str) -> list[bytes]:
+    policy = tmp / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    outputs = []
+    for number in range(1, 5):
+        payload = {k: v.format(number) for k, v in HOOK_INPUTS[agent].items()}
+        payload |= {"tool_name": "Bash", "tool_input": {"command": CANARY}}
+        done = run_cli(
+            "hook",
+            "--agent",
+            agent,
+            "--policy",
+            str(policy),
+            "--state",
+            str(tmp / "state.db"),
+            "--log",
+            str(tmp / "hook.log"),
+            *extra,
+            input=json.dumps(payload).encode(),
+        )
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        assert CANARY.encode() not in done.stdout
+        outputs.append(done.stdout)
+    assert CANARY.encode() not in (tmp / "state.db").read_bytes() + (tmp / "hook.log").read_bytes()
+    return outputs
+
+
+@pytest.mark.parametrize("agent", list(HOOK_INPUTS))
+def test_the_hook_answers_a_warned_call_in_each_agents_field(agent: str, tmp_path: Path) -> None:
+    first, second, third, fourth = _hook_calls(agent, tmp_path)
+    assert first == b""
+    warning = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        expected = warning.check("Bash", {"command": CANARY}).warning
+    if agent == "claude-code":
+        assert json.loads(second) == {
+            "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": expected}
+        }
+    elif agent in ("codex", "gemini"):
+        assert json.loads(second) == {"systemMessage": expected}
+    else:  # Cursor: no field for text beside an undecided call
+        assert second == b""
+    assert b"deny" in third and b"deny" in fourth  # the deny is unchanged
+    logged = [json.loads(line) for line in (tmp_path / "hook.log").read_text().splitlines()]
+    assert [(v["verdict"], v.get("warnAt")) for v in logged] == [
+        ("pass", 2),
+        ("deny", None),
+        ("deny", None),
+    ]
+
+
+def test_under_shadow_the_hook_logs_the_warning_and_prints_nothing(tmp_path: Path) -> None:
+    outputs = _hook_calls("claude-code", tmp_path, "--shadow")
+    assert outputs == [b""] * 4
+    logged = [json.loads(line) for line in (tmp_path / "hook.log").read_text().splitlines()]
+    assert logged[0]["warn"] is True and logged[0]["count"] == 2

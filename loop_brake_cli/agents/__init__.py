@@ -19,6 +19,9 @@ reader ``formats/hook_log.py`` use nothing else):
 * ``deny_output(message) -> dict``: the documented deny object;
 * ``stop_output(message) -> dict``: the answer to a policy stop: the agent's own
   stop form where its hook protocol has one (``STOPS`` True), else the denial;
+* ``warn_output(message) -> dict | None``: the answer to an allowed call a
+  policy's ``warn_at`` warns, in the agent's documented field that lets the call
+  go on through its usual permission flow, or None where the protocol has none;
 * ``INSTALL``: an ``Install`` (settings file, event key, matcher, the result and
   user-turn events added under a policy that needs them), or None with
   the reason in ``NO_INSTALL``.

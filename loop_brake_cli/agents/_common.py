@@ -58,6 +58,7 @@ __all__ = [
     "event_of",
     "pre_tool_use_deny",
     "pre_tool_use_stop",
+    "system_message",
 ]
 
 
@@ -198,3 +199,9 @@ def pre_tool_use_deny(message: str) -> dict[str, Any]:
 def pre_tool_use_stop(message: str) -> dict[str, Any]:
     """That deny, plus ``continue: false`` and ``stopReason``: the agent stops."""
     return {"continue": False, "stopReason": message, **pre_tool_use_deny(message)}
+
+
+def system_message(message: str) -> dict[str, Any]:
+    """The common ``systemMessage`` output field alone (Codex, Gemini CLI): no decision,
+    so the call goes on as without an answer; the agent shows it to the user."""
+    return {"systemMessage": message}

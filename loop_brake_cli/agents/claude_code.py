@@ -18,6 +18,11 @@ Stop (policy ``[stop]``): the common JSON fields ``"continue": false`` (Claude
 stops after the hooks run) with ``stopReason`` (shown to the user, not to
 Claude), sent together with the deny above so the call does not run either.
 
+Warning (policy ``warn_at``): ``{"hookSpecificOutput": {"hookEventName":
+"PreToolUse", "additionalContext": "..."}}``, exit 0: the text is added to
+Claude's context before the tool runs; no ``permissionDecision``, so the
+call goes through the user's permission rules as if nothing were printed.
+
 Install: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
 (user), ``hooks.PreToolUse``; matcher ``*`` is every tool. Under a policy that
 uses progress, the same entry in ``hooks.PostToolUse`` and
@@ -92,3 +97,8 @@ deny_output = pre_tool_use_deny
 STOPS = True
 
 stop_output = pre_tool_use_stop
+
+
+def warn_output(message: str) -> dict[str, Any]:
+    """``additionalContext`` without a decision: Claude reads the warning, the call runs."""
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}

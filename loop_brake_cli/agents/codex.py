@@ -14,6 +14,13 @@ answer is the deny with ``"continue": false`` and the reason. Codex's hooks
 page does not say what ``continue: false`` does at ``PreToolUse``; the call is
 denied either way.
 
+Warning (policy ``warn_at``): ``{"systemMessage": "..."}``, shown to the user.
+The output schema lists ``hookSpecificOutput.additionalContext`` for
+PreToolUse, but Codex's parser (codex-rs/hooks/src/engine/output_parser.rs)
+refuses it there ("PreToolUse hook returned unsupported additionalContext")
+and the hook's answer is then dropped; ``systemMessage`` is a universal field
+it accepts. So under Codex the user sees the warning, the model does not.
+
 Install: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
 ``$CODEX_HOME/hooks.json``), ``hooks.PreToolUse``. Codex also reads inline
 ``[hooks]`` tables in ``config.toml``; the JSON form is written, whose root may
@@ -35,7 +42,13 @@ Detection: ``turn_id``, which only Codex sends.
 from __future__ import annotations
 
 from ..records import Record
-from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
+from ._common import (
+    Install,
+    decode_input,
+    pre_tool_use_deny,
+    pre_tool_use_stop,
+    system_message,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
@@ -70,3 +83,5 @@ deny_output = pre_tool_use_deny
 STOPS = True
 
 stop_output = pre_tool_use_stop
+
+warn_output = system_message

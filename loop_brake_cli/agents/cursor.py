@@ -22,6 +22,12 @@ Stop (policy ``[stop]``): none. Cursor's ``preToolUse`` and
 belongs to ``beforeSubmitPrompt``), so a stop is answered as a denial whose
 message tells the agent to stop; ``STOPS`` is False.
 
+Warning (policy ``warn_at``): none. An ``agent_message`` travels with a
+``permission``, and ``"permission": "allow"`` would skip the user's own
+approval of the call (as an explicit allow does in Claude Code); there is no
+documented field for text beside an undecided call. The hook prints nothing,
+as before; its ``--log`` line still carries the warning.
+
 Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
 ``hooks.json`` is another shape (``{"version": 1, "hooks": {"<event>":
 [{"command": ...}]}}``, flat handlers, two events) that has not been checked
@@ -112,3 +118,8 @@ STOPS = False
 def stop_output(message: str) -> dict[str, Any]:
     """No stop form in Cursor's pre-tool answer: the denial, carrying the stop message."""
     return deny_output(message)
+
+
+def warn_output(message: str) -> None:
+    """No warning form (see above): the call runs as if nothing were printed."""
+    return None

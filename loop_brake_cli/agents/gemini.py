@@ -14,6 +14,12 @@ Stop (policy ``[stop]``): the common output fields ``"continue": false``
 ("immediately terminates the agent loop for this turn") and ``stopReason``
 (shown to the user), with the deny decision and reason.
 
+Warning (policy ``warn_at``): ``{"systemMessage": "..."}`` ("displayed
+immediately to the user in the terminal"), no decision: the call runs.
+``BeforeTool`` has no field that adds text to the model's context (its
+``hookSpecificOutput`` only overrides ``tool_input``), so under Gemini CLI the
+user sees the warning, the model does not.
+
 Install: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
 (user), ``hooks.BeforeTool``; the matcher is a regex and is left out (every
 tool); the handler carries a ``name`` and a ``description``.
@@ -36,7 +42,7 @@ Detection: the event name ``BeforeTool``, ``AfterTool`` or ``BeforeAgent``.
 from __future__ import annotations
 
 from ..records import Record
-from ._common import Install, decode_input, event_of
+from ._common import Install, decode_input, event_of, system_message
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
@@ -92,3 +98,6 @@ STOPS = True
 def stop_output(message: str) -> dict[str, Any]:
     """The deny, plus ``continue: false`` and the reason: the agent loop ends."""
     return {**deny_output(message), "continue": False, "stopReason": message}
+
+
+warn_output = system_message

@@ -36,7 +36,8 @@ user-turn hook's stdout is added to the model's context, and its exit 2 would
 block the user's prompt. A failure is one stderr line saying the streaks were
 not ended, even with ``--fail-closed``: the brake never refuses a prompt.
 
-Exit codes: 0 (allow = no output, deny = the agent's JSON on stdout), or 2
+Exit codes: 0 (allow = no output, or the agent's warning field for a call a
+policy's ``warn_at`` warns; deny = the agent's JSON on stdout), or 2
 with the reason on stderr (every supported agent blocks the call on exit 2)
 for a denial that cannot be answered in JSON: the agent cannot be told (a
 ``--fail-closed`` failure on unreadable input), or stdout cannot take the
@@ -78,7 +79,9 @@ Usage: {PROG} [OPTIONS]
   a streak of identical calls to maxRepeats. Allow = exit 0, nothing printed;
   deny = exit 0 with the agent's documented deny JSON. Under a policy with
   progress = true it also takes the post-tool event (the call's result): the
-  result's digest is recorded, nothing is printed, nothing is denied.
+  result's digest is recorded, nothing is printed, nothing is denied. A call
+  a policy's warn_at warns runs: exit 0 with the agent's warning field
+  (docs/policies.md), nothing for an agent without one.
 
 Options:
   --agent [{"|".join(agents.names())}]
@@ -116,7 +119,7 @@ Options:
   --shadow                Never deny: append the verdict a denial would have
                           been to --log and let the call run.
   --log FILE              Append one verdict JSON line per denied (or, with
-                          --shadow, would-be denied) call.
+                          --shadow, would-be denied) or warned call.
   -h, --help              Show this message and exit.
 
   Failures never print a traceback: one line on stderr, and the call is
@@ -270,6 +273,19 @@ class _Hook:
             return exc.strerror or exc.__class__.__name__
         return None
 
+    def tell(self, agent: ModuleType, warning: str) -> None:
+        """A warned call's answer (``agent.warn_output``); the call runs whatever happens:
+        an agent without a warning form gets nothing, a failed write one stderr line."""
+        from .answer import answer_line
+
+        output = agent.warn_output(warning)
+        if output is None:
+            return
+        try:
+            self.streams.out(answer_line(output))
+        except OSError as exc:
+            self.warn(f"{_one_line(warning)} (not written: {exc.strerror or exc}; allowed)")
+
     def deny(self, agent: ModuleType, message: str, stop: bool = False) -> int:
         """Deny the call: the JSON answer and exit 0, or exit 2 (every supported agent
         blocks on 2) with the message on stderr when stdout cannot take the answer."""
@@ -405,6 +421,10 @@ class _Hook:
         finally:
             self.close_store()
         if not verdict.denied:
+            if verdict.warn_at is not None:  # a policy's warn_at: the call runs, told
+                self.log(call, verdict)
+                if not opts["shadow"]:
+                    self.tell(agent, verdict.warning)  # type: ignore[arg-type]
             return 0
         self.log(call, verdict)
         if opts["shadow"]:
