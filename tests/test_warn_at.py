@@ -483,3 +483,74 @@ def test_under_shadow_the_hook_logs_the_warning_and_prints_nothing(tmp_path: Pat
     assert outputs == [b""] * 4
     logged = [json.loads(line) for line in (tmp_path / "hook.log").read_text().splitlines()]
     assert logged[0]["warn"] is True and logged[0]["count"] == 2
+
+
+# --- mcp-proxy: a text block appended to a warned call's result ------------------------
+
+
+def test_append_warning_splices_a_block_and_keeps_the_servers_bytes() -> None:
+    from loop_brake_cli.mcp_proxy.routing import append_warning
+
+    data = b'{"jsonrpc":"2.0","id":12345678901234567891,"result":{"content":[{"type":"text",'
+    data += b'"text":"x"}],"isError":false}}'
+    got = append_warning(data, "W \u2026")
+    assert got == data.replace(b'"x"}]', b'"x"},{"type":"text","text":"W \xe2\x80\xa6"}]')
+    empty = b'{"id":1,"result":{"structuredContent":{},"content":[ ]}}'
+    assert (
+        append_warning(empty, "W")
+        == b'{"id":1,"result":{"structuredContent":{},"content":[ {"type":"text","text":"W"}]}}'
+    )
+    for unchanged in (b'{"id":1,"error":{"code":-1,"message":"m"}}', b'{"id":1,"result":{}}'):
+        assert append_warning(unchanged, "W") == unchanged
+
+
+def test_mcp_proxy_appends_the_warning_to_a_warned_calls_result(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import sys
+
+    import anyio
+    from conftest import ROOT
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    log = tmp_path / "verdicts.jsonl"
+    stderr_path = tmp_path / "stderr.txt"
+    args = {"text": f"look up {CANARY}"}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "loop_brake_cli", "mcp-proxy", "--policy", str(policy), "--log", str(log)]
+        + ["--", sys.executable, str(ROOT / "tests" / "mcp_server.py")],
+        env={"MCP_TEST_CALLS": str(tmp_path / "calls.jsonl")},
+        cwd=ROOT,
+    )
+    results: list = []
+
+    async def session() -> None:
+        with stderr_path.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as client:
+                    await client.initialize()
+                    for _ in range(3):
+                        results.append(await client.call_tool("echo", args))
+                    results.append(await client.call_tool("add", {"a": 2, "b": 3}))
+
+    anyio.run(session)
+    first, second, third, other = results
+    assert [block.text for block in first.content] == [args["text"]]
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("echo", args).warning
+    assert not second.is_error
+    assert [block.text for block in second.content] == [args["text"], warning]
+    assert third.is_error and "denied before it ran" in third.content[0].text
+    assert [block.text for block in other.content] == ["5"]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(v["verdict"], v.get("warnAt")) for v in lines] == [
+        ("pass", None),
+        ("pass", 2),
+        ("deny", None),
+        ("pass", None),
+    ]
+    assert CANARY not in log.read_text() + stderr_path.read_text()
+    assert CANARY not in warning + third.content[0].text

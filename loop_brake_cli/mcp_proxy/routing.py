@@ -16,6 +16,13 @@ What is forwarded keeps the client's bytes: a single message is the line as
 read; a batch with a withheld element is rebuilt from the other elements' own
 bytes; a denial answer carries the request's ``id`` as the client wrote it.
 
+Under a policy's ``warn_at`` a warned call is forwarded and its id remembered;
+the server's response to it reaches the client with one more text block at
+the end of ``result.content``, the warning (``append_warning``: the response's
+own bytes, the block spliced in; a JSON-RPC error or a result without a
+``content`` array goes through unchanged). Only then are server lines looked
+at, and only lines naming a remembered id are parsed.
+
 Under a policy that uses progress, each server line is also read, after it has
 been written to the client (``relay_server_line``): a response to a forwarded
 ``tools/call`` of the connection is that call's result (``wire.mcp``), given to
@@ -52,6 +59,7 @@ from .spans import array_element_spans, member_span
 
 __all__ = [
     "ClientRouter",
+    "append_warning",
     "MAX_ANSWERED_IDS",
     "RESULT_WAIT",
     "Routed",
@@ -89,6 +97,23 @@ def denial_answer(id_bytes: bytes, message: str, modern: bool = False) -> bytes:
         result["resultType"] = "complete"
     line = json_line(result)
     return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"result":' + line[:-1] + b"}"
+
+
+def append_warning(data: bytes, warning: str, start: int = 0) -> bytes:
+    """The JSON-RPC response at ``start`` of ``data`` (parsed by ``parse_json`` already)
+    with a text block holding ``warning`` added last to ``result.content``; ``data``
+    itself when there is no such array. The other bytes are the server's own."""
+    result = member_span(data, "result", start)
+    if result is None or data[result[0] : result[0] + 1] != b"{":
+        return data
+    content = member_span(data, "content", result[0])
+    if content is None or data[content[0] : content[0] + 1] != b"[":
+        return data
+    block = json_line({"type": "text", "text": warning})[:-1]
+    if array_element_spans(data, content[0]):
+        block = b"," + block
+    close = content[1] - 1  # the array's "]"
+    return data[:close] + block + data[close:]
 
 
 def is_modern(message: Any) -> bool:
@@ -143,6 +168,7 @@ class ClientRouter:
         self.note = note
         self.shadow = shadow
         self.answered: OrderedDict[str, int] = OrderedDict()  # id key -> answers not cancelled
+        self.warned: OrderedDict[str, str] = OrderedDict()  # id key -> warning (warn_at)
         self.line_number = 0
 
     def route_line(self, line: bytes) -> Routed:
@@ -155,8 +181,11 @@ class ClientRouter:
             return self._route_line(line)
 
     def relay_server_line(self, line: bytes, write: Callable[[bytes], None]) -> None:
-        """One line from the server: ``write`` it to the client, then (progress mode
-        only; else nothing is read) give the brake the result it carries, if any."""
+        """One line from the server: ``write`` it to the client (with the warning of a
+        warned call added), then (progress mode only; else nothing is read) give the
+        brake the result it carries, if any."""
+        if self.warned:
+            line = self._warn_response(line)
         if not self.results:
             write(line)
             return
@@ -169,6 +198,32 @@ class ClientRouter:
             with self.lock:
                 self.relaying -= 1
                 self.lock.notify_all()
+
+    def _warn_response(self, line: bytes) -> bytes:
+        """The line with the warning of each warned call it answers (one response, or
+        a batch of them) appended to that response's content."""
+        payload = _payload(line)
+        with self.lock:
+            if b'"id"' not in payload:
+                return line
+            try:
+                value = parse_json(payload)
+            except JSONInputError:
+                return line
+            if isinstance(value, dict):
+                spans = [(0, value)]
+            elif isinstance(value, list):
+                spans = list(zip((a for a, _ in array_element_spans(payload)), value, strict=True))
+            else:
+                return line
+            changed = payload
+            for start, message in reversed(spans):  # from the end: earlier offsets hold
+                if not isinstance(message, dict) or "id" not in message or "method" in message:
+                    continue
+                warning = self.warned.pop(_id_key(message["id"]), None)
+                if warning is not None:
+                    changed = append_warning(changed, warning, start)
+        return line if changed is payload else changed + line[len(payload) :]
 
     def _read_result(self, line: bytes) -> None:
         payload = _payload(line)
@@ -257,6 +312,8 @@ class ClientRouter:
         assert isinstance(record, ToolCall)
         self.log(verdict_record(record, verdict))
         if not verdict.denied:
+            if verdict.warn_at is not None and not self.shadow:
+                self._remember_warned(message["id"], verdict.warning)  # type: ignore[arg-type]
             self._forwarding(message)
             return True, None
         data = raw()
@@ -278,6 +335,7 @@ class ClientRouter:
         if session != self.session:
             self.brake.reset(self.session)
             self.answered.clear()
+            self.warned.clear()
             self.session = session
 
     def _forwarding(self, message: Any) -> None:
@@ -303,6 +361,13 @@ class ClientRouter:
         else:
             self.answered[key] = left - 1
         return True
+
+    def _remember_warned(self, request_id: Any, warning: str) -> None:
+        """The server's response to this id gets the warning (bounded, as answered ids)."""
+        with self.lock:
+            self.warned[_id_key(request_id)] = warning
+            if len(self.warned) > MAX_ANSWERED_IDS:
+                self.warned.popitem(last=False)
 
     def _remember_answered(self, request_id: Any) -> None:
         key = _id_key(request_id)
