@@ -18,6 +18,11 @@ each wire shape and judged by
 * and ``filter``, ``loop-brake hook`` and ``mcp-proxy`` counting in a shared Redis
   store (``--store redis://``, a real redis-server, flushed for each front-end).
 
+Under ``reset_on_user_turn`` (issue 29) the sequences also hold user turns,
+expressed as the event line ``{"type": "user"}``, each agent's user-turn hook
+input, a log of those inputs, and ``LoopBrake.user_turn`` in the library; the
+same verdicts are required of all of them, in memory, SQLite and Redis.
+
 Where ``filter`` gives an error verdict, the hook must let the call run (it
 fails open) and the logs and replays must give the same error line.
 """
@@ -168,25 +173,32 @@ def compared(verdict: dict) -> tuple:
 
 
 def filter_verdicts(
-    tmp: Path, lines: list[str], max_repeats: int, store: str | None = None
+    tmp: Path, lines: list[str], max_repeats: int, store: str | None = None, *extra: str
 ) -> list[dict]:
     path = tmp / "events.jsonl"
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     where = ("--store", store) if store else ()
-    result = run_cli("filter", "-m", str(max_repeats), *where, str(path))
+    result = run_cli("filter", "-m", str(max_repeats), *where, *extra, str(path))
     assert result.returncode in (0, 3), result.stderr
     return verdict_lines(result.stdout)
 
 
-def replay_verdicts(path: Path, fmt: str, max_repeats: int) -> list[dict]:
-    result = run_cli("replay", "--verdicts", "--format", fmt, "-m", str(max_repeats), str(path))
+def replay_verdicts(path: Path, fmt: str, max_repeats: int, *extra: str) -> list[dict]:
+    result = run_cli(
+        "replay", "--verdicts", "--format", fmt, "-m", str(max_repeats), *extra, str(path)
+    )
     assert result.returncode in (0, 3), result.stderr
     assert CANARY.encode() not in result.stdout + result.stderr
     return verdict_lines(result.stdout)
 
 
 def run_hook(
-    agent: str, inputs: list[str], tmp: Path, max_repeats: int, store: str | None = None
+    agent: str,
+    inputs: list[str],
+    tmp: Path,
+    max_repeats: int,
+    store: str | None = None,
+    *extra: str,
 ) -> list[str]:
     """Each input through the hook's real entry point; 'deny', 'allow' or 'fail-open'."""
     state, log = tmp / f"{agent}.db", tmp / f"{agent}.log"
@@ -194,7 +206,7 @@ def run_hook(
     decisions = []
     for text in inputs:
         out, err = io.BytesIO(), io.StringIO()
-        argv = ["--agent", agent, "-m", str(max_repeats), *where, "--log", str(log)]
+        argv = ["--agent", agent, "-m", str(max_repeats), *where, "--log", str(log), *extra]
         status = hook_main(argv, io.BytesIO(text.encode()), out, err)
         assert status == 0
         assert CANARY not in out.getvalue().decode() + err.getvalue()
@@ -339,3 +351,118 @@ def test_redis_backed_front_ends_equal_filter(
     assert [compared(v) for v in verdict_lines(proxied)] == [
         compared(v) for v in verdict_lines(in_memory)
     ]
+
+
+# -- user turns (reset_on_user_turn) ----------------------------------------------------
+
+TURN_SESSIONS = ["s1", "s1", "s2", None]
+
+
+@st.composite
+def calls_and_turns(draw: st.DrawFn) -> list[dict]:
+    """Calls (streaks likely) with user turns between them; a turn is ``{"turn": session}``."""
+    out: list[dict] = []
+    for call in draw(calls()):
+        if draw(st.integers(0, 3)) == 0:
+            out.append({"turn": draw(st.sampled_from(TURN_SESSIONS))})
+        if call["session"] not in TURN_SESSIONS:
+            call = {**call, "session": draw(st.sampled_from(TURN_SESSIONS))}
+        out.append(call)
+    return out
+
+
+def turn_event(session: object) -> str:
+    fields = ['"type":"user"', f'"prompt":{_json(CANARY)}']
+    if session is not None:
+        fields.append(f'"sessionId":{_json(session)}')
+    return "{" + ",".join(fields) + "}"
+
+
+def turn_input(agent: str, session: object) -> str:
+    """Each agent's user-turn hook input (the prompt is the canary)."""
+    event = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit",
+             "gemini": "BeforeAgent", "cursor": "beforeSubmitPrompt"}[agent]  # fmt: skip
+    fields = [f'"hook_event_name":"{event}"', f'"prompt":{_json(CANARY)}']
+    key = "conversation_id" if agent == "cursor" else "session_id"
+    if session is not None:
+        fields.append(f'"{key}":{_json(session)}')
+    if agent == "codex":
+        fields.append('"turn_id":"t2"')
+    return "{" + ",".join(fields) + "}"
+
+
+def library_verdicts(sequence: list[dict], max_repeats: int, policy: Path, store=None) -> list:
+    """What ``pipeline.judge`` gives for the same records, in process (the library)."""
+    from loop_brake_cli import LoopBrake
+    from loop_brake_cli.formats import events, parse_records
+    from loop_brake_cli.pipeline import judge
+    from loop_brake_cli.reader import Source
+
+    lines = [
+        turn_event(e["turn"]) if "turn" in e else event_line(e, e["session"]) for e in sequence
+    ]
+    source = Source(io.BytesIO("".join(line + "\n" for line in lines).encode()), "<events>")
+    brake = LoopBrake(max_repeats, policy=str(policy), store=store)
+    records = parse_records(events, source, brake.progress, brake.user_turns)
+    return [
+        ("error",) if verdict is None else (verdict.count, verdict.denied, verdict.duplicate)
+        for record, verdict in judge(records, brake)
+        if verdict is not None or record.__class__.__name__ == "BadRecord"
+    ]
+
+
+def _short(verdict: dict) -> tuple:
+    if verdict["verdict"] == "error":
+        return ("error",)
+    return (verdict["count"], verdict["verdict"] == "deny", verdict.get("duplicate", False))
+
+
+@SETTINGS
+@given(sequence=calls_and_turns(), max_repeats=st.sampled_from([1, 2, 3]))
+def test_user_turns_end_streaks_alike_in_every_front_end(
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_server,
+    sequence: list[dict],
+    max_repeats: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("turns")
+    policy = tmp / "policy.toml"
+    policy.write_text("reset_on_user_turn = true\n")
+    url = redis_server.url + "?socket_timeout=5&socket_connect_timeout=5"
+    calls_only = [e for e in sequence if "turn" not in e]
+    for agent in AGENTS:
+        lines = [
+            turn_event(e["turn"])
+            if "turn" in e
+            else event_line(e if agent != "gemini" else {**e, "id": None}, e["session"])
+            for e in sequence
+        ]
+        reference = filter_verdicts(tmp, lines, max_repeats, None, "--policy", str(policy))
+        assert len(reference) == len(calls_only)  # a user line gives no verdict line
+        inputs = [
+            turn_input(agent, e["turn"]) if "turn" in e else hook_input(agent, e) for e in sequence
+        ]
+        log = tmp / f"{agent}-inputs.jsonl"
+        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
+        replayed = replay_verdicts(log, "claude-hooks", max_repeats, "--policy", str(policy))
+        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
+        expected = [
+            {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+        ]
+        for store in (None, url):
+            redis_server.command("FLUSHALL")
+            decisions = run_hook(agent, inputs, tmp, max_repeats, store, "--policy", str(policy))
+            (tmp / f"{agent}.db").unlink(missing_ok=True)
+            (tmp / f"{agent}.log").unlink(missing_ok=True)
+            turns = [d for d, e in zip(decisions, sequence, strict=True) if "turn" in e]
+            assert turns == ["allow"] * len(turns)  # a user turn: exit 0, nothing printed
+            got = [d for d, e in zip(decisions, sequence, strict=True) if "turn" not in e]
+            assert got == expected, (agent, store)
+        if agent == "claude-code":
+            shorts = [_short(v) for v in reference]
+            assert library_verdicts(sequence, max_repeats, policy) == shorts
+            redis_server.command("FLUSHALL")
+            shared = filter_verdicts(tmp, lines, max_repeats, url, "--policy", str(policy))
+            assert [compared(v) for v in shared] == [compared(v) for v in reference]
+            redis_server.command("FLUSHALL")
+            assert library_verdicts(sequence, max_repeats, policy, url) == shorts
