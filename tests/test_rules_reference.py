@@ -12,6 +12,7 @@ stores' encoding of the new state are written out in full below."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -347,3 +348,36 @@ def test_result_error_reads_the_documented_shapes() -> None:
     assert not result_error({"content": [], "isError": False})
     assert not result_error({"error": "x", "other": 1})
     assert not result_error("Error: boom")
+
+
+def test_the_documented_sample_outputs(tmp_path: Path) -> None:
+    """docs/policies.md shows these lines; the samples are in samples/README.md."""
+    from conftest import ROOT
+
+    window = run_cli(
+        "filter", "--policy", str(ROOT / "samples/policies/window.toml"), "--only", "deny",
+        str(ROOT / "samples/spaced-repeats.jsonl"),
+    )  # fmt: skip
+    lines = [json.loads(line) for line in window.stdout.splitlines()]
+    assert [(v["line"], v["rule"], v["seen"], v["window"]) for v in lines] == [
+        (5, "window", 3, 8),
+        (7, "window", 4, 8),
+    ]
+    same = run_cli(
+        "filter", "--policy", str(ROOT / "samples/policies/same-error.toml"),
+        str(ROOT / "tests/fixtures/rules/same-error.jsonl"),
+    )  # fmt: skip
+    lines = [json.loads(line) for line in same.stdout.splitlines()]
+    assert [(v["verdict"], v["rule"]) for v in lines] == [("pass", "streak")] * 3 + [
+        ("deny", "same_error"),
+        ("pass", "streak"),
+        ("pass", "streak"),
+    ]
+    assert lines[3]["errors"] == 3 and lines[3]["line"] == 7
+    docs = (ROOT / "docs/policies.md").read_text(encoding="utf-8")
+    for out in (window.stdout, same.stdout):
+        for line in out.decode().splitlines():
+            if '"deny"' in line:
+                assert line in docs
+    plain = run_cli("filter", str(ROOT / "samples/spaced-repeats.jsonl"))
+    assert b'"deny"' not in plain.stdout
