@@ -554,3 +554,74 @@ def test_mcp_proxy_appends_the_warning_to_a_warned_calls_result(tmp_path: Path) 
     ]
     assert CANARY not in log.read_text() + stderr_path.read_text()
     assert CANARY not in warning + third.content[0].text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_mcp_gateway_appends_the_warning_to_a_warned_calls_result(
+    mode: str, tmp_path: Path
+) -> None:
+    """Both the stateless protocol and the initialize handshake (whose answers the
+    upstream may stream as SSE), through a real SDK HTTP server."""
+    pytest.importorskip("mcp")
+    import anyio
+    from remote_helpers import gateway, upstream
+    from test_mcp_gateway import connect, in_session
+
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    args = {"text": f"look up {CANARY}"}
+    results: list = []
+    with (
+        upstream(tmp_path) as (up, _calls),
+        gateway(tmp_path, up, "--policy", str(policy)) as (url, log, stderr),
+    ):
+
+        async def run() -> None:
+            async with connect(url, mode) as client:
+                for _ in range(3):
+                    results.append(await client.call_tool("echo", args, meta=in_session("a")))
+
+        anyio.run(run)
+    first, second, third = results
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("echo", args).warning
+    assert [block.text for block in first.content] == [args["text"]]
+    assert not second.is_error
+    assert [block.text for block in second.content] == [args["text"], warning]
+    assert third.is_error and "denied before it ran" in third.content[0].text
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(v["verdict"], v.get("warnAt")) for v in lines] == [
+        ("pass", None),
+        ("pass", 2),
+        ("deny", None),
+    ]
+    assert CANARY not in log.read_text() + stderr.read_text()
+
+
+def test_the_gateway_adds_the_warning_to_an_sse_stream_cut_anywhere() -> None:
+    pytest.importorskip("starlette")
+    import anyio
+
+    from loop_brake_cli.mcp_gateway.app import _warned
+
+    response = b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}'
+    note = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}'
+    other = response.replace(b'"id":7', b'"id":"7"')  # another id: "7" is not 7
+    stream = b"event: message\r\ndata: " + note + b"\r\n\r\ndata: " + other + b"\n\n"
+    stream += b"event: message\ndata: " + response + b"\n\ndata: " + response + b"\n\n"
+    warned = response.replace(b'"x"}]', b'"x"},{"type":"text","text":"W"}]')
+    want = stream.replace(b"data: " + response, b"data: " + warned, 1)
+
+    async def collect(size: int, kind: str, body: bytes) -> bytes:
+        async def chunks():
+            for at in range(0, len(body), size):
+                yield body[at : at + size]
+
+        return b"".join([part async for part in _warned(chunks(), kind, 7, "W")])
+
+    for size in (1, 5, 17, len(stream)):
+        assert anyio.run(collect, size, "text/event-stream", stream) == want
+    assert anyio.run(collect, 3, "application/json", response) == warned
+    assert anyio.run(collect, 3, "application/json", other) == other
+    assert anyio.run(collect, 3, "text/plain", response) == response

@@ -4,7 +4,10 @@ Starlette serves the endpoint; ``httpx2`` (the MCP SDK's HTTP client) speaks to
 the upstream server. A POST's body is read (at most ``max_body`` bytes, else 413)
 and decided by ``GatewayBrake``; forwarded, it goes upstream with its bytes
 unchanged, and the upstream's answer (a JSON body, an SSE stream, 202) comes back
-streamed chunk by chunk, never held whole. GET (the server's own stream) and
+streamed chunk by chunk, never held whole. The response to a call a policy's
+``warn_at`` warns is the exception: its JSON body is read whole, or its SSE
+stream line by line, so the warning can be added to that call's result
+(``_warned``); everything else in it passes as it came. GET (the server's own stream) and
 DELETE (the end of a session) pass through the same way.
 
 Headers are passed by allow-list. To the upstream: the MCP transport's own
@@ -36,6 +39,7 @@ from starlette.responses import Response, StreamingResponse
 from ..canonical import JSONInputError, parse_json
 from ..mcp_proxy.headers import safe_url
 from ..mcp_proxy.remote import transport_problem
+from ..mcp_proxy.routing import append_warning
 from ..mcp_proxy.spans import member_span
 from .decide import INVALID_REQUEST, GatewayBrake, request_error
 
@@ -179,7 +183,7 @@ class Gateway:
         if answer is not None:
             status, data = answer
             return _json(status, data)
-        return await self._forward(request, body, _request_id(body))
+        return await self._forward(request, body, _request_id(body), self.brake.warned)
 
     def _upstream_headers(self, request: Request) -> list[tuple[str, str]]:
         out = []
@@ -196,7 +200,11 @@ class Gateway:
         return out
 
     async def _forward(
-        self, request: Request, body: bytes | None, id_bytes: bytes | None
+        self,
+        request: Request,
+        body: bytes | None,
+        id_bytes: bytes | None,
+        warned: tuple[Any, str] | None = None,
     ) -> Response:
         upstream_request = self.client.build_request(
             request.method,
@@ -223,8 +231,11 @@ class Gateway:
             if name.lower() in _TO_CLIENT
             or (self.config.forward_auth and name.lower() == "www-authenticate")
         }
+        copy = self._copy(response)
+        if warned is not None:
+            copy = _warned(copy, response.headers.get("content-type", ""), *warned)
         return StreamingResponse(
-            self._copy(response),
+            copy,
             status_code=response.status_code,
             headers=headers,
             background=BackgroundTask(response.aclose),
@@ -240,6 +251,63 @@ class Gateway:
             self.note(f"{self.where}: {transport_problem(exc, self.config.read_timeout)}")
         finally:
             await response.aclose()
+
+
+async def _warned(
+    chunks: AsyncIterator[bytes], content_type: str, request_id: Any, warning: str
+) -> AsyncIterator[bytes]:
+    """The upstream's answer to a warned call with the warning added to its result: a
+    JSON body whole, an SSE stream line by line (the ``data:`` line of the response
+    with the call's id); any other answer, and every other line, as it came."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/json":
+        body = b"".join([chunk async for chunk in chunks])
+        yield _warn_message(body, request_id, warning) or body
+        return
+    if kind != "text/event-stream":
+        async for chunk in chunks:
+            yield chunk
+        return
+    left: str | None = warning  # None once the warning is in
+    pending = b""
+    async for chunk in chunks:
+        if left is None:  # told: the rest passes as it comes
+            yield chunk
+            continue
+        pending += chunk
+        cut = pending.rfind(b"\n") + 1
+        if not cut:
+            continue
+        lines, pending = pending[:cut].split(b"\n")[:-1], pending[cut:]
+        for index, line in enumerate(lines):
+            if left is not None and line.startswith(b"data:"):
+                end = b"\r" if line.endswith(b"\r") else b""
+                data = line[5 : len(line) - len(end)].removeprefix(b" ")
+                changed = _warn_message(data, request_id, left)
+                if changed is not None:
+                    lines[index], left = b"data: " + changed + end, None
+        yield b"\n".join(lines) + b"\n"
+        if left is None and pending:  # the rest of the line after the warned response
+            yield pending
+            pending = b""
+    if pending:
+        yield pending
+
+
+def _warn_message(data: bytes, request_id: Any, warning: str) -> bytes | None:
+    """``data`` with the warning added when it is the JSON-RPC response to
+    ``request_id``, else None."""
+    try:
+        value = parse_json(data)
+    except JSONInputError:
+        return None
+    if not isinstance(value, dict) or "method" in value or "id" not in value:
+        return None
+    got = value["id"]
+    if type(got) is not type(request_id) or got != request_id:
+        return None
+    changed = append_warning(data, warning)
+    return None if changed is data else changed
 
 
 def _request_id(body: bytes) -> bytes | None:

@@ -8,6 +8,10 @@ keys of ``keys.session_key``; its verdict line is ``records.verdict_record`` wit
 else is forwarded as it came (bytes unchanged); so is a body that is not JSON
 (the server answers it), after an error line in the log.
 
+A call a policy's ``warn_at`` warns is forwarded, and ``warned`` holds its id and
+the warning until the next decision: the application adds the warning to the
+upstream's response to that id (``mcp_proxy.routing.append_warning``).
+
 A JSON-RPC batch (removed from MCP in 2025-06-18) is forwarded unless it holds a
 ``tools/call``: that is refused, as one decision per body is all the gateway makes.
 """
@@ -76,9 +80,12 @@ class GatewayBrake:
         self.note = note
         self.shadow = shadow
         self.anonymous = anonymous
+        self.warned: tuple[Any, str] | None = None
+        """The last decision's warned call: (its JSON-RPC id, the warning), else None."""
 
     def decide(self, body: bytes, headers: Mapping[str, str], peer: str | None) -> Answer | None:
         """None to forward ``body`` upstream, else the gateway's answer to it."""
+        self.warned = None
         try:
             value = parse_json(body)
         except JSONInputError as exc:
@@ -118,6 +125,8 @@ class GatewayBrake:
         line["sessionSource"] = key.source
         self.log(line)
         if not verdict.denied:
+            if verdict.warn_at is not None and not self.shadow:
+                self.warned = (value["id"], verdict.warning)  # type: ignore[assignment]
             return None
         what = f"{describe_denial(id_bytes, verdict)} in session {key.name} ({key.source})"
         if self.shadow:
