@@ -58,3 +58,33 @@ def test_shadow_forwards_what_it_would_deny() -> None:
         assert gateway.decide(body(str(number)), {}, None) is None
     assert log[-1]["verdict"] == "deny"
     assert notes and notes[0].startswith("shadow: would deny")
+
+
+def test_window_denies_a_call_seen_three_times_among_others() -> None:
+    """Issue 29's [window] in the gateway: A, B, A, C, A in one session, the fifth denied
+    with rule window; nothing of the arguments in the log, the notes or the answer."""
+    from loop_brake_cli.policy import parse_policy
+
+    policy, _ = parse_policy("[window]\ncalls = 5\nmax_repeats = 3\n", "inline.toml")
+    gateway, log, notes = brake(policy=policy)
+    texts = [CANARY, "b", CANARY, "c"]
+    for number, text in enumerate(texts):
+        assert gateway.decide(body(str(number), arguments={"text": text}), {}, None) is None
+    status, answer = gateway.decide(body("9"), {}, None)  # type: ignore[misc]
+    assert status == 200 and json.loads(answer)["result"]["isError"] is True
+    assert [(line["verdict"], line["rule"]) for line in log] == [("pass", "streak")] * 4 + [
+        ("deny", "window")
+    ]
+    assert (log[-1]["window"], log[-1]["seen"], log[-1]["limit"]) == (5, 3, 3)
+    assert CANARY not in json.dumps(log) + "".join(notes) + answer.decode()
+
+
+def test_same_error_is_refused_before_listening(tmp_path) -> None:
+    """The gateway reads no results: a [same_error] policy is exit 2, as progress is."""
+    from conftest import run_cli
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[same_error]\nafter = 2\n")
+    result = run_cli("mcp-gateway", "--policy", str(policy), "--upstream", "http://127.0.0.1:9/mcp")
+    assert result.returncode == 2
+    assert b"a policy with progress or [same_error] is not supported" in result.stderr

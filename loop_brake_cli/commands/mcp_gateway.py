@@ -188,7 +188,8 @@ def mcp_gateway_command(
 
     if LoopBrake(limit, policy=policy).progress:
         return errors(
-            "a policy with progress is not supported by mcp-gateway (results are not read)"
+            "a policy with progress or [same_error] is not supported by mcp-gateway"
+            " (results are not read)"
         )
     config = GatewayConfig(
         upstream,
