@@ -118,6 +118,22 @@ def bench_policy_memory(data: Path, quick: bool, row) -> None:
     for label, policy in cases:
         per = _bytes_per_session(policy, sessions)
         row(f"memory per session, {label} (bytes)", f"{per:,.0f}", f"tracemalloc, {sessions:,}")
+    for label, text in (  # issue 29: 6 calls per session, so a window of 4 is full
+        ("[window] calls 4", "[window]\ncalls = 4\nmax_repeats = 3\n"),
+        ("[window] calls 64 (6 calls held)", "[window]\ncalls = 64\nmax_repeats = 3\n"),
+    ):
+        window = load_policy(str(_policy_file(data, "p5.toml", NO_CYCLES + text)))
+        per = _bytes_per_session(window, sessions)
+        row(f"memory per session, {label} (bytes)", f"{per:,.0f}", f"tracemalloc, {sessions:,}")
+    errors = load_policy(
+        str(_policy_file(data, "p6.toml", NO_CYCLES + "[same_error]\nafter = 3\n"))
+    )
+    per = _bytes_per_session(errors, sessions, results=True)
+    row(
+        "memory per session, [same_error], results fed (bytes)",
+        f"{per:,.0f}",
+        f"tracemalloc, {sessions:,}",
+    )
     progress = load_policy(str(_policy_file(data, "p4.toml", "progress = true\n" + NO_CYCLES)))
     per = _bytes_per_session(progress, sessions, results=True)
     row(
