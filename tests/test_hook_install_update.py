@@ -72,3 +72,16 @@ def test_without_command_the_installed_program_is_kept(tmp_path: Path) -> None:
     wanted = f"{shlex.quote(program)} hook --agent claude-code --policy {shlex.quote(POLICY)}"
     assert commands(tmp_path, ".claude/settings.json") == {"PreToolUse": [wanted]}
     assert "updated the hook" in result.stderr.decode()
+
+
+def test_a_same_error_policy_installs_the_post_tool_events_too(tmp_path: Path) -> None:
+    """Issue 29: [same_error] reads results, so the entry goes to the post-tool events as
+    progress does (Claude Code's failures arrive as PostToolUseFailure)."""
+    same_error = str(ROOT / "samples" / "policies" / "same-error.toml")
+    result = install(tmp_path, "claude-code", "--policy", same_error)
+    assert result.returncode == 0, result.stderr
+    installed = commands(tmp_path, ".claude/settings.json")
+    assert set(installed) == {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    window = str(ROOT / "samples" / "policies" / "window.toml")  # calls only
+    assert install(tmp_path, "claude-code", "--policy", window).returncode == 0
+    assert set(commands(tmp_path, ".claude/settings.json")) == {"PreToolUse"}
