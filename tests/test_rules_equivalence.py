@@ -345,3 +345,37 @@ def test_a_host_digest_with_is_error_feeds_the_rule(tmp_path: Path) -> None:
         "".join(line.replace(', "isError": true', "") + "\n" for line in lines),
     )
     assert [v["verdict"] for v in run("filter", "--policy", policy, plain)] == ["pass"] * 3
+
+
+def test_same_error_in_a_claude_code_transcript(tmp_path: Path) -> None:
+    """replay of a Claude Code transcript: tool_result blocks with is_error true and the
+    same text, for Edit calls whose arguments differ, make the fourth Edit a denial."""
+
+    def line(kind: str, uuid: str, content: list) -> str:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message |= {"id": f"msg_{uuid}", "model": "claude-sonnet-4-5"}
+        record = {"parentUuid": None, "isSidechain": False, "sessionId": "sess-E"}
+        return json.dumps(record | {"type": kind, "uuid": uuid, "message": message})
+
+    lines = [line("user", "u0", [{"type": "text", "text": "Fix the typo."}])]
+    for number in range(5):
+        args = {"file_path": f"/repo/a{number}.py", "old_string": SECRET, "new_string": "x"}
+        use = {"type": "tool_use", "id": f"toolu_{number}", "name": "Edit", "input": args}
+        lines.append(line("assistant", f"a{number}", [use]))
+        error = {"type": "tool_result", "tool_use_id": f"toolu_{number}", "is_error": True}
+        error["content"] = f"<tool_use_error>String to replace not found: {SECRET}</tool_use_error>"
+        lines.append(line("user", f"r{number}", [error]))
+    transcript = write(tmp_path, "session.jsonl", "".join(text + "\n" for text in lines))
+    policy = write(tmp_path, "policy.toml", "[same_error]\nafter = 3\n")
+    verdicts = run(
+        "replay", "--verdicts", "--format", "claude-code", "--policy", policy, transcript
+    )
+    assert [(v["verdict"], v["rule"]) for v in verdicts] == [("pass", "streak")] * 3 + [
+        ("deny", "same_error")
+    ] * 2
+    summary = run_cli("replay", "--policy", policy, transcript)
+    assert summary.returncode == 0 and SECRET.encode() not in summary.stdout + summary.stderr
+    assert b"2 calls would be denied" in summary.stdout + summary.stderr
+    seed = run("replay", "--verdicts", "--format", "claude-code", transcript)
+    assert all(v["verdict"] == "pass" for v in seed)
