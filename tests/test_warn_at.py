@@ -625,3 +625,74 @@ def test_the_gateway_adds_the_warning_to_an_sse_stream_cut_anywhere() -> None:
     assert anyio.run(collect, 3, "application/json", response) == warned
     assert anyio.run(collect, 3, "application/json", other) == other
     assert anyio.run(collect, 3, "text/plain", response) == response
+
+
+# --- integrations ---------------------------------------------------------------------
+
+
+def test_the_mcp_sdk_integration_adds_the_warning_to_the_result() -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import CallToolResult, TextContent
+
+    from loop_brake_cli.integrations.mcp import attach, with_warning
+
+    server = MCPServer("warned")
+    ran: list[str] = []
+
+    @server.tool()
+    def search(q: str) -> str:
+        """Search."""
+        ran.append(q)
+        return f"results for {q}"
+
+    attach(server, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    args = {"q": CANARY}
+
+    async def main() -> list:
+        async with Client(server, mode="legacy") as client:
+            return [await client.call_tool("search", args) for _ in range(3)]
+
+    first, second, third = anyio.run(main)
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", args).warning
+    assert [b.text for b in first.content] == [f"results for {CANARY}"]
+    assert [b.text for b in second.content] == [f"results for {CANARY}", warning]
+    assert not second.is_error and second.structured_content == {"result": f"results for {CANARY}"}
+    assert third.is_error and ran == [CANARY, CANARY]
+    assert CANARY not in warning
+    model = CallToolResult(content=[TextContent(type="text", text="r")])
+    assert [b.text for b in with_warning(model, "W").content] == ["r", "W"]
+    assert with_warning("plain", "W") == "plain"
+
+
+def test_the_langchain_integration_tells_the_model_in_the_tool_message() -> None:
+    pytest.importorskip("langchain")
+    from langchain_core.messages import ToolMessage
+    from test_integration_langchain import make_agent, script, tool_messages
+
+    from loop_brake_cli.integrations.langchain import LoopBrakeMiddleware, with_warning
+
+    ran: list[str] = []
+    model = script([{"q": CANARY}] * 3)
+    middleware = LoopBrakeMiddleware(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    agent = make_agent(model, ran, middleware)
+    result = agent.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "w"}})
+    replies = tool_messages(result)
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert [m.status for m in replies] == ["success", "success", "error"]
+    assert replies[0].content == f"results for {CANARY}"
+    assert replies[1].content == f"results for {CANARY}\n\n{warning}"
+    assert replies[1].tool_call_id == "c1"
+    # the model read it on its next turn, before the third call was denied
+    assert any(isinstance(m, ToolMessage) and warning in m.content for m in model.seen[2])
+    assert ran == [CANARY, CANARY]
+    listed = with_warning(
+        ToolMessage(content=[{"type": "text", "text": "r"}], tool_call_id="x"), "W"
+    )
+    assert listed.content == [{"type": "text", "text": "r"}, {"type": "text", "text": "W"}]

@@ -19,6 +19,11 @@ LangChain's own limit middleware does (``exit_behavior="end"``): the stop's
 ``ToolMessage``, then a jump to the end with an ``AIMessage`` carrying the stop
 message, so the model is not called again.
 
+A call a policy's ``warn_at`` warns runs, and its ``ToolMessage`` reaches the
+model with the warning added after the tool's output (a text block at the end
+of a list content, or two line ends and the text after a string one); the
+progress mode reads the tool's own output, before the warning.
+
 The session is the LangGraph thread (``configurable.thread_id``); a run
 without one is a session of its own (one ``invoke``/``stream``, from its
 ``before_agent`` to its ``after_agent``, which forgets it), so two requests of a
@@ -46,7 +51,17 @@ from ..verdicts import Verdict
 from ._session import SessionBrake, fresh_call_id, make_brake
 from .langgraph import denial_message, thread_session_key
 
-__all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key"]
+__all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key", "with_warning"]
+
+
+def with_warning(message: ToolMessage, warning: str) -> ToolMessage:
+    """The tool's message with the warning after its output, in the content's own form."""
+    content = message.content
+    if isinstance(content, list):
+        content = [*content, {"type": "text", "text": warning}]
+    else:
+        content = f"{content}\n\n{warning}" if content else warning
+    return message.model_copy(update={"content": content})
 
 
 class LoopBrakeState(AgentState):
@@ -135,6 +150,8 @@ class LoopBrakeMiddleware(AgentMiddleware):
         result = handler(request)
         if isinstance(result, ToolMessage):  # a Command carries no result of its own
             self.seam.feed(verdict, result.content)
+            if verdict.warning is not None:
+                return with_warning(result, verdict.warning)
         return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -144,4 +161,6 @@ class LoopBrakeMiddleware(AgentMiddleware):
         result = await handler(request)
         if isinstance(result, ToolMessage):  # a Command carries no result of its own
             self.seam.feed(verdict, result.content)
+            if verdict.warning is not None:
+                return with_warning(result, verdict.warning)
         return result

@@ -29,6 +29,10 @@ for the default), keyed on something that is one client's own:
 ``principal_session_key`` keys each authenticated principal (the SDK's bearer
 auth) and leaves unauthenticated requests to the default.
 
+A call a policy's ``warn_at`` warns runs, and its result reaches the client with
+one more text block at the end of ``content``: the warning (as ``mcp-proxy``
+adds it).
+
 Each call's result feeds the policy's progress mode. The brake is bounded
 (``integrations._session``); a connection's streak is forgotten with it.
 """
@@ -42,7 +46,7 @@ from ..brake import LoopBrake
 from ._denial import META_KEY, denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake, to_json
 
-__all__ = ["LoopBrakeMiddleware", "attach", "dispose", "principal_session_key"]
+__all__ = ["LoopBrakeMiddleware", "attach", "dispose", "principal_session_key", "with_warning"]
 
 
 def principal_session_key(ctx: Any) -> str | None:
@@ -64,6 +68,22 @@ def _result_json(result: Any) -> Any:
     if hasattr(result, "model_dump"):
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
     return to_json(result)
+
+
+def with_warning(result: Any, warning: str) -> Any:
+    """A tool result (the wire dict the SDK's handler returns, or a ``CallToolResult``)
+    with a text block holding ``warning`` added last to its content; anything else,
+    or a result without a content list, as it is."""
+    if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+        block = {"type": "text", "text": warning}
+        return {**result, "content": [*result["content"], block]}
+    content = getattr(result, "content", None)
+    if isinstance(content, list) and hasattr(result, "model_copy"):
+        from mcp.types import TextContent
+
+        block = TextContent(type="text", text=warning)
+        return result.model_copy(update={"content": [*content, block]})
+    return result
 
 
 class LoopBrakeMiddleware:
@@ -109,7 +129,7 @@ class LoopBrakeMiddleware:
         if not verdict.denied:
             result = await call_next(ctx)
             self.seam.feed(verdict, result)
-            return result
+            return result if verdict.warning is None else with_warning(result, verdict.warning)
         from mcp.types import CallToolResult, TextContent
 
         return CallToolResult(
