@@ -259,9 +259,17 @@ def test_check_config_locates_every_malformed_args_ignore(tmp_path: Path) -> Non
     assert "Traceback" not in said
 
 
-def test_a_rule_with_only_args_ignore_is_complete(tmp_path: Path) -> None:
-    status, said = check(tmp_path, policy_text(["$.ts"], match="*"))
+def test_a_rule_with_only_args_ignore_is_complete_and_described(tmp_path: Path) -> None:
+    status, said = check(tmp_path, policy_text(["$.ts", "$['x.y']"], match="*"))
     assert status == 0, said
+    assert 'args_ignore ["$.ts", "$[\'x.y\']"] (counted on a policy hash)' in said
+    done = run_cli("check-config", "--policy", str(tmp_path / "policy.toml"), "--json")
+    (rule,) = json.loads(done.stdout)["tools"]
+    assert rule["argsIgnore"] == ["$.ts", "$['x.y']"] and rule["maxRepeats"] is None
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[tools]]\nmatch = "a"\nmax_repeats = 2\n', encoding="utf-8")
+    done = run_cli("check-config", "--policy", str(plain), "--json")
+    assert "argsIgnore" not in json.loads(done.stdout)["tools"][0]
 
 
 @pytest.mark.parametrize(

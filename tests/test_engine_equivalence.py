@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, cli_env, run_cli
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.hook.runner import main as hook_main
@@ -221,11 +221,12 @@ def run_hook(
 
 
 def run_proxy(
-    requests: list[str], tmp: Path, max_repeats: int, store: str | None = None
+    requests: list[str], tmp: Path, max_repeats: int, store: str | None = None, policy: str = ""
 ) -> tuple[bytes, bytes]:
     """The proxy's ``--log`` and its stdout (the server's echoes and its own answers)."""
     log = tmp / "proxy.log"
     command = [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--log", str(log)]
+    command += ["--policy", policy] if policy else []
     if store:
         command += ["--store", store, "--session", "mcp"]
     command += [
@@ -466,3 +467,95 @@ def test_user_turns_end_streaks_alike_in_every_front_end(
             assert [compared(v) for v in shared] == [compared(v) for v in reference]
             redis_server.command("FLUSHALL")
             assert library_verdicts(sequence, max_repeats, policy, url) == shorts
+
+
+# args_ignore (issue 29, item 5): policies whose paths reach into the drawn arguments
+# (the secret, a number, every member, an array element, a quoted key) for some tools
+ARGS_IGNORE_POLICIES = [
+    '[[tools]]\nmatch = "search"\nargs_ignore = ["$.secret", "$.n"]\n',
+    '[[tools]]\nmatch = "*"\nargs_ignore = ["$.*"]\n',
+    '[[tools]]\nmatch = "read"\nmax_repeats = 2\nargs_ignore = ["$[0]", \'$["q"]\']\n'
+    '[[tools]]\nmatch = "search"\nargs_ignore = ["$.k", "$.big"]\n',
+]
+ARGS_IGNORE_COMPARED = COMPARED + ("policyHash", "rule", "limit")
+
+
+def compared_under_policy(verdict: dict) -> tuple:
+    if verdict["verdict"] == "error":
+        return ("error",)
+    return tuple(verdict.get(key) for key in ARGS_IGNORE_COMPARED) + (
+        verdict.get("duplicate", False),
+    )
+
+
+SECRET_POLLS = [
+    {"tool": "search", "args": a, "session": "s1", "id": i, "as_string": False}
+    for a, i in (('{"secret":"' + CANARY + '"}', "c1"), ("{}", "c2"), (ARGS[12], "c3"))
+]
+
+
+@settings(SETTINGS, max_examples=8)
+@example(sequence=SECRET_POLLS, max_repeats=3, policy_text=ARGS_IGNORE_POLICIES[0])
+@given(
+    sequence=calls(),
+    max_repeats=st.sampled_from([2, 3]),
+    policy_text=st.sampled_from(ARGS_IGNORE_POLICIES),
+)
+def test_args_ignore_policies_agree_in_every_front_end(
+    tmp_path_factory: pytest.TempPathFactory,
+    sequence: list[dict],
+    max_repeats: int,
+    policy_text: str,
+) -> None:
+    """Under a drawn args_ignore policy: filter, the hook, replay of its log, mcp-proxy and
+    replay of the traffic give the same verdicts, counts, policy hashes and marks."""
+    tmp = tmp_path_factory.mktemp("argsignore")
+    policy = tmp / "policy.toml"
+    policy.write_text(policy_text, encoding="utf-8")
+    agent = "claude-code"
+    reference = filter_verdicts(
+        tmp,
+        [event_line(call, call["session"]) for call in sequence],
+        max_repeats,
+        None,
+        "--policy",
+        str(policy),
+    )
+    inputs = [hook_input(agent, call) for call in sequence]
+    log = tmp / "hook-inputs.jsonl"
+    log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
+    replayed = replay_verdicts(log, "claude-hooks", max_repeats, "--policy", str(policy))
+    assert [compared_under_policy(v) for v in replayed] == [
+        compared_under_policy(v) for v in reference
+    ]
+    if sequence is SECRET_POLLS:  # the secret is the ignored path: one call, denied
+        assert [(v["verdict"], v["policyHash"]) for v in reference] == [
+            ("pass", True),
+            ("pass", True),
+            ("deny", True),
+        ]
+    decisions = run_hook(agent, inputs, tmp, max_repeats, None, "--policy", str(policy))
+    assert decisions == [
+        {"error": "fail-open", "deny": "deny", "pass": "allow", "stop": "deny"}[v["verdict"]]
+        for v in reference
+    ]
+    mcp = [dict(call) for call in sequence]
+    requests = [mcp_request(call, number) for number, call in enumerate(mcp, 1)]
+    for number, call in enumerate(mcp, 1):
+        if call["id"] is None:
+            call["id"] = f"r{number}"
+        elif isinstance(call["id"], RawJSON):
+            call["id"] = None
+    mcp_reference = filter_verdicts(
+        tmp, [event_line(call, "mcp#1") for call in mcp], max_repeats, None, "--policy", str(policy)
+    )
+    recorded = tmp / "traffic.log"
+    recorded.write_text("".join(f"STDIN: {line}\n" for line in requests), encoding="utf-8")
+    traffic = replay_verdicts(recorded, "mcp", max_repeats, "--policy", str(policy))
+    assert [compared_under_policy(v) for v in traffic] == [
+        compared_under_policy(v) for v in mcp_reference
+    ]
+    proxied, _answers = run_proxy(requests, tmp, max_repeats, policy=str(policy))
+    assert [compared_under_policy(v) for v in verdict_lines(proxied)] == [
+        compared_under_policy(v) for v in mcp_reference
+    ]

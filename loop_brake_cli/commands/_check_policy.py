@@ -26,6 +26,9 @@ def _describe(policy: Any) -> list[str]:
             what += ", progress" if rule.progress else ", no progress"
         if rule.warn_at is not None:
             what += f", warn_at {rule.warn_at}"
+        if rule.args_ignore:  # the paths are the file's own text: shown, never arguments
+            what += f", args_ignore {json.dumps(list(rule.args_ignore), ensure_ascii=False)}"
+            what += " (counted on a policy hash)"
         where = f"line {rule.line}" if rule.line else f"rule {rule.index + 1}"
         lines.append(f"  tools ({where}): {', '.join(rule.patterns)} -> {what}")
     if policy.cycles is not None:
@@ -75,6 +78,8 @@ def _rule_json(rule: Any) -> dict[str, Any]:
         out["progress"] = rule.progress
     if rule.warn_at is not None:
         out["warnAt"] = rule.warn_at
+    if rule.args_ignore:  # else the rule is what it was before the key
+        out["argsIgnore"] = list(rule.args_ignore)
     return out
 
 

@@ -192,47 +192,73 @@ def strip(value: Any, paths: tuple[tuple[str | int | None, ...], ...]) -> Any:
 
 
 def _strip_object(value: dict[str, Any], paths: tuple[tuple[Any, ...], ...]) -> Any:
-    removed: set[str] = set()
-    below: dict[str, list[tuple[Any, ...]]] = {}
+    removed: set[str] | None = None
+    below: dict[str, list[tuple[Any, ...]]] | None = None
     for path in paths:
-        step, rest = path[0], path[1:]
+        step = path[0]
         if step is WILDCARD:
             keys: Any = value
         elif step.__class__ is str and step in value:
             keys = (step,)
         else:
             continue
+        if len(path) == 1:
+            removed = set(keys) if removed is None else removed.union(keys)
+            continue
+        if below is None:
+            below = {}
         for key in keys:
-            if rest:
-                below.setdefault(key, []).append(rest)
-            else:
-                removed.add(key)
-    changed = {key: strip(value[key], tuple(deeper)) for key, deeper in below.items()}
-    changed = {key: item for key, item in changed.items() if item is not value[key]}
-    if not removed and not changed:
+            below.setdefault(key, []).append(path[1:])
+    if below is not None:
+        changed = {}
+        for key, deeper in below.items():
+            item = value[key]
+            stripped = strip(item, tuple(deeper))
+            if stripped is not item:
+                changed[key] = stripped
+        if changed:
+            return {
+                key: changed.get(key, item)
+                for key, item in value.items()
+                if removed is None or key not in removed
+            }
+    if removed is None:
         return value  # nothing reached: the same object, hashed as before
-    return {key: changed.get(key, item) for key, item in value.items() if key not in removed}
+    return {key: item for key, item in value.items() if key not in removed}
 
 
 def _strip_array(value: list[Any] | tuple[Any, ...], paths: tuple[tuple[Any, ...], ...]) -> Any:
-    removed: set[int] = set()
-    below: dict[int, list[tuple[Any, ...]]] = {}
+    removed: set[int] | None = None
+    below: dict[int, list[tuple[Any, ...]]] | None = None
     size = len(value)
     for path in paths:
-        step, rest = path[0], path[1:]
+        step = path[0]
         if step is WILDCARD:
             indices: Any = range(size)
         elif step.__class__ is int and step < size:
             indices = (step,)
         else:
             continue
+        if len(path) == 1:
+            removed = set(indices) if removed is None else removed.union(indices)
+            continue
+        if below is None:
+            below = {}
         for index in indices:
-            if rest:
-                below.setdefault(index, []).append(rest)
-            else:
-                removed.add(index)
-    changed = {index: strip(value[index], tuple(deeper)) for index, deeper in below.items()}
-    changed = {index: item for index, item in changed.items() if item is not value[index]}
-    if not removed and not changed:
+            below.setdefault(index, []).append(path[1:])
+    if below is not None:
+        changed = {}
+        for index, deeper in below.items():
+            item = value[index]
+            stripped = strip(item, tuple(deeper))
+            if stripped is not item:
+                changed[index] = stripped
+        if changed:
+            return [
+                changed.get(index, item)
+                for index, item in enumerate(value)
+                if removed is None or index not in removed
+            ]
+    if removed is None:
         return value
-    return [changed.get(index, item) for index, item in enumerate(value) if index not in removed]
+    return [item for index, item in enumerate(value) if index not in removed]

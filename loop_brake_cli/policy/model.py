@@ -13,6 +13,7 @@ from fnmatch import fnmatchcase
 
 from ..canonical import call_digest
 from ..progress import DEFAULT_IGNORE
+from .args_paths import strip as _strip
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
@@ -156,9 +157,7 @@ class Policy:
         same of the arguments without those paths (a policy hash)."""
         found = self.rule_for(tool)
         if found is not None and found[0].ignore_paths:
-            from .args_paths import strip
-
-            args = strip(args, found[0].ignore_paths)
+            args = _strip(args, found[0].ignore_paths)
         return digest_of(tool, args)
 
     def rule_for(self, tool: str) -> tuple[ToolRule, str] | None:
