@@ -22,7 +22,7 @@ from loop_brake_cli.hook.runner import main as hook_main
 
 CANARY = "canary-policy-engine-91c2"
 POLICY = """\
-warn_at = 2
+warn_at = {warn_at}
 [[tools]]
 match = "poll*"
 max_repeats = 4
@@ -128,10 +128,14 @@ def replay_verdicts(path: Path, fmt: str, policy: str) -> bytes:
     return done.stdout
 
 
-def write_policy(folder: Path) -> Path:
-    """POLICY as ``folder/policy.toml``."""
+WARN_AT = st.sampled_from([2, 1, 3, None])  # drawn: a warning before, at and past the limit
+
+
+def write_policy(folder: Path, warn_at: int | None = 2) -> Path:
+    """POLICY as ``folder/policy.toml`` (``warn_at`` None: without the key)."""
     policy = folder / "policy.toml"
-    policy.write_text(POLICY)
+    text = POLICY.format(warn_at=warn_at)
+    policy.write_text(text if warn_at is not None else text.split("\n", 1)[1])
     return policy
 
 
@@ -167,13 +171,13 @@ SETTINGS = settings(
 
 
 @SETTINGS
-@given(sequence=calls())
-@example(sequence=FIXED)
+@given(sequence=calls(), warn_at=WARN_AT)
+@example(sequence=FIXED, warn_at=2)
 def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
+    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], warn_at: int | None
 ) -> None:
     tmp = tmp_path_factory.mktemp("policy-hooks")
-    policy = write_policy(tmp)
+    policy = write_policy(tmp, warn_at)
     for agent in AGENTS:
         plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
         reference = filter_verdicts(
@@ -200,13 +204,13 @@ def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
 
 
 @SETTINGS
-@given(sequence=calls())
-@example(sequence=FIXED)
+@given(sequence=calls(), warn_at=WARN_AT)
+@example(sequence=FIXED, warn_at=2)
 def test_proxy_log_and_traffic_replay_equal_filter_under_a_policy(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
+    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], warn_at: int | None
 ) -> None:
     tmp = tmp_path_factory.mktemp("policy-mcp")
-    policy = write_policy(tmp)
+    policy = write_policy(tmp, warn_at)
     requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
     for number, call in enumerate(sequence, 1):
         if call["id"] is None:
