@@ -696,3 +696,63 @@ def test_the_langchain_integration_tells_the_model_in_the_tool_message() -> None
         ToolMessage(content=[{"type": "text", "text": "r"}], tool_call_id="x"), "W"
     )
     assert listed.content == [{"type": "text", "text": "r"}, {"type": "text", "text": "W"}]
+
+
+def test_the_fastmcp_integration_adds_the_warning_to_the_result() -> None:
+    pytest.importorskip("fastmcp")
+    import anyio
+    from test_integration_fastmcp import make_server
+
+    from loop_brake_cli.integrations.fastmcp import attach
+
+    ran: list[str] = []
+    server = make_server(ran)
+    attach(server, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+
+    async def main() -> list:
+        from fastmcp import Client
+
+        async with Client(server, mode="legacy") as client:
+            return [
+                await client.call_tool("search", {"q": CANARY}, raise_on_error=False)
+                for _ in range(3)
+            ]
+
+    first, second, third = anyio.run(main)
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert [b.text for b in first.content] == [f"results for {CANARY}"]
+    assert [b.text for b in second.content] == [f"results for {CANARY}", warning]
+    assert third.is_error and ran == [CANARY, CANARY]
+
+
+def test_the_claude_agent_sdk_hook_answers_with_additional_context() -> None:
+    pytest.importorskip("claude_agent_sdk")
+    import anyio
+
+    from loop_brake_cli.integrations.claude_agent_sdk import LoopBrakeHooks
+
+    hooks = LoopBrakeHooks(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+
+    def payload(number: int) -> dict:
+        return {
+            "hook_event_name": "PreToolUse",
+            "session_id": "s",
+            "tool_name": "Bash",
+            "tool_input": {"command": CANARY},
+            "tool_use_id": f"t{number}",
+        }
+
+    async def main() -> list:
+        return [await hooks.pre_tool_use(payload(n), f"t{n}", None) for n in range(3)]
+
+    first, second, third = anyio.run(main)
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("Bash", {"command": CANARY}).warning
+    assert first == {}
+    assert second == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": warning}
+    }
+    assert third["hookSpecificOutput"]["permissionDecision"] == "deny"

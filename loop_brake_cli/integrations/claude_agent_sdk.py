@@ -17,7 +17,9 @@ subagent's calls its own streak through ``agent_id``, the tool use id the call
 id), and the answer is Claude Code's ``PreToolUse`` deny (``permissionDecision:
 "deny"`` with the core's denial text as the reason, which Claude reads as the
 tool's error; the tool never runs). At a policy's ``[stop]`` the answer adds
-``continue: false`` and ``stopReason``: Claude Code ends the run. ``PostToolUse``
+``continue: false`` and ``stopReason``: Claude Code ends the run. A call a
+policy's ``warn_at`` warns gets the hook command's warning answer
+(``additionalContext``, no decision): Claude reads it, the call runs. ``PostToolUse``
 and ``PostToolUseFailure`` hand each result to the policy's progress mode.
 
 Every tool is matched (MCP and SDK tools too). ``session_key=`` (a function of
@@ -83,8 +85,8 @@ class LoopBrakeHooks:
         verdict = self.seam.judge(
             self.seam.session(input_data), record.tool, record.args, record.call_id
         )
-        if not verdict.denied:
-            return {}
+        if not verdict.denied:  # a warned call: Claude Code's additionalContext
+            return {} if verdict.warning is None else claude_code.warn_output(verdict.warning)
         if verdict.stop:
             return claude_code.stop_output(verdict.message)
         return claude_code.deny_output(verdict.message)

@@ -16,7 +16,8 @@ arguments), as FastMCP reports a failing tool, with the denial as data (``code``
 ``count``, ``maxRepeats``, ``hashPrefix``) in the result's ``_meta`` under
 ``"loop-brake/denial"``. MCP has no way for a server to end a client's run, so a
 policy's stop is a denial carrying the stop message. The result of a call that
-ran feeds the policy's progress mode.
+ran feeds the policy's progress mode; a call a policy's ``warn_at`` warns gets
+the warning as a last text block of its content (``integrations.mcp.with_warning``).
 
 The session is the MCP client: its connection (a stdio or in-memory client, or a
 Streamable HTTP session, ``Mcp-Session-Id``), its streak forgotten with it. The
@@ -43,6 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..brake import LoopBrake
 from ._denial import META_KEY, denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake
+from .mcp import with_warning
 
 __all__ = ["LoopBrakeMiddleware", "attach", "dispose"]
 
@@ -95,7 +97,7 @@ class LoopBrakeMiddleware(Middleware):
             )
         result = await call_next(context)
         self.seam.feed(verdict, result)
-        return result
+        return result if verdict.warning is None else with_warning(result, verdict.warning)
 
 
 def attach(
