@@ -161,6 +161,10 @@ STEPS = st.lists(
 @example(window=None, after=2, stop=None, max_repeats=9,
          steps=[s for n in range(4) for s in (("call", "a", n % 3, "fresh"),
                                               ("result", 0, "own", ""))])  # fmt: skip
+@example(window=None, after=2, stop=None, max_repeats=9,
+         steps=[("call", "a", 0, "fresh"), ("result", 0, "own", ""), ("call", "a", 1, "fresh"),
+                ("call", "a", 2, "fresh"), ("result", 0, "own", ""),
+                ("call", "a", 0, "fresh")])  # fmt: skip  # a call without a result ends the run
 def test_window_and_same_error_equal_the_brute_force_reference(
     window: tuple[int, int] | None,
     after: int | None,
@@ -264,6 +268,19 @@ def test_a_success_a_different_error_or_no_result_ends_the_run() -> None:
         assert not verdict.denied, ending
 
 
+def test_a_call_whose_result_never_came_ends_the_run() -> None:
+    """error, (no result), error: a run of 1, not 2, so the fourth call runs."""
+    brake = LoopBrake(9, policy=policy_of("[same_error]\nafter = 2\n"))
+    brake.check("a", {"n": 0}, session_id="s")
+    brake.observe_result("s", None, ERROR)
+    brake.check("a", {"n": 1}, session_id="s")  # its result never arrives
+    assert not brake.check("a", {"n": 2}, session_id="s").denied
+    brake.observe_result("s", None, ERROR)
+    assert not brake.check("a", {"n": 3}, session_id="s").denied
+    brake.observe_result("s", None, ERROR)
+    assert brake.check("a", {"n": 4}, session_id="s").rule == "same_error"
+
+
 def test_a_host_digest_with_an_error_flag_counts_as_an_error() -> None:
     brake = LoopBrake(9, policy=policy_of("[same_error]\nafter = 2\n"))
     digest = bytes(range(32))
@@ -280,6 +297,11 @@ def test_the_stores_encoding_of_the_new_state_round_trips() -> None:
         state, _ = policy_step(state, "a", call_digest("a", {"n": n}), f"c{n}", 9, policy)
         state, _ = result_step(state, f"c{n}", result_digest(ERROR), True)
     assert state is not None and state.errors == 3 and len(state.seen) == 3
+    waiting, _ = policy_step(state, "b", call_digest("b", {}), "c9", 9, policy)
+    assert waiting.awaiting  # a call let run waits for its result, in the store too
+    assert decode_policy_state(waiting.slot, 1.0, encode_policy_state(waiting, 1.0), policy) == (
+        waiting
+    )
     text = encode_policy_state(state, 7.5)
     assert CANARY not in text
     assert decode_policy_state(state.slot, 7.5, text, policy) == state
