@@ -674,7 +674,8 @@ def test_the_langchain_integration_tells_the_model_in_the_tool_message() -> None
     from langchain_core.messages import ToolMessage
     from test_integration_langchain import make_agent, script, tool_messages
 
-    from loop_brake_cli.integrations.langchain import LoopBrakeMiddleware, with_warning
+    from loop_brake_cli.integrations.langchain import LoopBrakeMiddleware
+    from loop_brake_cli.integrations.langgraph import with_warning
 
     ran: list[str] = []
     model = script([{"q": CANARY}] * 3)
@@ -756,3 +757,22 @@ def test_the_claude_agent_sdk_hook_answers_with_additional_context() -> None:
         "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": warning}
     }
     assert third["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_the_langgraph_tool_node_wrapper_tells_the_model_in_the_tool_message() -> None:
+    pytest.importorskip("langgraph")
+    from test_integration_langgraph import braked, script, tool_messages
+
+    from loop_brake_cli.integrations.langgraph import LoopBrakeWrapper
+
+    ran: list[str] = []
+    model = script(CANARY, CANARY, CANARY)
+    wrapper = LoopBrakeWrapper(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    result = braked(model, ran, wrapper).invoke({"messages": [("user", "go")]})
+    replies = tool_messages(result)
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert [m.status for m in replies] == ["success", "success", "error"]
+    assert replies[1].content == f"results for {CANARY}\n\n{warning}"
+    assert ran == [CANARY, CANARY]

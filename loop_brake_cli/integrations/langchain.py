@@ -49,19 +49,9 @@ from typing_extensions import NotRequired  # typing has it from 3.11 only
 from ..brake import LoopBrake
 from ..verdicts import Verdict
 from ._session import SessionBrake, fresh_call_id, make_brake
-from .langgraph import denial_message, thread_session_key
+from .langgraph import denial_message, thread_session_key, with_warning
 
 __all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key", "with_warning"]
-
-
-def with_warning(message: ToolMessage, warning: str) -> ToolMessage:
-    """The tool's message with the warning after its output, in the content's own form."""
-    content = message.content
-    if isinstance(content, list):
-        content = [*content, {"type": "text", "text": warning}]
-    else:
-        content = f"{content}\n\n{warning}" if content else warning
-    return message.model_copy(update={"content": content})
 
 
 class LoopBrakeState(AgentState):

@@ -21,7 +21,9 @@ A policy's ``[stop]`` interrupts the graph (``GraphInterrupt``, as
 ``langgraph.types.interrupt`` does): the run ends, the caller gets
 ``result["__interrupt__"]`` whose value is the stop (``message`` and the denial
 as data), the model is not asked again. A call that ran hands its result (the
-``ToolMessage`` content) to the policy's progress mode.
+``ToolMessage`` content) to the policy's progress mode. A call a policy's
+``warn_at`` warns runs, and its ``ToolMessage`` carries the warning after the
+tool's output (``with_warning``, which the ``create_agent`` middleware uses too).
 
 The session is the LangGraph thread (``configurable.thread_id``); a run without
 one keys on its own conversation (the first message of the run's state), so two
@@ -44,7 +46,7 @@ from ..verdicts import Verdict
 from ._denial import denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake
 
-__all__ = ["LoopBrakeWrapper", "denial_message", "thread_session_key"]
+__all__ = ["LoopBrakeWrapper", "denial_message", "thread_session_key", "with_warning"]
 
 
 def thread_session_key(request: Any) -> str | None:
@@ -64,6 +66,16 @@ def denial_message(verdict: Verdict, call: Any) -> ToolMessage:
         status="error",
         artifact=denial_fields(verdict),
     )
+
+
+def with_warning(message: ToolMessage, warning: str) -> ToolMessage:
+    """The tool's message with the warning after its output, in the content's own form."""
+    content = message.content
+    if isinstance(content, list):
+        content = [*content, {"type": "text", "text": warning}]
+    else:
+        content = f"{content}\n\n{warning}" if content else warning
+    return message.model_copy(update={"content": content})
 
 
 def _first_message(request: Any) -> Any:
@@ -120,6 +132,8 @@ class LoopBrakeWrapper:
     def _feed(self, verdict: Verdict, result: Any) -> Any:
         if isinstance(result, ToolMessage):
             self.seam.feed(verdict, result.content)
+            if verdict.warning is not None:
+                return with_warning(result, verdict.warning)
         return result
 
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
