@@ -78,6 +78,7 @@ STREAK = (
     "test_progress_rule.py",
 )
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
+ARGS_IGNORE = ("test_args_ignore.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
 MCP = ("test_wire_mcp.py", "test_formats_mcp.py", "test_mcp_results.py")
@@ -364,8 +365,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "brake.py",
-        "digest = call_digest(tool_name, {} if args is None else args)",
-        "digest = call_digest(tool_name, args)",
+        "digest = self.digest(tool_name, {} if args is None else args)",
+        "digest = self.digest(tool_name, args)",
         BRAKE,
         "no arguments hash as {}",
     ),
@@ -468,6 +469,49 @@ MUTANTS: tuple[Mutant, ...] = (
         'repeats = checker.integer("cycles", 0, table, "max_repeats", 1)',
         POLICY,
         "[cycles] max_repeats = 1 is refused",
+    ),
+    # -- args_ignore (issue 29, item 5) ---------------------------------------------
+    M(
+        "policy/args_paths.py",
+        "keys: Any = value",
+        "keys: Any = ()",
+        ARGS_IGNORE,
+        "$.a.* removes every member of an object (the brute-force reference)",
+    ),
+    M(
+        "policy/args_paths.py",
+        "elif step.__class__ is int and step < size:",
+        "elif step.__class__ is int and step < size - 1:",
+        ARGS_IGNORE,
+        "$[3] removes the last of four elements",
+    ),
+    M(
+        "policy/args_paths.py",
+        "return value  # nothing reached: the same object, hashed as before",
+        "return dict(value)",
+        ARGS_IGNORE,
+        "a path that reaches nothing gives the arguments themselves back",
+    ),
+    M(
+        "policy/args_paths.py",
+        'if len(digits) > 1 and digits[0] == "0":',
+        'if len(digits) > 2 and digits[0] == "0":',
+        ARGS_IGNORE,
+        "$.a[01] is refused",
+    ),
+    M(
+        "policy/args_paths.py",
+        "MAX_ARGS_IGNORE = 32",
+        "MAX_ARGS_IGNORE = 33",
+        ARGS_IGNORE,
+        "33 paths refused",
+    ),
+    M(
+        "streak.py",
+        "policy_hash = bool(rule.ignore_paths)",
+        "policy_hash = False",
+        ARGS_IGNORE,
+        "a call counted on a policy hash is marked (policyHash, the denial text)",
     ),
     # -- progress ------------------------------------------------------------------
     M(

@@ -356,3 +356,26 @@ def test_policy_hash_survives_a_duplicate_and_the_stores(tmp_path: Path) -> None
     assert (a.count, b.count, again.count, again.duplicate) == (1, 2, 2, True)
     assert a.policy_hash and b.policy_hash and again.policy_hash
     assert CANARY.encode() not in store.read_bytes()
+
+
+def test_every_text_naming_the_call_says_policy_hash() -> None:
+    """Warning, progress, cycle and stop texts of a tool with args_ignore: the prefix is
+    called a policy hash; the same texts of another tool are unchanged."""
+    text = (
+        "warn_at = 2\n[cycles]\nmax_period = 2\n[stop]\nafter_denials = 2\n"
+        '[[tools]]\nmatch = "t"\nprogress = true\nargs_ignore = ["$.n"]\n'
+    )
+    policy, _ = parse_policy(text, "p.toml")
+    brake = LoopBrake(3, policy=policy)
+    warned = [brake.check("t", {"n": n}, session_id="w") for n in range(2)][-1]
+    assert warned.warned and f"(policy hash {warned.hash_prefix}\u2026" in warned.warning
+    progress = [brake.check("t", {"n": n}, session_id="p") for n in range(3)][-1]
+    assert progress.denied and progress.progress
+    assert f"(policy hash {progress.hash_prefix}\u2026" in progress.message
+    stop = brake.check("t", {"n": 9}, session_id="p")
+    assert stop.stop and f"(policy hash {stop.hash_prefix}\u2026" in stop.message
+    calls = [("u", {}), ("t", {"n": 0}), ("u", {}), ("t", {"n": 1}), ("u", {}), ("t", {"n": 2})]
+    cycle = [brake.check(tool, args, session_id="c") for tool, args in calls][-1]
+    assert cycle.rule == "cycle" and "policy hashes for tools with args_ignore" in cycle.message
+    plain = [brake.check("u", {"n": 1}, session_id="x") for _ in range(2)][-1]
+    assert plain.warned and "(call " in plain.warning and "policy hash" not in plain.warning
