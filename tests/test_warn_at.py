@@ -776,3 +776,25 @@ def test_the_langgraph_tool_node_wrapper_tells_the_model_in_the_tool_message() -
     assert [m.status for m in replies] == ["success", "success", "error"]
     assert replies[1].content == f"results for {CANARY}\n\n{warning}"
     assert ran == [CANARY, CANARY]
+
+
+def test_the_google_adk_plugin_adds_the_warning_to_the_response() -> None:
+    pytest.importorskip("google.adk")
+    import asyncio
+
+    from test_integration_google_adk import call, make_runner, run, script
+
+    from loop_brake_cli.integrations.google_adk import LoopBrakePlugin
+
+    ran: list[str] = []
+    model = script(*[call(CANARY) for _ in range(3)])
+    plugin = LoopBrakePlugin(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    responses = asyncio.run(run(make_runner(model, ran, plugin)))
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert responses[0] == {"result": f"results for {CANARY}"}
+    assert responses[1] == {"result": f"results for {CANARY}", "loop_brake_warning": warning}
+    assert "error" in responses[2] and ran == [CANARY, CANARY]
+    seen = [part.function_response for part in model.requests[2].contents[-1].parts]
+    assert seen[0].response["loop_brake_warning"] == warning  # the model read it

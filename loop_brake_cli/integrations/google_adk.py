@@ -14,7 +14,10 @@ callbacks; a dict it returns is the tool's response and the tool never runs. A
 denied call answers ``{"error": <the core's denial text>}``, as ADK reports a tool
 that failed (an unknown tool, bad arguments), and the model reads it on its next
 turn. ``after_tool_callback`` hands the result of a call that ran to the policy's
-progress mode. At a policy's ``[stop]`` the stop text is the call's error and the
+progress mode; for a call a policy's ``warn_at`` warns it returns the tool's
+response with ``"loop_brake_warning": <the warning>`` added (a response that is
+not a dict becomes ``{"result": ...}`` first, as ADK wraps it), which the model
+reads with the result. At a policy's ``[stop]`` the stop text is the call's error and the
 invocation ends: the event skips the model's summary (``skip_summarization``) and
 the run ends there, the model is not asked again.
 
@@ -38,7 +41,10 @@ from ..brake import LoopBrake
 from ..verdicts import Verdict
 from ._session import SessionBrake, make_brake
 
-__all__ = ["LoopBrakePlugin", "adk_session_key", "dispose"]
+__all__ = ["WARNING_KEY", "LoopBrakePlugin", "adk_session_key", "dispose"]
+
+WARNING_KEY = "loop_brake_warning"
+"""The key a warned call's response gains (policy ``warn_at``), beside the tool's own."""
 
 
 def adk_session_key(tool_context: Any) -> str:
@@ -90,11 +96,15 @@ class LoopBrakePlugin(BasePlugin):
 
     async def after_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any
-    ) -> None:
+    ) -> dict[str, Any] | None:
         verdict = self._running.pop(tool_context, None)
-        if verdict is not None:
-            self.seam.feed(verdict, result)
-        return None
+        if verdict is None:
+            return None
+        self.seam.feed(verdict, result)
+        if verdict.warning is None:
+            return None
+        response = result if isinstance(result, dict) else {"result": result}
+        return {**response, WARNING_KEY: verdict.warning}
 
     async def on_tool_error_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
