@@ -264,3 +264,39 @@ def test_an_integrations_denial_data_marks_the_policy_hash(policy: str) -> None:
         LoopBrake().check("poll", args(0))._replace(denied=True)
     )
     assert secret_free(json.dumps(fields), verdicts[-1].message)
+
+
+def test_mcp_sdk_integration(policy: str) -> None:
+    """A real MCP SDK server with the brake attached under the policy; the SDK's client
+    polls with a fresh secret nonce each time: the third call is refused, and the
+    denial (text and ``_meta``) names the policy hash."""
+    pytest.importorskip("mcp", reason="needs the mcp extra")
+    import anyio
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from loop_brake_cli.integrations.mcp import attach
+
+    ran: list[int] = []
+    server = MCPServer("braked")
+
+    @server.tool()
+    def poll(job: int, nonce: str, auth: dict) -> str:
+        """Poll a job."""
+        ran.append(job)
+        return "pending"
+
+    attach(server, policy=policy)
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="legacy") as client:
+            return [await client.call_tool("poll", args(n)) for n in range(3)]
+
+    results = anyio.run(main)
+    assert [r.is_error for r in results] == [False, False, True]
+    assert ran == [42, 42]
+    denial = results[2]
+    assert f"policy hash {PREFIX}\u2026" in denial.content[0].text
+    meta = denial.meta["loop-brake/denial"]
+    assert meta["policyHash"] is True and meta["hashPrefix"] == PREFIX
+    assert secret_free(denial.content[0].text, json.dumps(meta))
