@@ -798,3 +798,50 @@ def test_the_google_adk_plugin_adds_the_warning_to_the_response() -> None:
     assert "error" in responses[2] and ran == [CANARY, CANARY]
     seen = [part.function_response for part in model.requests[2].contents[-1].parts]
     assert seen[0].response["loop_brake_warning"] == warning  # the model read it
+
+
+@pytest.mark.parametrize("kind", ["toolset", "capability"])
+def test_the_pydantic_ai_integration_sends_the_warning_with_the_return(kind: str) -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent, FunctionToolset, ToolReturn
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+    from test_integration_pydantic_ai import Looper, is_retry, is_return, make_agent
+
+    from loop_brake_cli.integrations.pydantic_ai import LoopBrakeCapability, with_warning
+
+    ran: list[str] = []
+    looper = Looper([{"q": CANARY}] * 3)
+    policy = policy_of("warn_at = 2\n")[0]
+    if kind == "toolset":
+        agent = make_agent(looper, ran, max_repeats=3, policy=policy)
+    else:
+
+        def search(q: str) -> str:
+            """Search the web."""
+            ran.append(q)
+            return f"results for {q}"
+
+        agent = Agent(
+            FunctionModel(looper),
+            toolsets=[FunctionToolset([search])],
+            capabilities=[LoopBrakeCapability(max_repeats=3, policy=policy)],
+        )
+    result = agent.run_sync("go")
+    expected = LoopBrake(3, policy=policy)
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    told = looper.told
+    assert is_return(told["c0"]) and is_return(told["c1"]) and is_retry(told["c2"])
+    assert told["c1"].content == f"results for {CANARY}"  # the return value itself
+    sent = [
+        part.content
+        for message in result.all_messages()
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+    assert [warning] in sent or warning in sent  # beside the return, to the model
+    assert ran == [CANARY, CANARY]
+    kept = with_warning(ToolReturn(return_value=1, content="own", metadata={"m": 1}), "W")
+    assert (kept.return_value, kept.content, kept.metadata) == (1, ["own", "W"], {"m": 1})

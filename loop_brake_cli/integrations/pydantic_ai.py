@@ -20,7 +20,9 @@ run at once: ``LoopBrakeStop`` (a ``LoopBrakeError`` carrying the stop's verdict
 propagates out of ``run``/``run_sync``, and pydantic-ai's ``capture_run_messages()``
 holds the run's messages up to it. (``RunContext.cancel()`` would end it too, as a
 ``RunCancelled`` that cannot say why.) Each tool's return value feeds the progress
-mode.
+mode. A call a policy's ``warn_at`` warns returns a ``ToolReturn`` whose
+``content`` (sent to the model beside the return value, pydantic-ai's own way to
+tell the model more than the result) ends with the warning (``with_warning``).
 
 ``LoopBrakeToolset`` is the same brake as a wrapper toolset, for one toolset's
 tools only (it sees no tool registered outside it).
@@ -39,10 +41,10 @@ calls yourself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic_ai import ModelRetry
+from pydantic_ai import ModelRetry, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
@@ -81,7 +83,23 @@ async def _braked_call(seam: SessionBrake, ctx: Any, name: str, args: Any, run: 
         raise ModelRetry(verdict.message)
     result = await run()
     seam.feed(verdict, result)
-    return result
+    return result if verdict.warning is None else with_warning(result, verdict.warning)
+
+
+def with_warning(result: Any, warning: str) -> ToolReturn:
+    """The tool's result as a ``ToolReturn`` whose ``content`` (what pydantic-ai sends
+    the model beside the return value) ends with the warning; a ``ToolReturn`` the tool
+    gave keeps its own value, metadata and content."""
+    if not isinstance(result, ToolReturn):
+        return ToolReturn(return_value=result, content=warning)
+    content = result.content
+    if content is None:
+        kept: list[Any] = []
+    elif isinstance(content, str):
+        kept = [content]
+    else:
+        kept = list(content)
+    return replace(result, content=[*kept, warning])
 
 
 @dataclass(init=False)
