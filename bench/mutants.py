@@ -79,6 +79,7 @@ STREAK = (
 )
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
 ARGS_IGNORE = ("test_args_ignore.py",)
+RULES = ("test_rules_reference.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
 MCP = ("test_wire_mcp.py", "test_formats_mcp.py", "test_mcp_results.py")
@@ -90,6 +91,69 @@ BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
+    M(
+        "streak.py",
+        "if times >= window.max_repeats:",
+        "if times > window.max_repeats:",
+        RULES,
+        "[window]: the max_repeats-th sighting is denied (A, B, A, C, A at 5/3)",
+    ),
+    M(
+        "streak.py",
+        "prev.seen[1 - window.calls :]",
+        "prev.seen[-window.calls :]",
+        RULES,
+        "[window] holds calls digests, not one more (the brute-force reference)",
+    ),
+    M(
+        "streak.py",
+        "if not decision.denied and not exempt and errors >= same_error.after:",
+        "if not decision.denied and not exempt and errors > same_error.after:",
+        RULES,
+        "[same_error]: the call after the after-th identical error is denied",
+    ),
+    M(
+        "streak.py",
+        "if prev is not None and not prev.awaiting and prev.slot.tool == tool:",
+        "if prev is not None and prev.slot.tool == tool:",
+        RULES,
+        "[same_error]: a call whose result never came ends the run",
+    ),
+    M(
+        "streak.py",
+        "elif prev.errors and prev.error_digest == digest:",
+        "elif prev.errors:",
+        RULES,
+        "[same_error]: a different error starts the run again at 1",
+    ),
+    M(
+        "streak.py",
+        "awaiting = not decision.denied",
+        "awaiting = True",
+        RULES,
+        "[same_error]: a denied call did not run, its result is no error",
+    ),
+    M(
+        "progress.py",
+        'return result.get("isError") is True or (len(result) == 1 and "error" in result)',
+        'return result.get("isError") is True',
+        RULES,
+        "a JSON-RPC error answer is an error",
+    ),
+    M(
+        "stores/policy_rows.py",
+        'row["x"] = [state.errors, _hex(state.error_digest), state.awaiting]',
+        'row["x"] = [state.errors, _hex(state.error_digest), False]',
+        RULES,
+        "a stored call waiting for its result keeps waiting (the row round-trips)",
+    ),
+    M(
+        "policy/load.py",
+        "if repeats > calls:",
+        "if repeats > calls + 1:",
+        RULES,
+        "[window] max_repeats above calls is refused (located)",
+    ),
     # -- canonical ---------------------------------------------------------------
     M(
         "canonical.py",
