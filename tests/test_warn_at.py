@@ -845,3 +845,47 @@ def test_the_pydantic_ai_integration_sends_the_warning_with_the_return(kind: str
     assert ran == [CANARY, CANARY]
     kept = with_warning(ToolReturn(return_value=1, content="own", metadata={"m": 1}), "W")
     assert (kept.return_value, kept.content, kept.metadata) == (1, ["own", "W"], {"m": 1})
+
+
+def test_the_autogen_workbench_adds_the_warning_to_the_tool_result() -> None:
+    pytest.importorskip("autogen_agentchat")
+    pytest.importorskip("autogen_ext.models.replay")
+    import asyncio
+
+    from test_integration_autogen import agent_with, client, results
+
+    ran: list[str] = []
+    policy = policy_of("warn_at = 2\n")[0]
+    task = asyncio.run(
+        agent_with(client(*[CANARY] * 3), ran, max_repeats=3, policy=policy).run(task="go")
+    )
+    expected = LoopBrake(3, policy=policy)
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    got = results(task)
+    assert [r.is_error for r in got] == [False, False, True]
+    assert got[0].content == f"results for {CANARY}"
+    assert got[1].content == f"results for {CANARY}\n{warning}"
+    assert ran == [CANARY, CANARY]
+
+
+def test_the_llama_index_agent_reads_the_warning_in_the_tool_output() -> None:
+    pytest.importorskip("llama_index.core")
+    import asyncio
+
+    from test_integration_llama_index import make_agent, run, scripted
+
+    from loop_brake_cli.integrations.llama_index import attach
+
+    ran: list[str] = []
+    seen: list = []
+    agent = make_agent(scripted(*[(CANARY,)] * 3, seen=seen), ran)
+    attach(agent, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    outputs = asyncio.run(run(agent))
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert [o.is_error for o in outputs] == [False, False, True]
+    assert outputs[1].content == f"results for {CANARY}\n{warning}"
+    assert warning.splitlines()[0] in str(seen[2])  # the model read it on its next turn
+    assert ran == [CANARY, CANARY]

@@ -21,7 +21,8 @@ uses AgentChat's two stops: the call fails with the stop text and the run's
 is, ends the run with ``CancelledError``), and ``workbench.termination()`` is a
 team termination condition that ends the team's run with a ``StopMessage`` holding
 the stop text before the next turn. The result of a call that ran
-feeds the policy's progress mode.
+feeds the policy's progress mode. A call a policy's ``warn_at`` warns gets the
+warning as a last ``TextResultContent`` of its ``ToolResult``.
 
 The session is the agent's conversation: an AgentChat agent holds one (its model
 context), so the session is the agent (``attach``: all its workbenches share it) or
@@ -105,6 +106,9 @@ class LoopBrakeWorkbench(Workbench):
         result = await self.inner.call_tool(name, arguments, cancellation_token, call_id)
         if not result.is_error:
             self.seam.feed(verdict, result.to_text())
+        if verdict.warning is not None:  # a warned call: the model reads it after the result
+            warning = TextResultContent(content=verdict.warning)
+            result = result.model_copy(update={"result": [*result.result, warning]})
         return result
 
     async def call_tool_stream(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:

@@ -18,7 +18,9 @@ content (``raw_input`` left empty), which the model reads as the call's result. 
 a policy's ``[stop]`` it raises ``LoopBrakeStop`` (a ``LoopBrakeError`` whose text
 is the stop message) out of the tool step: the workflow ends there and ``await
 handler`` raises it, as LlamaIndex ends a run on an error, before the model is
-asked again. The result of a call that ran feeds the policy's progress mode.
+asked again. The result of a call that ran feeds the policy's progress mode; a
+call a policy's ``warn_at`` warns gets the warning as a last text block of its
+``ToolOutput`` (its ``content`` then ends with it).
 
 The session is the run's workflow state (``ctx.store``, one per run, the same for
 every step): a run given ``ctx=`` (a conversation carried on) keeps its streak, two
@@ -79,6 +81,11 @@ def attach(
         output = await call_tool(agent_ref(), ctx, tool, tool_input)
         if not output.is_error:
             seam.feed(verdict, output.content)
+        if verdict.warning is not None:  # a warned call: a text block after the output
+            from llama_index.core.base.llms.types import TextBlock
+
+            warning = TextBlock(text=verdict.warning)
+            output = output.model_copy(update={"blocks": [*output.blocks, warning]})
         return output
 
     agent.__dict__["_call_tool"] = braked_call_tool  # a pydantic model: set past its checks
