@@ -80,6 +80,7 @@ STREAK = (
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
 ARGS_IGNORE = ("test_args_ignore.py",)
 RULES = ("test_rules_reference.py",)
+WARN = ("test_warn_at.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
 MCP = ("test_wire_mcp.py", "test_formats_mcp.py", "test_mcp_results.py")
@@ -146,6 +147,41 @@ MUTANTS: tuple[Mutant, ...] = (
         'row["x"] = [state.errors, _hex(state.error_digest), False]',
         RULES,
         "a stored call waiting for its result keeps waiting (the row round-trips)",
+    ),
+    M(
+        "streak.py",
+        "not decision.denied and not exempt and slot.count >= warn_at:",
+        "not decision.denied and not exempt and slot.count > warn_at:",
+        WARN,
+        "warn_at: the warn_at-th identical call is warned (the brute-force reference)",
+    ),
+    M(
+        "streak.py",
+        "            warn_at = rule.warn_at",
+        "            warn_at = policy.warn_at",
+        WARN,
+        "warn_at: a rule's own warn_at overrides the global one",
+    ),
+    M(
+        "streak.py",
+        "not decision.denied and not exempt and slot.count >= warn_at:",
+        "not decision.denied and slot.count >= warn_at:",
+        WARN,
+        "warn_at: an exempt call is never warned",
+    ),
+    M(
+        "stores/policy_rows.py",
+        'row["a"] = d.warn_at',
+        'row["b"] = d.warn_at',
+        WARN,
+        "warn_at: a stored warned decision round-trips (a duplicate is warned in the store)",
+    ),
+    M(
+        "policy/load.py",
+        "if rule.warn_at is not None and rule.warn_at >= rule.max_repeats:",
+        "if rule.warn_at is not None and rule.warn_at > rule.max_repeats:",
+        WARN,
+        "warn_at: a rule's warn_at equal to its max_repeats is refused (located)",
     ),
     M(
         "policy/load.py",
