@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_policy_reference import RULE, Reference, toml_of
@@ -242,3 +242,17 @@ def test_filter_under_the_key_ends_the_streak_and_says_nothing_of_the_prompt(
     assert lines[3]["error"] == "sessionId is not a string"
     assert b"user turns: 1 (each ended its session's streaks)" in done.stderr
     assert CANARY.encode() not in done.stdout + done.stderr
+
+
+def test_the_documented_sample() -> None:
+    """docs/policies.md: the seed denies the re-runs after the user spoke; the key does not."""
+    sample = str(ROOT / "tests" / "fixtures" / "events" / "synthetic--user-turn.jsonl")
+    seed = [json.loads(line) for line in run_cli("filter", sample).stdout.splitlines()]
+    assert [(v["line"], v["verdict"], v.get("count")) for v in seed] == [
+        (1, "pass", 1), (2, "pass", 2), (3, "error", None), (4, "deny", 3), (5, "deny", 4),
+    ]  # fmt: skip
+    policy = str(ROOT / "samples" / "policies" / "user-turn.toml")
+    reset = run_cli("filter", "--policy", policy, sample).stdout.splitlines()
+    assert [(v["line"], v["verdict"], v["count"]) for v in map(json.loads, reset)] == [
+        (1, "pass", 1), (2, "pass", 2), (4, "pass", 1), (5, "pass", 2),
+    ]  # fmt: skip
