@@ -889,3 +889,21 @@ def test_the_llama_index_agent_reads_the_warning_in_the_tool_output() -> None:
     assert outputs[1].content == f"results for {CANARY}\n{warning}"
     assert warning.splitlines()[0] in str(seen[2])  # the model read it on its next turn
     assert ran == [CANARY, CANARY]
+
+
+def test_the_smolagents_tool_calling_agent_reads_the_warning_in_its_observation() -> None:
+    pytest.importorskip("smolagents")
+    from test_integration_smolagents import calls, tool_agent
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    ran: list[str] = []
+    agent = tool_agent([calls(CANARY, tag=f"c{i}") for i in range(3)], ran)
+    attach(agent, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    assert agent.run("go") == "done"
+    expected = LoopBrake(3, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(2):
+        warning = expected.check("search", {"q": CANARY}).warning
+    assert ran == [CANARY, CANARY]
+    assert warning.splitlines()[0] not in str(agent.model.prompts[1])  # not at count 1
+    assert warning.splitlines()[0] in str(agent.model.prompts[2])  # read after the 2nd

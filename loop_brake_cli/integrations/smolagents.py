@@ -24,7 +24,10 @@ brake's own texts never hold them. At a policy's ``[stop]`` the call fails with
 the stop text and the agent is interrupted (``agent.interrupt()``): the run ends
 before the model is asked again, with smolagents' ``AgentError("Agent
 interrupted.")``; the stop text is the last step's error. The result of a call that
-ran feeds the policy's progress mode.
+ran feeds the policy's progress mode. A ``ToolCallingAgent`` call a policy's
+``warn_at`` warns gets the warning after its output when the output is text (the
+observation the model reads); a ``CodeAgent`` tool's value goes on into the
+agent's code unchanged, so there it is not told.
 
 The session is the agent's conversation: its memory's first step (a run with
 ``reset=False`` goes on in the previous run's session; a new run starts a new one),
@@ -105,6 +108,8 @@ class LoopBrakeAgent:
         else:
             result = self.class_execute(self.agent, tool_name, arguments)
         self.seam.feed(verdict, result)
+        if verdict.warning is not None and isinstance(result, str):  # the observation
+            return f"{result}\n\n{verdict.warning}" if result else verdict.warning
         return result
 
     def braked_tool(self, tool: Any) -> Any:
