@@ -1,4 +1,4 @@
-"""The optional C reader of event lines (``loop_brake_cli/_event_scan.c``).
+"""The optional C reader of event lines (``loop_brake_cli/readers/_event_scan.c``).
 
 Everything else is in pyproject.toml. The extension is optional: without a C
 compiler the install goes on and ``filter`` reads every line with orjson
@@ -23,7 +23,7 @@ import tempfile
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-SOURCE = "loop_brake_cli/_event_scan.c"
+SOURCE = "loop_brake_cli/readers/_event_scan.c"
 BUILDING = any(c in sys.argv for c in ("bdist_wheel", "build_ext", "editable_wheel", "develop"))
 LIMITED_API = "0x030A0000"  # Python 3.10, the oldest supported (pyproject requires-python)
 NOT_BUILT = (
@@ -74,7 +74,7 @@ class OptionalBuildExt(build_ext):
 
     def run(self) -> None:
         if self.inplace:  # a version-tagged build left from before abi3 would be imported first
-            for stale in glob.glob("loop_brake_cli/_event_scan.cpython-*"):
+            for stale in glob.glob("loop_brake_cli/readers/_event_scan.cpython-*"):
                 os.remove(stale)
         try:
             super().run()
@@ -92,9 +92,9 @@ def main() -> None:
     setup(
         ext_modules=[
             Extension(
-                "loop_brake_cli._event_scan",
+                "loop_brake_cli.readers._event_scan",
                 [SOURCE],
-                depends=["loop_brake_cli/_sha256.h"],
+                depends=["loop_brake_cli/readers/_sha256.h"],
                 define_macros=[("Py_LIMITED_API", LIMITED_API)],
                 py_limited_api=True,
                 optional=True,

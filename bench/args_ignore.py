@@ -27,9 +27,9 @@ sys.path.insert(0, str(HERE.parent))
 import gen  # noqa: E402
 import run  # noqa: E402
 
-from loop_brake_cli.canonical import parse_json  # noqa: E402
-from loop_brake_cli.fast_canonical import fast_digest  # noqa: E402
-from loop_brake_cli.policy import parse_policy  # noqa: E402
+from loop_brake_cli.core.canonical import parse_json  # noqa: E402
+from loop_brake_cli.core.policy import parse_policy  # noqa: E402
+from loop_brake_cli.readers.fast_canonical import fast_digest  # noqa: E402
 
 POLICIES = {
     "no args_ignore": '[[tools]]\nmatch = "search"\nmax_repeats = 3\n',

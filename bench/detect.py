@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from html_report import many_sessions  # noqa: E402
 
 from loop_brake_cli import formats  # noqa: E402
-from loop_brake_cli.reader import CHUNK_SIZE  # noqa: E402
+from loop_brake_cli.readers.reader import CHUNK_SIZE  # noqa: E402
 
 
 def events_head() -> bytes:

@@ -77,8 +77,8 @@ def bench_policy_throughput(run, loop_brake, events: Path, data: Path, n: int, r
 
 
 def _bytes_per_session(policy, sessions: int, results: bool = False) -> float:
-    from loop_brake_cli.brake import LoopBrake
-    from loop_brake_cli.canonical import call_digest
+    from loop_brake_cli.core.brake import LoopBrake
+    from loop_brake_cli.core.canonical import call_digest
 
     digests = [call_digest("search", {"q": i}) for i in range(6)]
     tools = ["search", "read_file", "grep", "search", "edit", "grep"]
@@ -101,7 +101,7 @@ def _bytes_per_session(policy, sessions: int, results: bool = False) -> float:
 
 
 def bench_policy_memory(data: Path, quick: bool, row) -> None:
-    from loop_brake_cli.policy import load_policy
+    from loop_brake_cli.core.policy import load_policy
 
     sessions = 20_000 if quick else 100_000
     cases = [

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import orjson
 
-from loop_brake_cli import _event_scan, formats
-from loop_brake_cli.reader import open_source
-from loop_brake_cli.records import ToolCall
+from loop_brake_cli import formats
+from loop_brake_cli.core.records import ToolCall
+from loop_brake_cli.readers import _event_scan
+from loop_brake_cli.readers.reader import open_source
 
 HERE = Path(__file__).resolve().parent
 DEFAULT = HERE.parent.parent / "shared" / "samples-real"  # the workplace's, beside the checkout

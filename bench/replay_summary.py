@@ -80,11 +80,11 @@ def run(args: list[str], env: dict[str, str], out: Path) -> tuple[float, float, 
 def stages(directory: Path) -> None:
     """Reading and judging, then drawing the plain summary with every row and with the bound."""
     from loop_brake_cli.analysis import replay_files
+    from loop_brake_cli.analysis.discover import discover
     from loop_brake_cli.analysis.summary import SUMMARY_ROWS
-    from loop_brake_cli.discover import discover
     from loop_brake_cli.formats import detect
-    from loop_brake_cli.reader import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
-    from loop_brake_cli.render import print_replay_summary
+    from loop_brake_cli.readers.reader import CHUNK_SIZE, DEFAULT_MAX_LINE_BYTES
+    from loop_brake_cli.render.terminal import print_replay_summary
 
     found = [f for f in discover([str(directory)]) if f.error is None]
     files = [f.path for f in found]

@@ -33,7 +33,7 @@ HERE = os.path.abspath(__file__)
 
 
 def _worker(url: str, calls: int, sessions: int, worker: int) -> None:
-    from loop_brake_cli.canonical import call_digest
+    from loop_brake_cli.core.canonical import call_digest
     from loop_brake_cli.stores import open_store
 
     store = open_store(url)

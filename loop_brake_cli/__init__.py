@@ -10,7 +10,7 @@ brake without the CLI::
 
 from __future__ import annotations
 
-from .brake import (
+from .core.brake import (
     LoopBrake,
     LoopBrakeError,
     LoopBrakeStop,
@@ -18,29 +18,29 @@ from .brake import (
     session_key,
     wrap_execute,
 )
-from .canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
-from .limits import (
+from .core.canonical import JSONInputError, call_hash, canonical_json, hash_prefix, parse_json
+from .core.limits import (
     DEFAULT_MAX_REPEATS,
     ENV_VAR,
     InvalidMaxRepeatsError,
     normalize_max_repeats,
     resolve_max_repeats,
 )
-from .verdicts import Verdict, deny_message
+from .core.verdicts import Verdict, deny_message
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from .attachment import attach, dispose
+    from .integrations.attachment import attach, dispose
 
 
 def __getattr__(name: str) -> Any:
     """``attach`` and ``dispose``, imported on first use: ``import loop_brake_cli``
     stays as cheap as before they existed."""
     if name in ("attach", "dispose"):
-        from . import attachment
+        from .integrations import attachment
 
         globals().update(attach=attachment.attach, dispose=attachment.dispose)
         return globals()[name]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import click
 
-from .exitcodes import EXIT_CODES_HELP, ExitStatus
+from .core.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 COMMANDS: dict[str, str] = {
     "check-config": "loop_brake_cli.commands.check_config:check_config_command",
@@ -58,7 +58,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         return
     from importlib.metadata import version
 
-    from .fastpath import reader_name
+    from .readers.fastpath import reader_name
 
     click.echo(f"loop-brake, version {version('loop-brake-cli')}\nevent reader: {reader_name()}")
     ctx.exit()
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
     except click.ClickException as exc:
-        from .visible import visible
+        from .render.visible import visible
 
         exc.message = visible(exc.message, lines=True)  # may quote a file name given
         status = _tell(exc.show, exc.exit_code)

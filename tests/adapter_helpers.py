@@ -16,12 +16,12 @@ from typing import Any
 from conftest import ROOT, run_cli, spawn_cli
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult, Usage
 from loop_brake_cli.formats import detect, get
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.reader import Source, open_source
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
+from loop_brake_cli.readers.pipeline import judge
+from loop_brake_cli.readers.reader import Source, open_source
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "samples" / "formats"

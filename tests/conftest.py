@@ -112,10 +112,10 @@ def event_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")
         return request.param
     monkeypatch.delenv("LOOP_BRAKE_PURE_PYTHON", raising=False)
-    from loop_brake_cli import fastpath
+    from loop_brake_cli.readers import fastpath
 
     if fastpath.scanner() is None:
-        pytest.skip("the C reader loop_brake_cli._event_scan is not built")
+        pytest.skip("the C reader loop_brake_cli.readers._event_scan is not built")
     return request.param
 
 

@@ -19,7 +19,7 @@ import random
 import sys
 import time
 
-from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.stores import StoreError, open_store
 
 TOOLS = ("read", "grep")
@@ -30,7 +30,7 @@ def main() -> None:
     url, mode, start, n, worker = sys.argv[1:6]
     policy = None
     if len(sys.argv) > 6:
-        from loop_brake_cli.policy import load_policy
+        from loop_brake_cli.core.policy import load_policy
 
         policy = load_policy(sys.argv[6])
     store = open_store(url)

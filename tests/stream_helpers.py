@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from loop_brake_cli.reader import BOM, TOO_LONG
+from loop_brake_cli.readers.reader import BOM, TOO_LONG
 
 
 class ChunkedStream(io.RawIOBase):

@@ -21,9 +21,9 @@ from adapter_helpers import FIXTURES
 from conftest import run_cli
 
 from loop_brake_cli import agents
-from loop_brake_cli.canonical import parse_json
+from loop_brake_cli.core.canonical import parse_json
+from loop_brake_cli.core.records import ToolCall, ToolResult, UserTurn
 from loop_brake_cli.hook.install import hook_entry, settings_path
-from loop_brake_cli.records import ToolCall, ToolResult, UserTurn
 
 FOLDER = Path(agents.__file__).parent
 MODULES = sorted(path.stem for path in FOLDER.glob("*.py") if not path.stem.startswith("_"))

@@ -23,9 +23,9 @@ from loop_brake_cli.analysis import (
     report_to_json,
     sweep,
 )
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import BadRecord, ToolCall
+from loop_brake_cli.readers.pipeline import judge
 
 
 def analyse(calls, max_repeats: int = 3, cap: int = 10, file: str = "f.jsonl") -> Report:

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from loop_brake_cli.analysis import Analyzer
 from loop_brake_cli.analysis.report import HISTOGRAM_TOP, Report, Where
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_digest
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import ToolCall, Usage
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.records import ToolCall, Usage
+from loop_brake_cli.readers.pipeline import judge
 
 CALL = st.tuples(
     st.just("call"),

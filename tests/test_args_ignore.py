@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_digest, call_hash, canonical_json
-from loop_brake_cli.policy import parse_policy
-from loop_brake_cli.policy.args_paths import (
+from loop_brake_cli.core.canonical import call_digest, call_hash, canonical_json
+from loop_brake_cli.core.policy import parse_policy
+from loop_brake_cli.core.policy.args_paths import (
     MAX_ARGS_IGNORE,
     WILDCARD,
     PathError,

@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT, cli_env, run_cli
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.core.canonical import call_hash
 from loop_brake_cli.hook.runner import main as hook_main
 
 NONCE = "canary-91ab-nonce-secret"

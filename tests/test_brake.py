@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from loop_brake_cli import InvalidMaxRepeatsError, LoopBrake, normalize_max_repeats, session_key
-from loop_brake_cli.limits import parse_env_max_repeats, resolve_max_repeats
+from loop_brake_cli.core.limits import parse_env_max_repeats, resolve_max_repeats
 
 A = ("search", {"q": "weather"})
 B = ("search", {"q": "weather "})

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.brake import session_key, subagent_session_key
-from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.core.brake import session_key, subagent_session_key
+from loop_brake_cli.core.canonical import call_hash
 
 
 def test_max_sessions_must_be_at_least_one() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import JS_DIR, ROOT, run_cli
 
-from loop_brake_cli.canonical import call_hash, parse_json
+from loop_brake_cli.core.canonical import call_hash, parse_json
 
 # Each inner list: spellings of ONE call's arguments (None = args left out).
 CALLS: list[list[str | None]] = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from loop_brake_cli.canonical import (
+from loop_brake_cli.core.canonical import (
     JSONInputError,
     call_hash,
     canonical_json,

@@ -14,7 +14,7 @@ import json
 import pytest
 from conftest import node_canonical
 
-from loop_brake_cli.canonical import (
+from loop_brake_cli.core.canonical import (
     JSONInputError,
     call_hash,
     canonical_json,
@@ -22,9 +22,9 @@ from loop_brake_cli.canonical import (
     parse_arguments,
     parse_json,
 )
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult
-from loop_brake_cli.wire import event_line
-from loop_brake_cli.wire.fields import FieldError, call_id_of, session_of, tool_of
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult
+from loop_brake_cli.readers.wire import event_line
+from loop_brake_cli.readers.wire.fields import FieldError, call_id_of, session_of, tool_of
 
 # (JSON text, the canonical form JSON.parse + sorted JSON.stringify give), from the rule
 CANONICAL = [

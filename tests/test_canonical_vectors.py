@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import node_canonical
 
-from loop_brake_cli.canonical import (
+from loop_brake_cli.core.canonical import (
     JSONInputError,
     call_hash,
     canonical_json,

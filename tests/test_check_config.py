@@ -17,7 +17,7 @@ from conftest import ROOT, cli_env, run_cli
 
 from loop_brake_cli.cli import cli
 from loop_brake_cli.config import ConfigError, PluginNotFoundError, max_repeats_for_cli
-from loop_brake_cli.limits import InvalidMaxRepeatsError
+from loop_brake_cli.core.limits import InvalidMaxRepeatsError
 
 ENV = "DSH_LOOP_BRAKE_MAX_REPEATS"
 SAMPLES = ROOT / "samples" / "config"

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.config import ConfigError, check_config
-from loop_brake_cli.limits import InvalidMaxRepeatsError, normalize_max_repeats
+from loop_brake_cli.core.limits import InvalidMaxRepeatsError, normalize_max_repeats
 
 VALUES = st.one_of(
     st.integers(min_value=-5, max_value=10**20),

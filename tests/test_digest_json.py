@@ -15,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import VALUES
 
-from loop_brake_cli import fast_canonical
-from loop_brake_cli.canonical import call_digest, utf8
+from loop_brake_cli.core.canonical import call_digest, utf8
+from loop_brake_cli.readers import fast_canonical
 
 _event_scan = pytest.importorskip(
-    "loop_brake_cli._event_scan", reason="the C reader loop_brake_cli._event_scan is not built"
+    "loop_brake_cli.readers._event_scan",
+    reason="the C reader loop_brake_cli.readers._event_scan is not built",
 )
 digest_json = _event_scan.digest_json
 

@@ -396,8 +396,8 @@ def library_verdicts(sequence: list[dict], max_repeats: int, policy: Path, store
     """What ``pipeline.judge`` gives for the same records, in process (the library)."""
     from loop_brake_cli import LoopBrake
     from loop_brake_cli.formats import events, parse_records
-    from loop_brake_cli.pipeline import judge
-    from loop_brake_cli.reader import Source
+    from loop_brake_cli.readers.pipeline import judge
+    from loop_brake_cli.readers.reader import Source
 
     lines = [
         turn_event(e["turn"]) if "turn" in e else event_line(e, e["session"]) for e in sequence

@@ -1,4 +1,4 @@
-"""The C reader of event lines (``loop_brake_cli/_event_scan.c``) against the exact path.
+"""The C reader of event lines (``loop_brake_cli/readers/_event_scan.c``) against the exact path.
 
 ``scan_event(line)`` either answers ``(tool, session, call_id, digest, hash_prefix,
 session_json, call_json)`` or says None, and the fast path trusts an answer without
@@ -34,18 +34,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hash_node import random_documents
 
-from loop_brake_cli import fastpath
-from loop_brake_cli.canonical import JSONInputError, call_digest, canonical_json, parse_json
-from loop_brake_cli.records import ToolCall
-from loop_brake_cli.wire.event_line import decode as decode_event
+from loop_brake_cli.core.canonical import JSONInputError, call_digest, canonical_json, parse_json
+from loop_brake_cli.core.records import ToolCall
+from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers.wire.event_line import decode as decode_event
 
 try:
-    from loop_brake_cli import _event_scan
+    from loop_brake_cli.readers import _event_scan
 except ImportError:  # pragma: no cover - where no C compiler was there at install
     _event_scan = None
 
 NOT_BUILT = (
-    "the C reader loop_brake_cli._event_scan is not built "
+    "the C reader loop_brake_cli.readers._event_scan is not built "
     "(pip install -e . builds it; or python setup.py build_ext --inplace)"
 )
 built = pytest.mark.skipif(_event_scan is None, reason=NOT_BUILT)
@@ -793,7 +793,7 @@ def test_sha256_equals_hashlib() -> None:
 
 SUBPROCESS_SCRIPT = """
 import json, random, sys
-from loop_brake_cli import _event_scan
+from loop_brake_cli.readers import _event_scan
 rnd = random.Random(3)
 lengths = json.loads(sys.argv[1])
 lines = [line.encode("latin-1") for line in json.loads(sys.argv[2])]

@@ -15,10 +15,11 @@ import pytest
 from conftest import cli_env, run_cli
 from test_filter_canary import SECRET, assert_no_secret
 
-from loop_brake_cli import fastpath
+from loop_brake_cli.readers import fastpath
 
 pytestmark = pytest.mark.skipif(
-    fastpath.scanner() is None, reason="the C reader loop_brake_cli._event_scan is not built"
+    fastpath.scanner() is None,
+    reason="the C reader loop_brake_cli.readers._event_scan is not built",
 )
 
 S = json.dumps(SECRET, ensure_ascii=False).encode("utf-8")
@@ -51,7 +52,7 @@ DECLINED = [  # it gives up at or after the secret; the other paths decide
 
 
 def test_the_reader_answers_the_lines_meant_for_it():
-    from loop_brake_cli._event_scan import scan_event
+    from loop_brake_cli.readers._event_scan import scan_event
 
     assert all(scan_event(line) is not None for line in ANSWERED)
     assert all(scan_event(line) is None for line in DECLINED)

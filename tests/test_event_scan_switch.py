@@ -11,10 +11,11 @@ import pytest
 from test_fastpath import _exact
 from test_fastpath_caches import ALL, _judged
 
-from loop_brake_cli import fast_lines, fastpath
+from loop_brake_cli.readers import fast_lines, fastpath
 
 pytestmark = pytest.mark.skipif(
-    fastpath.scanner() is None, reason="the C reader loop_brake_cli._event_scan is not built"
+    fastpath.scanner() is None,
+    reason="the C reader loop_brake_cli.readers._event_scan is not built",
 )
 
 

@@ -1,4 +1,4 @@
-"""One exit table for every command, defined once (loop_brake_cli/exitcodes.py).
+"""One exit table for every command, defined once (loop_brake_cli/core/exitcodes.py).
 
 The README's "Exit status" table is that definition, and each command's
 ``--help`` lists the statuses it can return, from the same definition.
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import run_cli
 
 from loop_brake_cli.cli import cli
-from loop_brake_cli.exitcodes import EXIT_TABLE, ExitStatus, epilog, meanings, readme_table
+from loop_brake_cli.core.exitcodes import EXIT_TABLE, ExitStatus, epilog, meanings, readme_table
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 COMMANDS = ("filter", "replay", "check-config", "hash")

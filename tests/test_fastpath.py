@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli import fastpath
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import JSONInputError, canonical_json, parse_json
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import JSONInputError, canonical_json, parse_json
 from loop_brake_cli.formats import events as events_format
-from loop_brake_cli.output import LineWriter
-from loop_brake_cli.pipeline import Tally, write_verdicts
-from loop_brake_cli.reader import Source
-from loop_brake_cli.shard import select_shard
+from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers.output import LineWriter
+from loop_brake_cli.readers.pipeline import Tally, write_verdicts
+from loop_brake_cli.readers.reader import Source
+from loop_brake_cli.readers.shard import select_shard
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
 

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import _exact, _fast
 
-from loop_brake_cli import fast_lines, fastpath
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.output import LineWriter
-from loop_brake_cli.pipeline import Tally
-from loop_brake_cli.reader import Source
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.readers import fast_lines, fastpath
+from loop_brake_cli.readers.output import LineWriter
+from loop_brake_cli.readers.pipeline import Tally
+from loop_brake_cli.readers.reader import Source
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, run_cli
 
-from loop_brake_cli import fastpath
+from loop_brake_cli.readers import fastpath
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import _exact, _fast
 
-from loop_brake_cli import fastpath
+from loop_brake_cli.readers import fastpath
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
 

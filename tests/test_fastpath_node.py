@@ -21,12 +21,12 @@ import pytest
 from conftest import node_canonical
 from test_hash_node import random_documents
 
-from loop_brake_cli import fastpath
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_hash, parse_json
-from loop_brake_cli.output import LineWriter
-from loop_brake_cli.pipeline import Tally
-from loop_brake_cli.reader import Source
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_hash, parse_json
+from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers.output import LineWriter
+from loop_brake_cli.readers.pipeline import Tally
+from loop_brake_cli.readers.reader import Source
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE, reason="orjson is not installed")
 

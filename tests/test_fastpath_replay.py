@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fastpath import VALUES
 
-from loop_brake_cli import fast_canonical, pipeline
-from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import BadRecord, ToolCall
 from loop_brake_cli.formats import claude_code
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.reader import Source
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.readers import fast_canonical, pipeline
+from loop_brake_cli.readers.pipeline import judge
+from loop_brake_cli.readers.reader import Source
 
 pytestmark = pytest.mark.skipif(not fast_canonical.AVAILABLE, reason="orjson is not installed")
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stream_helpers import ChunkedStream, expected_lines
 
-from loop_brake_cli.reader import BOM, Source
+from loop_brake_cli.readers.reader import BOM, Source
 
 LINE = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"x")) | st.lists(
     st.sampled_from([b"a", b" ", b"\r", b"\xef", b"\xbb", b"\xbf", b"{}"]), max_size=25

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from loop_brake_cli.core.records import BadRecord, ToolCall
 from loop_brake_cli.formats import get, names, parse_records
 from loop_brake_cli.formats._detect import FormatCheck, reads
-from loop_brake_cli.reader import open_source
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.readers.reader import open_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -22,7 +22,7 @@ from conftest import run_cli, spawn_cli
 
 from loop_brake_cli.cli import cli
 from loop_brake_cli.formats import names
-from loop_brake_cli.reader import Source
+from loop_brake_cli.readers.reader import Source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = {

@@ -21,7 +21,7 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.records import BadRecord
+from loop_brake_cli.core.records import BadRecord
 
 P = "pydantic-ai__cassettes-"
 QUESTION = "What is this repository about? What are its main features and purpose?"

@@ -25,12 +25,12 @@ from conftest import ROOT, SHARED_SKIP, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult, Usage
 from loop_brake_cli.formats import claude_code
 from loop_brake_cli.formats._common import RecentIds
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.reader import Source
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
+from loop_brake_cli.readers.pipeline import judge
+from loop_brake_cli.readers.reader import Source
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code"
 SAMPLE = ROOT / "samples" / "formats" / "claude-code.jsonl"

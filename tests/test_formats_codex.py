@@ -26,10 +26,10 @@ from conftest import ROOT, SHARED_SKIP, run_cli, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import ToolCall
 from loop_brake_cli.formats import codex
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import ToolCall
+from loop_brake_cli.readers.pipeline import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "codex"
 SAMPLE = ROOT / "samples" / "formats" / "codex.jsonl"

@@ -10,9 +10,9 @@ import json
 from adapter_helpers import calls, parse_bytes
 
 from loop_brake_cli.analysis import Analyzer
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import BadRecord, ToolCall, Usage
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import BadRecord, ToolCall, Usage
+from loop_brake_cli.readers.pipeline import judge
 
 
 def _lines(*objects: dict) -> bytes:

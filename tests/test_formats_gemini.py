@@ -22,7 +22,7 @@ from adapter_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.records import BadRecord
+from loop_brake_cli.core.records import BadRecord
 
 REAL = {
     "codemie-ai-codemie-code__tests-integration-metrics-fixtures-gemini__session-2025-12-01T21-45"

@@ -26,10 +26,10 @@ from adapter_helpers import read as read_all
 from conftest import ROOT
 from hypothesis import given, settings
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import ToolCall, ToolResult, Usage
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_hash
+from loop_brake_cli.core.records import ToolCall, ToolResult, Usage
+from loop_brake_cli.readers.pipeline import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-hooks"
 TRANSCRIPTS = ROOT / "tests" / "fixtures" / "claude-code"

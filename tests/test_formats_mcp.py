@@ -25,10 +25,10 @@ from conftest import ROOT, SHARED_SKIP, shared_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_hash
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult
+from loop_brake_cli.readers.pipeline import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "mcp"
 SAMPLE = ROOT / "samples" / "formats" / "mcp.jsonl"
@@ -286,7 +286,7 @@ def test_a_retry_with_input_responses_continues_its_call() -> None:
     """2026-07-28: a call answered with InputRequiredResult is sent again with the
     client's answers (inputResponses, requestState); that is the same call going on,
     not a repeat, so a tool that asks twice is not denied at its third request."""
-    from loop_brake_cli.wire.mcp import Connections
+    from loop_brake_cli.readers.wire.mcp import Connections
 
     connections = Connections()
     params = {"name": "deploy", "arguments": {"env": "prod"}}

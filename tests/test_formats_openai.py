@@ -23,8 +23,8 @@ from adapter_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loop_brake_cli.core.records import BadRecord, ToolCall
 from loop_brake_cli.formats import get
-from loop_brake_cli.records import BadRecord, ToolCall
 
 # -- real samples ---------------------------------------------------------------
 

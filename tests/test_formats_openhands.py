@@ -24,8 +24,8 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loop_brake_cli.core.records import BadRecord
 from loop_brake_cli.formats import get
-from loop_brake_cli.records import BadRecord
 
 STUCK_16667 = (
     "trajectories/openhands/gsmoon97-swe-agent-eval__MopenHands-Claude-3.5-Sonnet__django__"

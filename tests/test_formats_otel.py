@@ -22,11 +22,11 @@ from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.canonical import call_hash
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.canonical import call_hash
+from loop_brake_cli.core.records import BadRecord, ToolCall
 from loop_brake_cli.formats import otel
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.readers.pipeline import judge
 
 FIXTURES = ROOT / "tests" / "fixtures" / "otel"
 TREE = FIXTURES / "synthetic--conversation-tree.json"

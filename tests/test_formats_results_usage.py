@@ -19,7 +19,7 @@ import yaml
 from adapter_helpers import FIXTURES, read
 from conftest import SHARED_SKIP, run_cli, shared_dir
 
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult, Usage
 
 SHARED = shared_dir() / "samples-real"
 FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from adapter_helpers import FIXTURES
 
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult, Usage
 from loop_brake_cli.formats import get, parse_records
-from loop_brake_cli.reader import Source, open_source
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
+from loop_brake_cli.readers.reader import Source, open_source
 
 FILES = sorted((FIXTURES / "claude-code").iterdir()) + sorted((FIXTURES / "codex").iterdir())
 

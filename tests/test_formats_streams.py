@@ -30,7 +30,7 @@ from conftest import ROOT, cli_env, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.records import BadRecord, ToolResult, Usage
+from loop_brake_cli.core.records import BadRecord, ToolResult, Usage
 
 CLAUDE_REAL = FIXTURES / "claude-stream" / "DERIVED--hive-mind-issue-667-pr49-run1.jsonl.gz"
 CLAUDE_SESSION = "46c574cf-a4e0-4294-912b-3e69ecc53cf5"

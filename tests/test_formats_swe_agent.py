@@ -23,7 +23,7 @@ from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.records import BadRecord
+from loop_brake_cli.core.records import BadRecord
 
 
 def read(path: Path, fmt: str | None = None) -> tuple[str, list]:

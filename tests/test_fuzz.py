@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from stream_helpers import ChunkedStream, expected_lines
 
 from loop_brake_cli import formats
-from loop_brake_cli.reader import BOM, Source
-from loop_brake_cli.records import BadRecord, ToolCall
+from loop_brake_cli.core.records import BadRecord, ToolCall
+from loop_brake_cli.readers.reader import BOM, Source
 
 LINE_BYTES = st.one_of(
     st.binary(max_size=40),

@@ -23,7 +23,7 @@ import struct
 import pytest
 from conftest import NO_NODE_REASON, NODE, node_canonical, run_cli
 
-from loop_brake_cli.canonical import JSONInputError, call_hash, canonical_json, parse_json
+from loop_brake_cli.core.canonical import JSONInputError, call_hash, canonical_json, parse_json
 
 DOCUMENTS = 50_000
 SEED = 9

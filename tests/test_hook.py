@@ -293,7 +293,7 @@ def test_hook_path_imports_nothing_it_does_not_need(state: Path) -> None:
     )
     assert result.returncode == 0
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()}
-    for unwanted in ("rich", "loop_brake_cli.formats", "loop_brake_cli.reader", "argparse"):
+    for unwanted in ("rich", "loop_brake_cli.formats", "loop_brake_cli.readers.reader", "argparse"):
         assert unwanted not in imported
     assert "loop_brake_cli.hook.runner" in imported
 

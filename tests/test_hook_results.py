@@ -20,10 +20,10 @@ import pytest
 from conftest import cli_env, run_cli
 from hook_helpers import claude_input, hook, store_bytes
 
+from loop_brake_cli.core.policy import load_policy
+from loop_brake_cli.core.records import ToolResult
 from loop_brake_cli.formats.hook_log import parse
-from loop_brake_cli.policy import load_policy
-from loop_brake_cli.reader import open_source
-from loop_brake_cli.records import ToolResult
+from loop_brake_cli.readers.reader import open_source
 from loop_brake_cli.stores.sqlite_store import StateStore
 
 SECRET = "canary-2d4f-result-secret"

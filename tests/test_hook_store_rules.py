@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from loop_brake_cli.canonical import call_digest
-from loop_brake_cli.policy import parse_policy
+from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.policy import parse_policy
 from loop_brake_cli.stores.sqlite_store import DEFAULT_TTL, StateStore
 
 T0 = 1_700_000_000.0

@@ -21,7 +21,7 @@ from browser import chromium, missing, required, visit
 from conftest import ROOT, run_cli
 from test_report_never_misleads import CANARY, duplicated
 
-from loop_brake_cli.prices import load_prices
+from loop_brake_cli.analysis.prices import load_prices
 
 PRICES = str(ROOT / "samples" / "prices.example.toml")
 WASTE = str(ROOT / "tests" / "fixtures" / "waste" / "claude-code-loop.jsonl")

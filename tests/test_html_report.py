@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from loop_brake_cli.html_report import embed_json
+from loop_brake_cli.render.html import embed_json
 
 CANARY = "CANARY-html-7f3e1b9c"
 STUCK = ROOT / "samples" / "stuck-agent.jsonl"

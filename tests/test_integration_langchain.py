@@ -177,7 +177,7 @@ def test_runs_leave_no_session_and_threads_stay_bounded() -> None:
 def test_progress_mode_reads_each_tool_message() -> None:
     """A poll whose result changes is never denied under ``progress = true``; the old
     main fed no result and denied the third poll."""
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("progress = true\n", "inline.toml")
     changing = [f"{n * 20}% done" for n in range(5)]
@@ -194,7 +194,7 @@ def test_progress_mode_reads_each_tool_message() -> None:
 def test_a_policy_stop_ends_the_run() -> None:
     """A model that ignores denials ran on to LangChain's step limit on the old main;
     the stop now ends the run: no more model calls, the stop message last."""
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
     model = script([{"q": CANARY}] * 40)

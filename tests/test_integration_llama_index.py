@@ -19,7 +19,7 @@ from llama_index.core.llms.llm import ToolSelection  # noqa: E402
 from llama_index.core.llms.mock import MockFunctionCallingLLM  # noqa: E402
 
 from loop_brake_cli import LoopBrake  # noqa: E402
-from loop_brake_cli.brake import LoopBrakeStop  # noqa: E402
+from loop_brake_cli.core.brake import LoopBrakeStop  # noqa: E402
 from loop_brake_cli.integrations.llama_index import attach, dispose  # noqa: E402
 
 CANARY = "sk-canary-11a3d0"

@@ -237,7 +237,7 @@ def progress_server(answers: list[str]) -> tuple[MCPServer, list[str]]:
 def test_progress_mode_reads_each_result(answers: list[str], expected: list[bool]) -> None:
     """Under ``progress = true`` a poll whose result changes is never denied; on the old
     main no result was fed, so the changing poll was denied at the third call."""
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("progress = true\n", "inline.toml")
     server, _ = progress_server(answers)
@@ -290,7 +290,7 @@ def test_no_policy_is_discovered_from_the_working_directory(
             return [(await client.call_tool("search", {"q": "w"})).is_error for _ in range(3)]
 
     assert anyio.run(main) == [False, False, True]
-    from loop_brake_cli.brake import DISCOVER
+    from loop_brake_cli.core.brake import DISCOVER
 
     assert attach(make_server([]), policy=DISCOVER).policy is not None  # the opt-in
 
@@ -332,7 +332,7 @@ def test_canary_in_results_reaches_no_denial_log_or_output(
 ) -> None:
     """Under the progress mode results are hashed and forgotten: a secret in them is in
     no denial, log line or output."""
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     caplog.set_level(logging.DEBUG)
     policy, _ = parse_policy("progress = true\n", "inline.toml")
@@ -357,8 +357,8 @@ def test_same_error_denies_the_tools_next_call_after_identical_errors() -> None:
     denial carries no argument and no error text; another tool ends the run."""
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from loop_brake_cli.core.policy import parse_policy
     from loop_brake_cli.integrations._denial import META_KEY
-    from loop_brake_cli.policy import parse_policy
 
     policy, _ = parse_policy("[same_error]\nafter = 2\n", "inline.toml")
     ran: list[str] = []

@@ -207,7 +207,7 @@ def test_the_tools_of_mcp_servers_are_braked(tmp_path: Any) -> None:
 
 
 def test_progress_mode_reads_each_output() -> None:
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("progress = true\n", "inline.toml")
     for answers, denied in (
@@ -226,7 +226,7 @@ def test_progress_mode_reads_each_output() -> None:
 def test_a_policy_stop_ends_the_run_with_the_sdk_tripwire() -> None:
     from agents.exceptions import ToolInputGuardrailTripwireTriggered
 
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
     ran: list[str] = []

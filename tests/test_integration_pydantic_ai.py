@@ -191,7 +191,7 @@ def test_every_way_of_registering_a_tool_is_braked(how: str) -> None:
 
 
 def test_progress_mode_reads_each_return_value() -> None:
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("progress = true\n", "inline.toml")
     for answers, denied in (
@@ -208,7 +208,7 @@ def test_progress_mode_reads_each_return_value() -> None:
 def test_a_policy_stop_ends_the_run() -> None:
     """A model that ignores denials ran on to the tool's retry limit on the old main."""
     from loop_brake_cli import LoopBrakeStop
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("[stop]\nafter_denials = 2\n", "inline.toml")
     ran: list[str] = []

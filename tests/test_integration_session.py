@@ -44,7 +44,7 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
-from loop_brake_cli.brake import DISCOVER, LoopBrake  # noqa: E402
+from loop_brake_cli.core.brake import DISCOVER, LoopBrake  # noqa: E402
 from loop_brake_cli.integrations._session import DEFAULT_MAX_SESSIONS  # noqa: E402
 
 
@@ -98,7 +98,7 @@ def test_a_session_key_of_none_falls_back_to_the_default() -> None:
 
 
 def test_results_feed_only_the_progress_mode_and_only_json() -> None:
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("progress = true\n", "inline.toml")
     seam = seam_of(make_brake(None, 3, policy=policy))

@@ -1,4 +1,5 @@
-"""Imports point one way: commands -> front-ends, formats, render -> core.
+"""Imports point one way, package by package: commands -> front-ends -> formats,
+analysis, render -> agents, config -> readers -> core.
 
 Read from the source with ``ast`` (not by importing), so a lazy import inside a
 function counts as much as one at the top of a module.
@@ -13,46 +14,28 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "loop_brake_cli"
 
-CORE = {
-    "attachment",
-    "canonical",
-    "streak",
-    "brake",
-    "limits",
-    "verdicts",
-    "slotted",
-    "_namedtuple",  # named tuples without typing (the hook's start-up): no dependencies
-    "fast_canonical",
-    "fast_lines",
-    "_event_scan",  # the optional C reader (_event_scan.c): imports nothing of ours
-    "records",
-    "pipeline",
-    "reader",
-    "output",
-    "shard",
-    "exitcodes",
-    "wire",
-    "policy",
-    "progress",
-    "toml_reader",
-    "visible",  # identifiers for people: controls escaped (no dependencies)
-    "stores",  # where streaks live between processes: LoopBrake(store=...) counts through one
-}
-COMMANDS = {"commands", "cli", "entry", "__main__"}
-LAYER = {"core": 0, "front": 1, "commands": 2}
+LAYERS = (
+    # the brake: the hash contract, the streak rule, verdicts, policies, progress;
+    # and where streaks live between processes (LoopBrake(store=...) counts through one)
+    {"core", "stores"},
+    {"readers"},  # where input is read: lines, the fast path, its C reader, wire shapes
+    {"agents", "config"},  # the agents' hook dialects; the max_repeats configuration
+    # transcripts, corpora and what a replay makes of them; output drawn for people
+    {"formats", "corpus", "analysis", "render"},
+    # the live front-ends: the public API's attach(), hooks, MCP proxy/gateway, frameworks
+    {"__init__", "hook", "mcp_proxy", "mcp_gateway", "integrations"},
+    {"commands", "cli", "entry", "__main__"},  # the click CLI, thin
+)
+LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
 
 
-def layer_of(top: str) -> str:
-    if top in CORE:
-        return "core"
-    if top in COMMANDS:
-        return "commands"
-    return "front"
+def layer_of(top: str) -> int:
+    return LAYER[top]
 
 
 def top_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE).with_suffix("")
-    return relative.parts[0]
+    """The package a module belongs to; the package's own ``__init__`` is its own name."""
+    return path.relative_to(PACKAGE).with_suffix("").parts[0]
 
 
 def imported_tops(path: Path) -> set[str]:
@@ -79,7 +62,7 @@ def imported_tops(path: Path) -> set[str]:
     return found
 
 
-MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
+MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -87,12 +70,21 @@ def test_imports_point_one_way(path: Path) -> None:
     mine = layer_of(top_name(path))
     for target in imported_tops(path):
         theirs = layer_of(target)
-        assert LAYER[theirs] <= LAYER[mine], f"{path.name} ({mine}) imports {target} ({theirs})"
+        assert theirs <= mine, f"{path.name} (layer {mine}) imports {target} (layer {theirs})"
 
 
-def test_the_checker_sees_a_wrong_way_import(tmp_path: Path) -> None:
-    """The checker itself: a core module importing a command is caught."""
-    module = PACKAGE / "wire" / "fields.py"
-    assert "brake" in imported_tops(module)
-    assert layer_of("commands") == "commands" and layer_of("wire") == "core"
-    assert LAYER[layer_of("commands")] > LAYER[layer_of(top_name(module))]
+def test_the_top_level_is_packages() -> None:
+    """Only the entry points sit beside the packages; every other module is in the
+    package that names its layer, and every package is in a layer."""
+    modules = {p.name for p in PACKAGE.glob("*.py")}
+    assert modules == {"__init__.py", "__main__.py", "cli.py", "entry.py"}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(LAYER) - {"__init__", "__main__", "cli", "entry"}
+
+
+def test_the_checker_sees_a_wrong_way_import() -> None:
+    """The checker itself: a core module importing a command would be caught."""
+    module = PACKAGE / "readers" / "wire" / "fields.py"
+    assert "core" in imported_tops(module)
+    assert top_name(module) == "readers" and top_name(PACKAGE / "__init__.py") == "__init__"
+    assert layer_of("commands") > layer_of("readers") > layer_of("core")

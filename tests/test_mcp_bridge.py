@@ -25,8 +25,8 @@ from mcp.client.client import Client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from remote_helpers import free_port, upstream  # noqa: E402
 
-from loop_brake_cli.canonical import call_hash  # noqa: E402
-from loop_brake_cli.verdicts import deny_message  # noqa: E402
+from loop_brake_cli.core.canonical import call_hash  # noqa: E402
+from loop_brake_cli.core.verdicts import deny_message  # noqa: E402
 
 CANARY = "CANARY-b81f3e0c-never-printed"
 

@@ -28,9 +28,9 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from remote_helpers import free_port, gateway, upstream  # noqa: E402
 
-from loop_brake_cli.canonical import call_hash  # noqa: E402
+from loop_brake_cli.core.canonical import call_hash  # noqa: E402
+from loop_brake_cli.core.verdicts import deny_message  # noqa: E402
 from loop_brake_cli.mcp_gateway.keys import digest  # noqa: E402
-from loop_brake_cli.verdicts import deny_message  # noqa: E402
 
 CANARY = "CANARY-5e02c7aa-never-printed"
 

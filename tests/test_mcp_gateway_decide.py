@@ -63,7 +63,7 @@ def test_shadow_forwards_what_it_would_deny() -> None:
 def test_window_denies_a_call_seen_three_times_among_others() -> None:
     """Issue 29's [window] in the gateway: A, B, A, C, A in one session, the fifth denied
     with rule window; nothing of the arguments in the log, the notes or the answer."""
-    from loop_brake_cli.policy import parse_policy
+    from loop_brake_cli.core.policy import parse_policy
 
     policy, _ = parse_policy("[window]\ncalls = 5\nmax_repeats = 3\n", "inline.toml")
     gateway, log, notes = brake(policy=policy)

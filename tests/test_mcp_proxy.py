@@ -26,8 +26,8 @@ pytest.importorskip("mcp", reason="the MCP SDK is in the test extra: pip install
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
-from loop_brake_cli.canonical import call_hash  # noqa: E402
-from loop_brake_cli.verdicts import deny_message  # noqa: E402
+from loop_brake_cli.core.canonical import call_hash  # noqa: E402
+from loop_brake_cli.core.verdicts import deny_message  # noqa: E402
 
 SERVER = str(ROOT / "tests" / "mcp_server.py")
 CANARY = "CANARY-7d3b91e4-never-in-logs"

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, cli_env
 
-from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.verdicts import deny_message
+from loop_brake_cli.core.canonical import call_hash
+from loop_brake_cli.core.verdicts import deny_message
 
 ECHO = [sys.executable, str(ROOT / "tests" / "echo_server.py")]
 CANARY = "CANARY-5e1f0c2a-do-not-log"

@@ -12,8 +12,8 @@ import json
 from adapter_helpers import parse_bytes
 from conftest import run_cli
 
-from loop_brake_cli.records import ToolCall, ToolResult
-from loop_brake_cli.wire.mcp import MAX_PENDING, Connections
+from loop_brake_cli.core.records import ToolCall, ToolResult
+from loop_brake_cli.readers.wire.mcp import MAX_PENDING, Connections
 
 SECRET = "canary-8e2a-mcp-result-secret"
 

@@ -12,7 +12,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loop_brake_cli.canonical import parse_json
+from loop_brake_cli.core.canonical import parse_json
 from loop_brake_cli.mcp_proxy.spans import array_element_spans, member_span
 
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\]}[{,: \n\u00e9\U0001f600'), max_size=6)

@@ -89,12 +89,12 @@ def test_with_a_compiler_one_abi3_wheel_holds_the_reader_and_nothing_is_said(tmp
     assert NOT_BUILT not in shown
     name, members = _wheel(out)
     assert "-cp310-abi3-" in name, name
-    assert "loop_brake_cli/_event_scan.abi3.so" in members
+    assert "loop_brake_cli/readers/_event_scan.abi3.so" in members
 
 
 def test_the_version_says_when_the_reader_was_not_built():
     hide = (
-        "import sys; sys.modules['loop_brake_cli._event_scan'] = None; "
+        "import sys; sys.modules['loop_brake_cli.readers._event_scan'] = None; "
         "from loop_brake_cli.cli import main; sys.argv = ['loop-brake', '--version']; main()"
     )
     run = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True)

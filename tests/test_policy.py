@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, cli_env, run_cli
 
-from loop_brake_cli.brake import DISCOVER, LoopBrake, LoopBrakeError, LoopBrakeStop
-from loop_brake_cli.policy import (
+from loop_brake_cli.core.brake import DISCOVER, LoopBrake, LoopBrakeError, LoopBrakeStop
+from loop_brake_cli.core.policy import (
     PolicyError,
     check_policy,
     find_policy_file,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, run_cli
 
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.policy import PolicyError, check_policy, load_policy
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.policy import PolicyError, check_policy, load_policy
 
 
 def _write(tmp: Path, text: str) -> str:

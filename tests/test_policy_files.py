@@ -17,8 +17,8 @@ import pytest
 from conftest import ROOT, cli_env
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.policy import PolicyError
-from loop_brake_cli.policy.load import MAX_POLICY_BYTES
+from loop_brake_cli.core.policy import PolicyError
+from loop_brake_cli.core.policy.load import MAX_POLICY_BYTES
 
 SAMPLE = str(ROOT / "samples" / "stuck-agent.jsonl")
 HOOK_INPUT = b'{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"t","tool_input":{}}'

@@ -16,8 +16,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_hash
-from loop_brake_cli.policy import parse_policy
+from loop_brake_cli.core.canonical import call_hash
+from loop_brake_cli.core.policy import parse_policy
 
 TOOLS = ["a", "b", "read_file", "grep"]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
+from loop_brake_cli.analysis.prices import PricesError, load_prices, parse_prices
 from loop_brake_cli.analysis.waste import Cost, dollars
-from loop_brake_cli.prices import PricesError, load_prices, parse_prices
-from loop_brake_cli.records import Usage
+from loop_brake_cli.core.records import Usage
 
 EXAMPLE = ROOT / "samples" / "prices.example.toml"
 NO_USAGE = ROOT / "samples" / "stuck-agent.jsonl"
@@ -137,7 +137,7 @@ def test_a_bad_prices_file_exits_2_before_reading_any_input(tmp_path: Path) -> N
 
 def test_with_no_turn_priced_there_is_no_amount_never_0() -> None:
     from loop_brake_cli.analysis.waste import Waste
-    from loop_brake_cli.render_waste import waste_line
+    from loop_brake_cli.render.waste import waste_line
 
     prices = load_prices(str(EXAMPLE))
     spent = cost((None, {"input_tokens": 41_695, "output_tokens": 4_096}))

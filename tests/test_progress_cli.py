@@ -90,7 +90,7 @@ def test_filter_with_result_lines_restarts_streaks_and_equals_replay(tmp_path: P
 
 
 def test_a_host_digest_gives_the_same_verdicts_as_the_result(tmp_path: Path) -> None:
-    from loop_brake_cli.progress import result_digest
+    from loop_brake_cli.core.progress import result_digest
 
     plain = traffic()[:14]
     hashed = []

@@ -10,7 +10,7 @@ import hashlib
 
 import pytest
 
-from loop_brake_cli.progress import digest_of_hex, normalise, result_digest
+from loop_brake_cli.core.progress import digest_of_hex, normalise, result_digest
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import JSONInputError
-from loop_brake_cli.policy import PolicyError, parse_policy
-from loop_brake_cli.progress import DEFAULT_IGNORE, digest_of_hex, normalise, result_digest
-from loop_brake_cli.streak import policy_step, result_step
+from loop_brake_cli.core.canonical import JSONInputError
+from loop_brake_cli.core.policy import PolicyError, parse_policy
+from loop_brake_cli.core.progress import DEFAULT_IGNORE, digest_of_hex, normalise, result_digest
+from loop_brake_cli.core.streak import policy_step, result_step
 
 PROGRESS = "progress = true\n"
 RULES = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loop_brake_cli.discover import discover, known_patterns
+from loop_brake_cli.analysis.discover import discover, known_patterns
 
 
 def test_directories_are_searched_recursively_in_sorted_order(tmp_path: Path) -> None:

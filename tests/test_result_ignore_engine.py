@@ -19,9 +19,9 @@ import pytest
 from conftest import ROOT, cli_env
 
 from loop_brake_cli import LoopBrake
+from loop_brake_cli.core.policy import PolicyError
+from loop_brake_cli.core.progress import compile_ignore, pattern_error, result_digest
 from loop_brake_cli.hook.runner import main as hook_main
-from loop_brake_cli.policy import PolicyError
-from loop_brake_cli.progress import compile_ignore, pattern_error, result_digest
 
 EVIL = "(a+)+$"
 POLL = "a" * 40 + "b"  # with a changing tail, so each result differs from the last

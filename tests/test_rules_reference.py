@@ -22,11 +22,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_digest, call_hash
-from loop_brake_cli.policy import PolicyError, parse_policy
-from loop_brake_cli.progress import result_digest, result_error
+from loop_brake_cli.core.canonical import call_digest, call_hash
+from loop_brake_cli.core.policy import PolicyError, parse_policy
+from loop_brake_cli.core.progress import result_digest, result_error
+from loop_brake_cli.core.streak import policy_step, result_step
 from loop_brake_cli.stores.policy_rows import decode_policy_state, encode_policy_state
-from loop_brake_cli.streak import policy_step, result_step
 
 TOOLS = ["a", "b", "free"]
 CANARY = "canary-29d4-rules-secret"

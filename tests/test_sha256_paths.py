@@ -1,4 +1,4 @@
-"""Every SHA-256 compression of the C reader (``loop_brake_cli/_sha256.h``) against
+"""Every SHA-256 compression of the C reader (``loop_brake_cli/readers/_sha256.h``) against
 hashlib: the portable one, x86 SHA-NI where this processor has it, and ARMv8 SHA-2,
 built for aarch64 with Debian's cross compiler and run under qemu-user (whose ``max``
 processor has the SHA-2 instructions). ``tests/native/sha256_harness.c`` prints one

@@ -10,7 +10,7 @@ import random
 import pytest
 from conftest import cli_env, run_cli
 
-from loop_brake_cli.shard import parse_shard, shard_of
+from loop_brake_cli.readers.shard import parse_shard, shard_of
 
 
 def _stream(n: int = 600, seed: int = 3) -> bytes:

@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from loop_brake_cli.records import BadRecord, ToolCall, ToolResult, Usage
-from loop_brake_cli.verdicts import Verdict
+from loop_brake_cli.core.records import BadRecord, ToolCall, ToolResult, Usage
+from loop_brake_cli.core.verdicts import Verdict
 
 
 def test_records_compare_field_by_field_within_one_class() -> None:

@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from loop_brake_cli import formats  # noqa: E402
-from loop_brake_cli.reader import CHUNK_SIZE  # noqa: E402
+from loop_brake_cli.readers.reader import CHUNK_SIZE  # noqa: E402
 
 TABLE = Path(__file__).resolve().parent / "sniff_decisions.json"
 

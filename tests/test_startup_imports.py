@@ -82,9 +82,9 @@ def adapters(modules: set[str]) -> set[str]:
 
 def test_filter_on_events_imports_only_the_events_adapter(tmp_path: Path) -> None:
     modules = loaded(tmp_path, "filter", str(SAMPLES / "events.jsonl"))
-    assert "loop_brake_cli.pipeline" in modules  # the run did judge
+    assert "loop_brake_cli.readers.pipeline" in modules  # the run did judge
     assert adapters(modules) == {"events"}
-    assert not {"gzip", "rich", "loop_brake_cli.policy.model", "tomllib"} & modules
+    assert not {"gzip", "rich", "loop_brake_cli.core.policy.model", "tomllib"} & modules
 
 
 def test_filter_on_an_empty_file_imports_only_the_events_adapter(tmp_path: Path) -> None:
@@ -127,9 +127,9 @@ HOOK_NEVER = {
     "enum",
     "json",
     "loop_brake_cli.formats",
-    "loop_brake_cli.output",
-    "loop_brake_cli.policy.load",
-    "loop_brake_cli.policy.model",
+    "loop_brake_cli.readers.output",
+    "loop_brake_cli.core.policy.load",
+    "loop_brake_cli.core.policy.model",
     "loop_brake_cli.stores.redis_store",
     "pathlib",
     "re",

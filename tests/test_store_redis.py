@@ -24,7 +24,7 @@ from conftest import ROOT, cli_env
 from redis_server import RedisServer, free_port
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_digest
+from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.stores import StoreUnavailable, open_store
 from loop_brake_cli.stores.redis_store import RedisStore
 
@@ -97,7 +97,7 @@ def test_6_processes_of_mixed_calls_replay_in_the_stores_order(
     records = _workers(redis_url, "mixed", 150, 6, policy_file if with_policy else None)
     records.sort(key=lambda r: r["version"])
     assert [r["version"] for r in records] == list(range(1, 901))
-    from loop_brake_cli.policy import load_policy
+    from loop_brake_cli.core.policy import load_policy
 
     brake = LoopBrake(3, policy=load_policy(policy_file) if with_policy else None)
     tools = ("read", "grep")
@@ -255,7 +255,7 @@ def test_no_argument_text_anywhere_in_redis(
         )
         assert done.returncode == 0, done.stderr.decode()
         outputs += done.stdout + done.stderr
-    from loop_brake_cli.policy import load_policy
+    from loop_brake_cli.core.policy import load_policy
 
     for chosen in (None, load_policy(str(policy))):
         brake = LoopBrake(3, store=redis_url, policy=chosen)

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.canonical import call_digest
-from loop_brake_cli.policy import load_policy
+from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.policy import load_policy
 from loop_brake_cli.stores import open_store
 from loop_brake_cli.stores.rows import call_id_key
 

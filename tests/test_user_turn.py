@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from test_policy_reference import RULE, Reference, toml_of
 
 from loop_brake_cli import LoopBrake
-from loop_brake_cli.pipeline import Tally, judge
-from loop_brake_cli.policy import PolicyError, parse_policy
-from loop_brake_cli.records import ToolCall, UserTurn
+from loop_brake_cli.core.policy import PolicyError, parse_policy
+from loop_brake_cli.core.records import ToolCall, UserTurn
+from loop_brake_cli.readers.pipeline import Tally, judge
 
 CANARY = "canary-5b1d-user-turn-secret"
 RESET = "reset_on_user_turn = true\n"

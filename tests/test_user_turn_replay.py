@@ -14,9 +14,9 @@ import pytest
 from adapter_helpers import FIXTURES
 from conftest import run_cli
 
+from loop_brake_cli.core.records import ToolResult, UserTurn
 from loop_brake_cli.formats import ADAPTERS, get, parse_records
-from loop_brake_cli.reader import open_source
-from loop_brake_cli.records import ToolResult, UserTurn
+from loop_brake_cli.readers.reader import open_source
 
 CANARY = "canary-41d7-user-said-secret"
 

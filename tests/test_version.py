@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 import pytest
 
-from loop_brake_cli import fastpath
+from loop_brake_cli.readers import fastpath
 
 
 def _version(**env: str) -> list[str]:
@@ -32,7 +32,7 @@ def test_the_version_names_the_python_reader_when_the_c_one_is_switched_off():
 
 @pytest.mark.skipif(fastpath.scanner() is None, reason="the C event reader is not built")
 def test_the_version_names_the_c_reader_when_it_is_built():
-    from loop_brake_cli import _event_scan
+    from loop_brake_cli.readers import _event_scan
 
     _, reader = _version()
     with_instructions = f"event reader: C with {_event_scan.SHA_INSTRUCTIONS}"

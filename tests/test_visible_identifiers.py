@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import ROOT, cli_env, run_cli
 
 from loop_brake_cli.hook.runner import main as hook_main
-from loop_brake_cli.visible import visible
+from loop_brake_cli.render.visible import visible
 
 TOOL = "evil\x1b]0;pwned\x07\x1b[2J\u2028x\x9b31m\u202e"
 SESSION = "sess\x1b[31mred\u2029"

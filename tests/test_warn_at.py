@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli import LoopBrake, Verdict
-from loop_brake_cli.canonical import call_digest
-from loop_brake_cli.policy import PolicyError, parse_policy
+from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.policy import PolicyError, parse_policy
 from loop_brake_cli.stores import open_store
 
 CANARY = "canary-warn-at-5b1d"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pickle
 
 from loop_brake_cli.analysis import Analyzer, Report, merge
-from loop_brake_cli.brake import LoopBrake
-from loop_brake_cli.pipeline import judge
-from loop_brake_cli.records import ToolCall, Usage
+from loop_brake_cli.core.brake import LoopBrake
+from loop_brake_cli.core.records import ToolCall, Usage
+from loop_brake_cli.readers.pipeline import judge
 
 
 def analyse(records, max_repeats: int = 3, timeline: bool = False) -> Report:

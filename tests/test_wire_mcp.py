@@ -4,8 +4,8 @@ the result of which call. Recorded logs and the live proxy both decode through i
 
 from __future__ import annotations
 
-from loop_brake_cli.records import ToolCall, ToolResult
-from loop_brake_cli.wire.mcp import MAX_PENDING, Connections
+from loop_brake_cli.core.records import ToolCall, ToolResult
+from loop_brake_cli.readers.wire.mcp import MAX_PENDING, Connections
 
 
 def _call(call_id: object) -> dict:

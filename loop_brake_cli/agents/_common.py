@@ -41,16 +41,16 @@ Errors name the field, never its value. Cheap to import: the hook runs this.
 
 from __future__ import annotations
 
-from ..canonical import JSONInputError, parse_arguments, parse_json
-from ..records import BadRecord, Record, ToolCall, ToolResult, UserTurn
-from ..wire.fields import FieldError, call_id_of, session_of, tool_of
+from ..core.canonical import JSONInputError, parse_arguments, parse_json
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, UserTurn
+from ..readers.wire.fields import FieldError, call_id_of, session_of, tool_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
 else:
-    from .._namedtuple import NamedTuple
+    from ..core._namedtuple import NamedTuple
 
 __all__ = [
     "Install",

@@ -47,7 +47,7 @@ payload no other agent claims is read as Claude Code's (registered last).
 
 from __future__ import annotations
 
-from ..records import Record
+from ..core.records import Record
 from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)

@@ -41,7 +41,7 @@ Detection: ``turn_id``, which only Codex sends.
 
 from __future__ import annotations
 
-from ..records import Record
+from ..core.records import Record
 from ._common import (
     Install,
     decode_input,

@@ -50,7 +50,7 @@ Detection: ``conversation_id`` (only Cursor sends it) or a Cursor event name.
 
 from __future__ import annotations
 
-from ..records import Record
+from ..core.records import Record
 from ._common import decode_input, event_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)

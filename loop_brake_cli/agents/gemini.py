@@ -41,7 +41,7 @@ Detection: the event name ``BeforeTool``, ``AfterTool`` or ``BeforeAgent``.
 
 from __future__ import annotations
 
-from ..records import Record
+from ..core.records import Record
 from ._common import Install, decode_input, event_of, system_message
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)

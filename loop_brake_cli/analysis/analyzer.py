@@ -10,8 +10,8 @@ any length replays in bounded memory.
 
 from __future__ import annotations
 
-from ..records import BadRecord, Record, Usage
-from ..verdicts import Verdict
+from ..core.records import BadRecord, Record, Usage
+from ..core.verdicts import Verdict
 from .report import (
     DENIALS_KEPT,
     ERRORS_KEPT,

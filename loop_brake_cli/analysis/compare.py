@@ -20,10 +20,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..brake import LoopBrake
-from ..canonical import JSONInputError, call_digest
-from ..records import BadRecord, ToolCall, ToolResult, UserTurn
-from ..visible import visible
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, call_digest
+from ..core.records import BadRecord, ToolCall, ToolResult, UserTurn
+from ..render.visible import visible
 
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
 
@@ -141,7 +141,7 @@ def compare_files(
     """Replay ``paths`` through the seed's brake and the policy's, side by side."""
     from ..formats import parse_records
     from ..formats._detect import choose
-    from ..reader import UnreadableInputError, cannot_open, open_source
+    from ..readers.reader import UnreadableInputError, cannot_open, open_source
     from .replay import internal_error
 
     result = Comparison(max_repeats, None if policy is None else policy.path)

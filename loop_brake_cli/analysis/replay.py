@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..brake import LoopBrake
-from ..records import BadRecord, Record
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake
+from ..core.records import BadRecord, Record
+from ..core.verdicts import Verdict
 from .analyzer import Analyzer
 from .report import ERRORS_KEPT, FileInfo, Report, merge
 
@@ -64,11 +64,11 @@ def replay_file(
     ``replay -j``).
     """
     from ..corpus.rows import container
-    from ..fastpath import relaxed_gc
     from ..formats import parse_records
     from ..formats._detect import choose
-    from ..pipeline import judge
-    from ..reader import UnreadableInputError, open_source
+    from ..readers.fastpath import relaxed_gc
+    from ..readers.pipeline import judge
+    from ..readers.reader import UnreadableInputError, open_source
 
     try:
         size = os.path.getsize(path) if path != "-" else 0
@@ -169,10 +169,10 @@ def replay_dataset(
     """A dataset of runs, one run per row, each its own session; the brake forgets each
     row's run when the row ends (no streak crosses rows, and memory stays flat).
     ``skippable``: a table that holds no runs is skipped (found in a directory)."""
+    from ..core.records import BadRecord
     from ..corpus.rows import DatasetError, RowError, jsonl_rows, parquet_rows
     from ..corpus.runs import row_records
-    from ..pipeline import judge
-    from ..records import BadRecord
+    from ..readers.pipeline import judge
 
     info.format = f"{kind}-rows"
     if row_groups:

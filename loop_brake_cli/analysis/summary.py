@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..prices import Prices
+from .prices import Prices
 from .report import HISTOGRAM_TOP, Report, SessionStats
 from .sweep import SweepRow
 from .waste import Cost, Waste, usage_to_json, waste_to_json

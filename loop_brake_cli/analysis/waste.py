@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..prices import KINDS as PRICED
-from ..prices import Prices
-from ..records import Usage
+from ..core.records import Usage
+from .prices import KINDS as PRICED
+from .prices import Prices
 
 __all__ = [
     "KINDS",

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from ..exitcodes import ExitStatus
-from ..policy import PolicyError, check_policy
-from ..progress import DEFAULT_IGNORE
-from ..visible import visible
+from ..core.exitcodes import ExitStatus
+from ..core.policy import PolicyError, check_policy
+from ..core.progress import DEFAULT_IGNORE
+from ..render.visible import visible
 
 PROG = "loop-brake check-config"
 

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import click
 
-from ..exitcodes import ExitStatus
-from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from ..visible import visible
+from ..core.exitcodes import ExitStatus
+from ..core.limits import InvalidMaxRepeatsError, resolve_max_repeats
+from ..readers.reader import DEFAULT_MAX_LINE_BYTES
+from ..render.visible import visible
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,7 +57,7 @@ def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
 def resolve_policy(errors: Errors, explicit: str | None) -> Any:
     """The policy that applies (a ``policy.Policy``, or None), or the exit status 2 after
     ``errors`` gave its located errors: always before any input is read."""
-    from .. import policy  # PolicyError is looked up only when raised: it loads the rule model
+    from ..core import policy  # PolicyError is looked up only when raised: it loads the rule model
 
     try:
         return policy.discover_policy(explicit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from .replay import _fail
 
 
@@ -26,9 +26,9 @@ def print_verdicts(
     from ..analysis import internal_error
     from ..formats import parse_records
     from ..formats._detect import choose
-    from ..output import LineWriter
-    from ..pipeline import Tally, write_verdicts
-    from ..reader import UnreadableInputError, cannot_open, open_source
+    from ..readers.output import LineWriter
+    from ..readers.pipeline import Tally, write_verdicts
+    from ..readers.reader import UnreadableInputError, cannot_open, open_source
 
     brake = LoopBrake(value, source=source, policy=policy)
     out = LineWriter(sys.stdout.buffer)

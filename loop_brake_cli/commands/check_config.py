@@ -24,9 +24,9 @@ from ..config import (
     Touch,
     check_config,
 )
-from ..exitcodes import ExitStatus, epilog
-from ..limits import InvalidMaxRepeatsError
-from ..visible import visible
+from ..core.exitcodes import ExitStatus, epilog
+from ..core.limits import InvalidMaxRepeatsError
+from ..render.visible import visible
 from ._options import Count, JsonCommand, policy_option, unopenable
 
 PROG = "loop-brake check-config"

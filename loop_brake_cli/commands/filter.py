@@ -14,14 +14,14 @@ import sys
 
 import click
 
-from ..brake import LoopBrake
-from ..exitcodes import ExitStatus, epilog
+from ..core.brake import LoopBrake
+from ..core.exitcodes import ExitStatus, epilog
 from ..formats import UnknownFormatError, get, names, parse_records
 from ..formats._detect import FormatCheck, peek, rereadable
-from ..output import LineWriter
-from ..pipeline import VERDICT_KINDS, Tally, write_verdicts
-from ..reader import UnreadableInputError, cannot_open, open_source
-from ..visible import visible
+from ..readers.output import LineWriter
+from ..readers.pipeline import VERDICT_KINDS, Tally, write_verdicts
+from ..readers.reader import UnreadableInputError, cannot_open, open_source
+from ..render.visible import visible
 from ._options import (
     Count,
     Errors,
@@ -188,7 +188,7 @@ def _filter(
     shared store, which is never reset here)."""
     shard = None
     if shard_text is not None:
-        from ..shard import parse_shard
+        from ..readers.shard import parse_shard
 
         try:
             shard = parse_shard(shard_text)
@@ -239,7 +239,7 @@ def _filter(
     out.flush()
     sessions += len(brake) + brake.evictions
     if summary:
-        from ..render import print_filter_summary
+        from ..render.terminal import print_filter_summary
 
         print_filter_summary(tally, brake, len(paths), sessions, not_read)
         if brake.policy_path is not None:
@@ -281,7 +281,7 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
     """The fast path for event lines where it is available (same bytes out), else the exact
     one. Under a policy, always the exact one: the fast path states only the seed's rule;
     with a store too: the store decides each call."""
-    from .. import fastpath
+    from ..readers import fastpath
 
     if (
         adapter.INFO.name == "events"
@@ -293,7 +293,7 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
         return
     records = parse_records(adapter, source, brake.progress, brake.user_turns)
     if shard is not None:
-        from ..shard import select_shard
+        from ..readers.shard import select_shard
 
         records = select_shard(records, *shard)
     write_verdicts(records, brake, tally, out, wanted, file)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..canonical import JSONInputError, call_hash, hash_prefix, parse_json
-from ..exitcodes import ExitStatus, epilog
+from ..core.canonical import JSONInputError, call_hash, hash_prefix, parse_json
+from ..core.exitcodes import ExitStatus, epilog
 
 
 @click.command("hash", epilog=epilog("hash"))

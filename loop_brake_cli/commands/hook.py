@@ -16,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from .. import agents
-from ..exitcodes import ExitStatus
+from ..core.exitcodes import ExitStatus
 from ._options import Errors, policy_option, resolve_policy
 
 
@@ -145,7 +145,7 @@ def install_command(
 def _found_policy() -> Any:
     """The policy the hook would find from here, or None; a file that does not load is
     the hook's failure to report (it fails open), not install's."""
-    from ..policy.discover import discover_policy
+    from ..core.policy.discover import discover_policy
 
     try:
         return discover_policy(None)

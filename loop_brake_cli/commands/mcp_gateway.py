@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from ..exitcodes import ExitStatus
+from ..core.exitcodes import ExitStatus
 from ._options import (
     Errors,
     max_repeats_option,
@@ -184,7 +184,7 @@ def mcp_gateway_command(
         host, port = parse_listen(listen)
     except ListenError as exc:
         return errors(str(exc))
-    from ..brake import LoopBrake
+    from ..core.brake import LoopBrake
 
     if LoopBrake(limit, policy=policy).progress:
         return errors(

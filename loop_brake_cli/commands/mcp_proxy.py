@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from ..exitcodes import ExitStatus
+from ..core.exitcodes import ExitStatus
 from ..mcp_proxy import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     LogOpenError,

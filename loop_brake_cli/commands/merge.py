@@ -11,7 +11,7 @@ import click
 
 from ..analysis import parse_sweep, report_to_json, sweep
 from ..analysis.summary import SUMMARY_ROWS
-from ..exitcodes import ExitStatus, epilog
+from ..core.exitcodes import ExitStatus, epilog
 from ._options import Errors, JsonCommand
 from .replay import _load_prices, _Rows, _write_html, _write_json, report_problems
 
@@ -138,7 +138,7 @@ def merge_command(
             doc["policy"] = policy
         _write_json(doc)
     elif html_path != "-":
-        from ..render import print_replay_summary
+        from ..render.terminal import print_replay_summary
 
         print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
         if policy is not None:

@@ -16,12 +16,12 @@ from typing import Any
 import click
 
 from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, sweep
+from ..analysis.discover import discover
+from ..analysis.prices import Prices
 from ..analysis.summary import SUMMARY_ROWS
-from ..discover import discover
-from ..exitcodes import ExitStatus, epilog
+from ..core.exitcodes import ExitStatus, epilog
 from ..formats import names
-from ..prices import Prices
-from ..visible import visible
+from ..render.visible import visible
 from ._options import (
     Count,
     Errors,
@@ -355,7 +355,7 @@ def replay_command(
                     doc["totals"]["warned"] = report.warned
             _write_json(doc)
         elif html_path != "-":  # with --html -, the page is stdout's only content
-            from ..render import print_replay_summary
+            from ..render.terminal import print_replay_summary
 
             print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
             if policy is not None:
@@ -397,7 +397,7 @@ def _not_a_summary(
 def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
     """The user's prices, or the exit status after ``errors`` gave each located mistake:
     3 for a file that cannot be opened (as for --config), else 2; before any input is read."""
-    from ..prices import PricesError, load_prices
+    from ..analysis.prices import PricesError, load_prices
 
     try:
         return load_prices(path)
@@ -410,7 +410,7 @@ def _write_html(
 ) -> bool:
     """The HTML report to ``target`` (``-``: stdout), written atomically; False after
     saying on stderr why it could not be. ``policy``: the policy file's path, or None."""
-    from ..html_report import HtmlWriteError, page_data, render_page, write_html
+    from ..render.html import HtmlWriteError, page_data, render_page, write_html
 
     page = render_page(page_data(report, policy, prices))
     try:

@@ -6,8 +6,8 @@ import time
 
 import click
 
-from ..exitcodes import ExitStatus
-from ..visible import visible
+from ..core.exitcodes import ExitStatus
+from ..render.visible import visible
 
 _STATE_HELP = (
     "SQLite state file (default: $LOOP_BRAKE_STATE, else "
@@ -93,7 +93,7 @@ def list_command(session: str | None, path: str | None, url: str | None, as_json
 
 
 def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitStatus:
-    from ..output import json_line
+    from ..readers.output import json_line
 
     now = time.time()
     if as_json:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..verdicts import PLUGIN
+from ..core.verdicts import PLUGIN
 from .load import load_file, location_of, pairs, scalar_text, truthy
 from .problems import ConfigError, ConfigWarning, Location, PluginNotFoundError, Problem
 

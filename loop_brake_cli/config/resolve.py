@@ -12,14 +12,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..limits import (
+from ..core.limits import (
     DEFAULT_MAX_REPEATS,
     ENV_VAR,
     InvalidMaxRepeatsError,
     normalize_max_repeats,
     parse_env_max_repeats,
 )
-from ..verdicts import PLUGIN
+from ..core.verdicts import PLUGIN
 from .compose import Touch, compose, find_row
 from .problems import ConfigError, ConfigWarning, Location
 from .validate import row_config, row_warnings

@@ -13,7 +13,7 @@ import difflib
 import re
 from typing import Any
 
-from ..limits import InvalidMaxRepeatsError, normalize_max_repeats
+from ..core.limits import InvalidMaxRepeatsError, normalize_max_repeats
 from .compose import KEY, Row
 from .load import T_NULL, Js, location_of, pairs, scalar, truthy
 from .problems import ConfigWarning, Location, Problem

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import BOM, Source
+from ..core.canonical import JSONInputError, parse_json
+from ..readers.reader import BOM, Source
 
 PARQUET_MAGIC = b"PAR1"
 ID_COLUMNS = ("instance_id",)

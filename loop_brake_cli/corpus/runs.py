@@ -29,11 +29,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, ToolCall
 from ..formats._common import CallLedger, json_path
 from ..formats.openai_chat import messages_calls
 from ..formats.swe_agent import command_word
-from ..records import BadRecord, Record, ToolCall
 from .rows import ID_COLUMNS, RUN_COLUMNS, Row
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis import Job, replay_job
-from ..reader import DEFAULT_MAX_LINE_BYTES
+from ..readers.reader import DEFAULT_MAX_LINE_BYTES
 from .partial import to_partial
 from .rows import pieces
 
@@ -33,7 +33,7 @@ def plan(
 
     The settings must be the ones the single run would use (``loop-brake replay`` with
     no ``-m`` is maxRepeats 3 from ``default``) for its report to come out the same."""
-    from ..discover import discover
+    from ..analysis.discover import discover
 
     jobs = []
     for found in discover(paths):

@@ -29,11 +29,11 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-from ..slotted import FrozenFields
+from ..core.slotted import FrozenFields
 
 if TYPE_CHECKING:
-    from ..reader import Source
-    from ..records import Record
+    from ..core.records import Record
+    from ..readers.reader import Source
 
 __all__ = [
     "ADAPTERS",

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, call_digest, parse_arguments, parse_json
-from ..reader import TOO_LONG, Source, UnreadableInputError
-from ..records import BadRecord, Record, ToolCall, Usage, line_too_long
+from ..core.canonical import JSONInputError, call_digest, parse_arguments, parse_json
+from ..core.records import BadRecord, Record, ToolCall, Usage, line_too_long
+from ..readers.reader import TOO_LONG, Source, UnreadableInputError
 from ._sniff import WHITESPACE, head_text
 
 __all__ = [

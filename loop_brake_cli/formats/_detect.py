@@ -24,7 +24,7 @@ import stat
 from types import ModuleType
 from typing import Any
 
-from ..reader import CHUNK_SIZE, JSON_WHITESPACE, Source
+from ..readers.reader import CHUNK_SIZE, JSON_WHITESPACE, Source
 from ._sniff import head_text
 
 __all__ = [
@@ -168,8 +168,8 @@ def reads(adapter: ModuleType, path: str | None) -> bool:
     """
     if path is None:
         return True
-    from ..reader import open_source
-    from ..records import BadRecord, ToolCall
+    from ..core.records import BadRecord, ToolCall
+    from ..readers.reader import open_source
     from . import parse_records
 
     try:

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import BOM, CHUNK_SIZE
+from ..core.canonical import JSONInputError, parse_json
+from ..readers.reader import BOM, CHUNK_SIZE
 
 __all__ = ["foreign", "head_lines", "head_objects", "head_text", "mentions"]
 

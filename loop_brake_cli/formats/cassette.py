@@ -58,9 +58,9 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import Source
-from ..records import BadRecord, Record, ToolResult, Usage
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, ToolResult, Usage
+from ..readers.reader import Source
 from . import FormatInfo
 from ._common import CallLedger, file_session, json_path, make_call, never_raises, tokens
 from .anthropic import CALL_BLOCKS

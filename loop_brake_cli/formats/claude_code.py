@@ -52,9 +52,9 @@ import re
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from ..brake import session_key, subagent_session_key
-from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
+from ..core.brake import session_key, subagent_session_key
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
+from ..readers.reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
@@ -374,20 +374,20 @@ def parse(source: Source, stream: bool = False) -> Iterator[Record]:
     parsed at all. A truncated or garbled line is still parsed and reported.
     Results are attached as parsed, never copied or serialised again.
     """
-    from ..fast_canonical import AVAILABLE  # imported when a file is read
+    from ..readers.fast_canonical import AVAILABLE  # imported when a file is read
 
     if not AVAILABLE:
         return _parse(source, stream)
     # orjson reads each line as parse_json would: every call's arguments are plain JSON
     # values, and judge may hash them the fast way
-    from ..pipeline import plain_records
+    from ..readers.pipeline import plain_records
 
     return plain_records(_parse_fast(source, stream))
 
 
 def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None, None]:
     """``parse`` with orjson where it reads a line as parse_json would."""
-    from ..fast_canonical import DecodeError, load_line, loads
+    from ..readers.fast_canonical import DecodeError, load_line, loads
 
     seen, turns = RecentIds(), TurnUsage()
     results, user_turns = source.results, source.user_turns

@@ -41,8 +41,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..reader import Source
-from ..records import Record
+from ..core.records import Record
+from ..readers.reader import Source
 from . import FormatInfo, claude_code
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 

@@ -50,9 +50,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..brake import DEFAULT_SESSION
-from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
+from ..core.brake import DEFAULT_SESSION
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
+from ..readers.reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import RecentIds, load_json_line, tokens
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions

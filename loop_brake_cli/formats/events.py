@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, line_too_long
-from ..wire.event_line import TOOL_KEYS, decode, first
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, line_too_long
+from ..readers.reader import TOO_LONG, Source
+from ..readers.wire.event_line import TOOL_KEYS, decode, first
 from . import FormatInfo
 
 INFO = FormatInfo(

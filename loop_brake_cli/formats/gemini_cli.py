@@ -38,8 +38,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..reader import Source
-from ..records import BadRecord, Record, ToolResult, Usage, UserTurn
+from ..core.records import BadRecord, Record, ToolResult, Usage, UserTurn
+from ..readers.reader import Source
 from . import FormatInfo
 from ._common import (
     CallLedger,

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .. import agents
-from ..reader import TOO_LONG, Source
-from ..records import BadRecord, Record, UserTurn, line_too_long
+from ..core.records import BadRecord, Record, UserTurn, line_too_long
+from ..readers.reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import load_json_line
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions

@@ -39,10 +39,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import JSON_WHITESPACE, TOO_LONG, Source
-from ..records import BadRecord, Record, line_too_long
-from ..wire.mcp import DEFAULT_LABEL, Connections, messages
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, line_too_long
+from ..readers.reader import JSON_WHITESPACE, TOO_LONG, Source
+from ..readers.wire.mcp import DEFAULT_LABEL, Connections, messages
 from . import FormatInfo
 from ._sniff import head_lines
 

@@ -57,9 +57,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..reader import Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..readers.reader import Source
 from . import FormatInfo
 from ._common import parse_arguments, tokens
 from ._sniff import head_lines

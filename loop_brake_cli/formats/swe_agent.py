@@ -69,8 +69,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..reader import Source
-from ..records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..readers.reader import Source
 from . import FormatInfo
 from ._common import (
     CallLedger,

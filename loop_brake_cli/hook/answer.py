@@ -53,7 +53,7 @@ def answer_line(obj: dict[str, Any]) -> bytes:
     """``output.json_line(obj)``, byte for byte."""
     out: list[str] = []
     if _string is None or not _write(obj, out):
-        from ..output import json_line
+        from ..readers.output import json_line
 
         return json_line(obj)
     out.append("\n")

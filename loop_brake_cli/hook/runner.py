@@ -51,12 +51,12 @@ import os
 from types import ModuleType
 
 from .. import agents
-from ..canonical import JSONInputError, call_digest, parse_json
-from ..limits import InvalidMaxRepeatsError, resolve_max_repeats
-from ..records import BadRecord, ToolCall, ToolResult, UserTurn
+from ..core.canonical import JSONInputError, call_digest, parse_json
+from ..core.limits import InvalidMaxRepeatsError, resolve_max_repeats
+from ..core.records import BadRecord, ToolCall, ToolResult, UserTurn
+from ..core.verdicts import Verdict
 from ..stores import Store, StoreError, open_store, store_target
 from ..stores.sqlite_store import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_TTL
-from ..verdicts import Verdict
 from .stdio import Streams
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -257,7 +257,7 @@ class _Hook:
         self.store: Store | None = None
 
     def warn(self, message: str) -> None:
-        from ..visible import visible
+        from ..render.visible import visible
 
         self.streams.err(f"{PROG}: {visible(message, lines=True)}\n")
 
@@ -343,8 +343,8 @@ class _Hook:
         path = self.opts.get("log")
         if not path:
             return
-        from ..output import json_line
-        from ..records import verdict_record
+        from ..core.records import verdict_record
+        from ..readers.output import json_line
 
         try:
             # Never through a symlink: the log must not be a way to append to another file.
@@ -396,7 +396,7 @@ class _Hook:
             max_repeats, _ = resolve_max_repeats(_explicit_max_repeats(opts.get("max_repeats")))
         except InvalidMaxRepeatsError as exc:
             return self.fail(str(exc), agent)
-        from ..policy.discover import discover_policy
+        from ..core.policy.discover import discover_policy
 
         try:
             policy = discover_policy(opts.get("policy"))
@@ -435,7 +435,7 @@ class _Hook:
         """A post-tool event: record the result's digest under a progress policy.
         Always exit 0 and nothing on stdout (see the module docstring)."""
         opts = self.opts
-        from ..policy.discover import discover_policy
+        from ..core.policy.discover import discover_policy
 
         try:
             policy = discover_policy(opts.get("policy"))
@@ -447,7 +447,7 @@ class _Hook:
             return self.not_recorded("; ".join(errors))
         digest = result.digest
         if digest is None:
-            from ..progress import result_digest
+            from ..core.progress import result_digest
 
             try:
                 digest = result_digest(result.result, policy.result_ignore)
@@ -456,7 +456,7 @@ class _Hook:
         try:
             error = result.error
             if error is None:
-                from ..progress import result_error
+                from ..core.progress import result_error
 
                 error = result_error(result.result)
             self.open_store().observe_result(
@@ -471,8 +471,8 @@ class _Hook:
     def end_turn(self, turn: UserTurn, errors: list[str]) -> int:
         """A user-turn event: under ``reset_on_user_turn`` the session starts over in the
         store. Always exit 0 and nothing on stdout (see the module docstring)."""
-        from ..policy.discover import discover_policy
-        from ..streak import ends_on_user_turn
+        from ..core.policy.discover import discover_policy
+        from ..core.streak import ends_on_user_turn
 
         try:
             policy = discover_policy(self.opts.get("policy"))

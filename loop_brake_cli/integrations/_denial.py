@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..verdicts import CODE, PLUGIN, Verdict
+from ..core.verdicts import CODE, PLUGIN, Verdict
 
 META_KEY = "loop-brake/denial"
 """The key of the structured denial where a framework carries metadata (MCP ``_meta``)."""

@@ -55,8 +55,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..brake import LoopBrake, LoopBrakeStop
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake, LoopBrakeStop
+from ..core.verdicts import Verdict
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",

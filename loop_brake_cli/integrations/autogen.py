@@ -43,7 +43,7 @@ from autogen_agentchat.base import TerminationCondition
 from autogen_agentchat.messages import StopMessage
 from autogen_core.tools import TextResultContent, ToolResult, Workbench
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._session import SessionBrake, make_brake
 
 __all__ = ["LoopBrakeTermination", "LoopBrakeWorkbench", "attach", "dispose"]

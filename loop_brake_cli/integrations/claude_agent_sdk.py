@@ -36,8 +36,8 @@ from typing import Any
 from claude_agent_sdk import HookMatcher
 
 from ..agents import claude_code
-from ..brake import LoopBrake
-from ..records import ToolCall, ToolResult
+from ..core.brake import LoopBrake
+from ..core.records import ToolCall, ToolResult
 from ._session import SessionBrake, make_brake
 
 __all__ = ["LoopBrakeHooks", "attach", "dispose"]

@@ -41,7 +41,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._denial import META_KEY, denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake
 from .mcp import with_warning

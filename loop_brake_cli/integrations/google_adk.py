@@ -37,8 +37,8 @@ from typing import Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 
-from ..brake import LoopBrake
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake
+from ..core.verdicts import Verdict
 from ._session import SessionBrake, make_brake
 
 __all__ = ["WARNING_KEY", "LoopBrakePlugin", "adk_session_key", "dispose"]

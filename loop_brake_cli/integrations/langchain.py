@@ -46,8 +46,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired  # typing has it from 3.11 only
 
-from ..brake import LoopBrake
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake
+from ..core.verdicts import Verdict
 from ._session import SessionBrake, fresh_call_id, make_brake
 from .langgraph import denial_message, thread_session_key, with_warning
 

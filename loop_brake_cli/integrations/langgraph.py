@@ -41,8 +41,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Interrupt
 
-from ..brake import LoopBrake
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake
+from ..core.verdicts import Verdict
 from ._denial import denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake
 

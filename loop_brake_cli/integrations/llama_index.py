@@ -36,7 +36,7 @@ from typing import Any
 
 from llama_index.core.tools import ToolOutput
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._session import SessionBrake, make_brake, stop_error
 
 __all__ = ["attach", "dispose"]

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._denial import META_KEY, denial_fields
 from ._session import SessionBrake, fresh_call_id, make_brake, to_json
 

@@ -52,8 +52,8 @@ from agents import (
     ToolOutputGuardrail,
 )
 
-from ..brake import LoopBrake
-from ..canonical import parse_arguments
+from ..core.brake import LoopBrake
+from ..core.canonical import parse_arguments
 from ._denial import denial_fields
 from ._session import SessionBrake, make_brake
 

@@ -49,7 +49,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._session import SessionBrake, fresh_call_id, make_brake, stop_error
 
 __all__ = ["LoopBrakeCapability", "LoopBrakeToolset", "conversation_session_key"]

@@ -46,9 +46,9 @@ from typing import Any
 from smolagents import CodeAgent
 from smolagents.utils import AgentToolExecutionError
 
-from ..brake import LoopBrake, LoopBrakeError
-from ..canonical import parse_arguments
-from ..verdicts import Verdict
+from ..core.brake import LoopBrake, LoopBrakeError
+from ..core.canonical import parse_arguments
+from ..core.verdicts import Verdict
 from ._session import SessionBrake, make_brake
 
 __all__ = ["LoopBrakeAgent", "attach", "dispose"]

@@ -32,7 +32,7 @@ from typing import Any
 
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 
-from ..brake import LoopBrake
+from ..core.brake import LoopBrake
 from ._session import SessionBrake, make_brake
 
 __all__ = ["LoopBrakeHooks", "strands_session_key"]

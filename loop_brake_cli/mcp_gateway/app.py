@@ -36,7 +36,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
-from ..canonical import JSONInputError, parse_json
+from ..core.canonical import JSONInputError, parse_json
 from ..mcp_proxy.headers import safe_url
 from ..mcp_proxy.remote import transport_problem
 from ..mcp_proxy.routing import append_warning

@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..brake import LoopBrake
-from ..canonical import JSONInputError, parse_json
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, ToolCall, error_record, verdict_record
 from ..mcp_proxy.routing import denial_answer, describe_denial, is_modern
 from ..mcp_proxy.spans import member_span
-from ..output import json_line
-from ..pipeline import judge
-from ..records import BadRecord, ToolCall, error_record, verdict_record
-from ..wire.mcp import continues_call, decode_call
+from ..readers.output import json_line
+from ..readers.pipeline import judge
+from ..readers.wire.mcp import continues_call, decode_call
 from .keys import SessionNameError, call_scope, session_key
 
 __all__ = ["Answer", "GatewayBrake", "INVALID_REQUEST", "request_error"]

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..canonical import JSONInputError, parse_json
-from ..visible import visible
+from ..core.canonical import JSONInputError, parse_json
+from ..render.visible import visible
 from .pipes import iter_lines, write_all
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, OUTPUT_FAILED
 from .remote import RemoteServer

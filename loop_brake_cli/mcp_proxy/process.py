@@ -27,8 +27,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..exitcodes import ExitStatus
-from ..visible import visible
+from ..core.exitcodes import ExitStatus
+from ..render.visible import visible
 from .pipes import iter_lines, write_all
 from .routing import ClientRouter, Routed
 from .streams import OutputError, output_problem, quiet_write_error

@@ -40,8 +40,8 @@ from mcp.shared.inbound import (
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..canonical import JSONInputError, parse_json
-from ..output import json_line
+from ..core.canonical import JSONInputError, parse_json
+from ..readers.output import json_line
 from .headers import safe_url
 
 __all__ = [

@@ -47,14 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..brake import LoopBrake
-from ..canonical import JSONInputError, canonical_json, parse_json
-from ..output import json_line
-from ..pipeline import judge
-from ..reader import JSON_WHITESPACE
-from ..records import BadRecord, ToolCall, error_record, verdict_record
-from ..verdicts import Verdict
-from ..wire.mcp import DEFAULT_LABEL, Connections, messages
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, canonical_json, parse_json
+from ..core.records import BadRecord, ToolCall, error_record, verdict_record
+from ..core.verdicts import Verdict
+from ..readers.output import json_line
+from ..readers.pipeline import judge
+from ..readers.reader import JSON_WHITESPACE
+from ..readers.wire.mcp import DEFAULT_LABEL, Connections, messages
 from .spans import array_element_spans, member_span
 
 __all__ = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..canonical import parse_json
+from ..core.canonical import parse_json
 
 __all__ = ["array_element_spans", "member_span", "value_end"]
 

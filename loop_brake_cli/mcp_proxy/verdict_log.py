@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..output import json_line
+from ..readers.output import json_line
 from .pipes import write_all
 
 __all__ = ["LogOpenError", "VerdictLog"]

@@ -26,7 +26,7 @@ else:
 
 
 if TYPE_CHECKING:
-    from ..verdicts import Verdict
+    from ..core.verdicts import Verdict
     from .rows import SessionRow
 
 __all__ = ["DEFAULT_IDLE_TTL", "ENV_STORE", "Store", "StoreError", "StoreUnavailable"]

@@ -29,7 +29,7 @@ duplicate of it says so too.
 
 from __future__ import annotations
 
-from ..streak import Decision, PolicySlot, Slot
+from ..core.streak import Decision, PolicySlot, Slot
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 

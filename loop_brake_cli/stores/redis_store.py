@@ -45,9 +45,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..canonical import canonical_json
-from ..streak import PolicySlot, Slot, policy_step, result_step
-from ..verdicts import Verdict, verdict_of, verdict_of_policy
+from ..core.canonical import canonical_json
+from ..core.streak import PolicySlot, Slot, policy_step, result_step
+from ..core.verdicts import Verdict, verdict_of, verdict_of_policy
 from .base import DEFAULT_IDLE_TTL, StoreError, StoreUnavailable
 from .policy_rows import decode_policy_state, encode_policy_state
 from .rows import SessionRow, call_id_key, decode_call_id, session_row

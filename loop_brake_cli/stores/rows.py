@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..canonical import canonical_json, hash_prefix, parse_json
+from ..core.canonical import canonical_json, hash_prefix, parse_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ..streak import PolicySlot, Slot, policy_step, result_step, step
-from ..verdicts import Verdict, verdict_of, verdict_of_policy
+from ..core.streak import PolicySlot, Slot, policy_step, result_step, step
+from ..core.verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
 from .rows import (
     SessionRow,

@@ -1,4 +1,4 @@
-/* Checks loop_brake_cli/_sha256.h without Python: reads data on stdin and prints one
+/* Checks loop_brake_cli/readers/_sha256.h without Python: reads data on stdin and prints one
  * line per compression, "NAME HEX" for the digest of the whole input fed in uneven
  * pieces, with the portable compression and, where the processor has them, its SHA
  * instructions. Built by tests/test_sha256_paths.py natively and, where a cross
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../loop_brake_cli/_sha256.h"
+#include "../../loop_brake_cli/readers/_sha256.h"
 
 static void digest_of(const unsigned char *data, size_t size, const char *name)
 {

@@ -52,8 +52,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..canonical import canonical_json, parse_arguments
-from ..records import BadRecord, Record, ToolCall, ToolResult
+from ...core.canonical import canonical_json, parse_arguments
+from ...core.records import BadRecord, Record, ToolCall, ToolResult
 from .fields import FieldError, call_id_of, tool_of
 
 __all__ = [

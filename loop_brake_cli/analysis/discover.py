@@ -32,7 +32,7 @@ class Found:
 def known_patterns() -> tuple[str, ...]:
     """Every registered format's file-name patterns, in registry order, without repeats,
     then the datasets of runs (``corpus/``) that are no line format: ``*.parquet``."""
-    from .formats import ADAPTERS
+    from ..formats import ADAPTERS
 
     seen: dict[str, None] = {}
     for module in ADAPTERS:

@@ -1,4 +1,4 @@
-/* loop_brake_cli._event_scan: the common event line, read, canonicalised and hashed in C.
+/* loop_brake_cli.readers._event_scan: the common event line, read, canonicalised and hashed in C.
  *
  * Optional (setup.py builds it when a C compiler is there; fastpath.py works without
  * it). scan_event(line) returns, for an event line of the common shape,

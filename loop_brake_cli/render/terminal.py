@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from .brake import LoopBrake
-from .pipeline import Tally
-from .render_fit import middle as _middle
-from .render_fit import wrap as _wrap
+from ..core.brake import LoopBrake
+from ..readers.pipeline import Tally
+from .fit import middle as _middle
+from .fit import wrap as _wrap
 from .visible import visible
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from .analysis import Report, SessionStats, SweepRow, Where
-    from .prices import Prices
+    from ..analysis import Report, SessionStats, SweepRow, Where
+    from ..analysis.prices import Prices
 
 
 def stderr_console() -> Console:
@@ -303,8 +303,8 @@ class _ReplayView:
         else:
             out("[green]No call would be denied.[/]")
         if self.wasted:
-            from .analysis.summary import waste_totals
-            from .render_waste import waste_line
+            from ..analysis.summary import waste_totals
+            from .waste import waste_line
 
             waste, spent = waste_totals(report)
             without = sum(1 for s in report.sessions if s.waste.calls and not s.spent.turns)
@@ -326,7 +326,7 @@ class _ReplayView:
     def sessions(self) -> None:
         """Over ``max_rows`` sessions, the ones the brake stopped (most denied calls,
         then most wasted, then the longest streak) come first, ties in file order."""
-        from .analysis.summary import brake_weight, heaviest
+        from ..analysis.summary import brake_weight, heaviest
 
         if not self.report.sessions:
             return
@@ -368,8 +368,8 @@ class _ReplayView:
 
     def waste(self) -> None:
         """Per session with wasted calls: the turns spent only on them, and their tokens."""
-        from .analysis.summary import brake_weight, heaviest
-        from .render_waste import session_cells
+        from ..analysis.summary import brake_weight, heaviest
+        from .waste import session_cells
 
         rows = [s for s in self.report.sessions if s.waste.calls]
         if not any(stats.spent.turns for stats in rows):
@@ -429,7 +429,7 @@ class _ReplayView:
         self.more(report.denied_streaks - len(listed), "more denial", "(all of them: --json)")
 
     def histogram(self) -> None:
-        from .analysis import histogram
+        from ..analysis import histogram
 
         report, out = self.report, self.console.print
         if not report.streak_lengths:
@@ -453,7 +453,7 @@ class _ReplayView:
 
     def not_caught(self) -> None:
         """Over ``max_rows`` sessions, the longest alternation or run first."""
-        from .analysis.summary import heaviest, not_caught_weight
+        from ..analysis.summary import heaviest, not_caught_weight
 
         e, out = _safe, self.console.print
         rows = [

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 
-from .canonical import utf8
-from .records import BadRecord, Record
+from ..core.canonical import utf8
+from ..core.records import BadRecord, Record
 
 __all__ = ["parse_shard", "select_shard", "shard_of"]
 

@@ -7,8 +7,8 @@ the user's ``--prices`` and says which turns it leaves out.
 
 from __future__ import annotations
 
-from .analysis.waste import KINDS, Cost, Dollars, Tokens, Waste, dollars
-from .prices import Prices
+from ..analysis.prices import Prices
+from ..analysis.waste import KINDS, Cost, Dollars, Tokens, Waste, dollars
 
 __all__ = ["money", "session_cells", "tokens_phrase", "waste_line"]
 

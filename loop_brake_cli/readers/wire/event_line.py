@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..progress import digest_of_hex
-from ..records import BadRecord, Record, ToolCall, ToolResult, UserTurn
+from ...core.progress import digest_of_hex
+from ...core.records import BadRecord, Record, ToolCall, ToolResult, UserTurn
 from .fields import FieldError, call_id_of, session_of
 
 __all__ = ["decode", "first"]

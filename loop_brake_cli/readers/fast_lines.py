@@ -9,9 +9,9 @@ pay is switched off for a while (adaptive: the input may change).
 
 from __future__ import annotations
 
-from .canonical import js_string
+from ..core.canonical import js_string
+from ..core.verdicts import CODE, DENY_TEMPLATE, PLUGIN
 from .output import encode_json
-from .verdicts import CODE, DENY_TEMPLATE, PLUGIN
 
 __all__ = [
     "CACHE_LIMIT",

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from typing import Any
 
-from .brake import LoopBrake
-from .canonical import JSONInputError, call_digest
-from .output import LineWriter
-from .records import (
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, call_digest
+from ..core.records import (
     BadRecord,
     Record,
     ToolCall,
@@ -22,8 +21,9 @@ from .records import (
     error_record,
     verdict_record,
 )
-from .slotted import Fields
-from .verdicts import Verdict
+from ..core.slotted import Fields
+from ..core.verdicts import Verdict
+from .output import LineWriter
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
 

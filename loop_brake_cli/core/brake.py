@@ -166,7 +166,7 @@ class LoopBrake:
         self._warn = warn or _log_warning
         if store is not None:
             if isinstance(store, (str, os.PathLike)):
-                from .stores import open_store
+                from ..stores import open_store
 
                 store = open_store(os.fspath(store))
             self.store = store
@@ -238,7 +238,7 @@ class LoopBrake:
     ) -> Verdict:
         """``observe`` through the store: one atomic decision there, or a store failure's
         verdict (``_store_failed``)."""
-        from .stores import StoreError
+        from ..stores import StoreError
 
         try:
             verdict = self.store.count_call(
@@ -354,7 +354,7 @@ class LoopBrake:
     def _observe_result_store(
         self, session: str, call_id: Any, result: Any, digest: bytes | None, error: bool
     ) -> bool:
-        from .stores import StoreError
+        from ..stores import StoreError
 
         if digest is None:
             from .progress import result_digest
@@ -394,7 +394,7 @@ class LoopBrake:
         if self.store is None:
             self._slots.pop(session, None)
             return True
-        from .stores import StoreError
+        from ..stores import StoreError
 
         try:
             self.store.reset(session)

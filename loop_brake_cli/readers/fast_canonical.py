@@ -33,7 +33,7 @@ import re
 from hashlib import sha256 as _sha256
 from typing import Any
 
-from .canonical import JSONInputError, call_digest, parse_json, utf8
+from ..core.canonical import JSONInputError, call_digest, parse_json, utf8
 
 try:  # optional: the exact path is complete without it
     import orjson

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .toml_reader import tomllib
+from ..core.toml_reader import tomllib
 
 __all__ = ["KINDS", "Price", "Prices", "PricesError", "load_prices", "parse_prices"]
 

@@ -19,9 +19,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import Report, SessionStats, TimelineCall, Where
-from ..analysis.waste import KINDS, dollars
-from ..prices import Prices
+from ...analysis import Report, SessionStats, TimelineCall, Where
+from ...analysis.prices import Prices
+from ...analysis.waste import KINDS, dollars
 
 ALTERNATION_SHOWN = 4
 SAME_TOOL_SHOWN = 3

@@ -46,15 +46,15 @@ from hashlib import sha256 as _sha256
 from json.encoder import encode_basestring as encode_string
 from typing import Any
 
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, parse_json
+from ..core.records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from . import fast_canonical as _fc
-from .brake import LoopBrake
-from .canonical import JSONInputError, parse_json
 from .fast_canonical import AVAILABLE, fast_canonical, is_exact, too_deep
 from .fast_lines import CACHE_LIMIT, MAX_KEY_BYTES, WINDOW, CacheSwitch, VerdictTemplates
 from .output import LineWriter
 from .pipeline import Tally, write_verdicts
 from .reader import TOO_LONG, Source
-from .records import BadRecord, Record, ToolCall, line_too_long, verdict_record
 from .shard import shard_of
 from .wire.event_line import decode as decode_event
 

@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key
+from ..core.brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key
 
 __all__ = ["attach", "dispose"]
 
