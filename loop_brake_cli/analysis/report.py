@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .waste import Cost, Turn, Waste
+from .where import Where
 
 if TYPE_CHECKING:
     from .timeline import TimelineCall
@@ -25,27 +26,6 @@ ERRORS_KEPT = 1_000
 """Unreadable records listed in a report; more are counted (``unreadable``)."""
 HISTOGRAM_TOP = 10
 """The streak-length histogram's last bucket is ``10+``."""
-
-
-class Where(NamedTuple):
-    """Where a call is: its file, line or JSON path, and its ordinal among the file's calls.
-
-    A named tuple: the analyzer builds one for every call it counts."""
-
-    file: str
-    line: int | None
-    path: str | None
-    call: int
-
-    def __str__(self) -> str:
-        if self.line is not None:
-            return f"{self.file}:{self.line}"
-        if self.path is not None:
-            return f"{self.file}:{self.path}"
-        return f"{self.file} (call {self.call})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "path": self.path, "call": self.call}
 
 
 @dataclass(slots=True)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .report import Report, Where
+from .report import Report
+from .where import Where
 
 SWEEP_MAX = 1_000
 

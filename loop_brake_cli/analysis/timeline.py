@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .report import Where
+from .where import Where
 
 __all__ = ["TimelineCall"]
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from ..core.brake import LoopBrake
-from .replay import _fail
 
 
 def print_verdicts(
@@ -18,7 +18,8 @@ def print_verdicts(
     max_line_bytes: int,
     in_directory: set[str],
     strict: bool,
-    policy: object = None,
+    policy: object,
+    fail: Callable[[str], None],
 ) -> tuple[bool, int, bool] | None:
     """Verdict lines exactly as ``filter --format X`` prints them.
 
@@ -43,7 +44,7 @@ def print_verdicts(
             src = open_source(path, max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
-            _fail(cannot_open(path, exc))
+            fail(cannot_open(path, exc))
             unreadable = True
             continue
         file_label = src.name if label else None
@@ -53,19 +54,19 @@ def print_verdicts(
             choice = choose(src.head(), src.name, format_name, path in in_directory, strict)
             if choice.skip is not None:
                 if not choice.quiet:
-                    _fail(f"{src.name}: skipped: {choice.skip}")
+                    fail(f"{src.name}: skipped: {choice.skip}")
                 continue
             read += 1
             if choice.adapter is None:
                 out.flush()
-                _fail(f"{src.name}: {choice.error}")
+                fail(f"{src.name}: {choice.error}")
                 unreadable = True
                 continue
             name = choice.adapter.INFO.name
             check = choice.check
             mismatch = check.mismatch() if check is not None else None
             if mismatch is not None:  # forced: read all the same, as replay's summary does
-                _fail(f"{src.name}: {mismatch}")
+                fail(f"{src.name}: {mismatch}")
                 unreadable = unreadable or strict
             records = parse_records(choice.adapter, src, brake.progress, brake.user_turns)
             write_verdicts(records, brake, tally, out, file=file_label)
@@ -74,15 +75,15 @@ def print_verdicts(
                     unreadable = True
                 elif (nothing := check.nothing_read()) is not None:
                     out.flush()
-                    _fail(f"{src.name}: {nothing}")
+                    fail(f"{src.name}: {nothing}")
                     unreadable = True
         except UnreadableInputError as exc:
             out.flush()
-            _fail(f"{src.name}: {exc}")
+            fail(f"{src.name}: {exc}")
             unreadable = True
         except Exception as exc:  # an adapter's bug: report it, go on with the next file
             out.flush()
-            _fail(f"{src.name}: {internal_error(name, tally.calls - before, exc)}")
+            fail(f"{src.name}: {internal_error(name, tally.calls - before, exc)}")
             unreadable = True
         finally:
             src.close()

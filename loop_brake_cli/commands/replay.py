@@ -317,6 +317,7 @@ def replay_command(
             in_directory,
             strict,
             policy,
+            fail=_fail,
         )
         if outcome is None:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
