@@ -855,21 +855,21 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     # -- fastpath, fast_canonical ------------------------------------------------------
     M(
-        "readers/fastpath.py",
+        "readers/prove.py",
         'and "agentId" not in obj',
         'and "agentId" != obj',
         FAST,
         'a numeric agentId beside a sessionId is an error on both paths ({..."agentId":5})',
     ),
     M(
-        "readers/fastpath.py",
+        "readers/prove.py",
         "and args is not None\n",
         'and "args" in obj\n',
         FAST,
         '"args": null hashes as {}',
     ),
     M(
-        "readers/fastpath.py",
+        "readers/prove.py",
         "and call_id.__class__ is str\n",
         "and call_id is not None\n",
         FAST,

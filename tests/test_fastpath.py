@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from loop_brake_cli.core.brake import LoopBrake
 from loop_brake_cli.core.canonical import JSONInputError, canonical_json, parse_json
 from loop_brake_cli.formats import events as events_format
-from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers import fastpath, prove
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally, write_verdicts
 from loop_brake_cli.readers.reader import Source
@@ -162,8 +162,8 @@ def test_fast_canonical_is_the_canonical_form_or_declines(value, ascii_only):
     except JSONInputError:
         return
     try:
-        fast_value = fastpath._loads(text)
-    except fastpath._DecodeError:
+        fast_value = prove._loads(text)
+    except prove._DecodeError:
         return  # the fast path hands such lines to the exact parser
     fast = fastpath.fast_canonical(fast_value)
     if fast is not None:
@@ -189,8 +189,8 @@ def test_fast_canonical_is_the_canonical_form_or_declines(value, ascii_only):
 def test_tricky_values_are_declined_or_exact(text):
     value = parse_json(text) if "1e400" not in text else None
     try:
-        parsed = fastpath._loads(text)
-    except fastpath._DecodeError:
+        parsed = prove._loads(text)
+    except prove._DecodeError:
         return
     fast = fastpath.fast_canonical(parsed)
     if fast is not None:
@@ -201,4 +201,4 @@ def test_escapes_match_python_json_for_every_character_class():
     # Verdict strings come from orjson-parsed values; orjson's escaping must equal
     # json_line's (ensure_ascii=False) for every character that can reach it.
     chars = "".join(chr(c) for c in range(0x80)) + "\u2028\u2029\ufeff\uffff\U0001f600\xe9"
-    assert fastpath._dumps(chars) == json.dumps(chars, ensure_ascii=False).encode()
+    assert prove._dumps(chars) == json.dumps(chars, ensure_ascii=False).encode()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_fastpath import _exact, _fast
 
 from loop_brake_cli.core.brake import LoopBrake
-from loop_brake_cli.readers import fast_lines, fastpath
+from loop_brake_cli.readers import fast_lines, fastpath, prove
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally
 from loop_brake_cli.readers.reader import Source
@@ -111,14 +111,14 @@ def _judged(data: bytes, max_repeats: int = 3) -> tuple[fastpath._Judge, bytes]:
 
 def _counting_loads(monkeypatch) -> list[int]:
     calls = [0]
-    loads = fastpath._loads
+    loads = prove._loads
 
     def counted(data):
         if data[:1] == b"{":
             calls[0] += 1
         return loads(data)
 
-    monkeypatch.setattr(fastpath, "_loads", counted)
+    monkeypatch.setattr(prove, "_loads", counted)
     return calls
 
 
@@ -130,7 +130,7 @@ def test_a_line_differing_only_in_the_call_id_is_not_parsed_again(monkeypatch):
     judge, fast = _judged(data)
     assert parsed[0] == 1  # the first line only
     assert fast == _exact(data, 3, ALL)[0]
-    assert len(judge.lines) == 1
+    assert len(judge.prover.lines) == 1
 
 
 def test_a_cached_line_then_one_differing_after_the_call_id(event_reader):
@@ -144,17 +144,18 @@ def test_a_cached_line_then_one_differing_after_the_call_id(event_reader):
 
 def test_eviction_keeps_the_cache_bounded_and_exact(monkeypatch, event_reader):
     monkeypatch.setattr(fastpath, "CACHE_LIMIT", 4)
+    monkeypatch.setattr(prove, "CACHE_LIMIT", 4)
     monkeypatch.setattr(fast_lines, "CACHE_LIMIT", 4)
     prefixes = [b'{"tool":"t","args":{"n":%d},"sessionId":"s"' % (i % 7) for i in range(60)]
     data = b"".join(p + b',"callId":"c%d"}\n' % i for i, p in enumerate(prefixes))
     data += data.replace(b'"s"', b'"s2"')
     judge, fast = _judged(data, 2)
-    assert len(judge.lines) <= 4 and len(judge.digests) <= 4
+    assert len(judge.prover.lines) <= 4 and len(judge.prover.digests) <= 4
     assert fast == _exact(data, 2, ALL)[0]
 
 
 def test_a_cache_that_does_not_hit_switches_off_and_comes_back(monkeypatch):
-    monkeypatch.setattr(fastpath, "WINDOW", 8)  # inlined in the hot loop
+    monkeypatch.setattr(prove, "WINDOW", 8)  # inlined in the prover
     monkeypatch.setattr(fast_lines, "WINDOW", 8)
     monkeypatch.setattr(fast_lines, "OFF_LINES", 40)
     monkeypatch.setenv("LOOP_BRAKE_PURE_PYTHON", "1")  # the C reader would take every line
@@ -170,8 +171,8 @@ def test_a_cache_that_does_not_hit_switches_off_and_comes_back(monkeypatch):
     parsed = _counting_loads(monkeypatch)
     judge, fast = _judged(data)
     assert fast == _exact(data, 3, ALL)[0]
-    assert judge.line_switch.start == judge.digest_switch.start == 95  # were off
-    assert loop in judge.lines
+    assert judge.prover.line_switch.start == judge.prover.digest_switch.start == 95  # were off
+    assert loop in judge.prover.lines
     assert parsed[0] == 101  # every line up to the loop's first, none after
 
 
@@ -186,7 +187,7 @@ def test_the_digest_cache_skips_the_checks_only_for_checked_bytes(event_reader):
     data = b"\n".join(lines) + b"\n"
     judge, fast = _judged(data)
     assert fast == _exact(data, 3, ALL)[0]
-    assert all(b".0" not in key and b"e-" not in key for key in judge.digests)
+    assert all(b".0" not in key and b"e-" not in key for key in judge.prover.digests)
 
 
 @pytest.mark.parametrize("depth", [300, 600, 990, 1000, 1010, 1023])
@@ -213,5 +214,5 @@ def test_long_lines_are_not_cached_so_the_caches_stay_bounded_in_bytes(monkeypat
     judge, fast = _judged(data)
     assert fast == _exact(data, 3, ALL)[0]
     assert fast.count(b'"verdict":"deny"') == 6
-    assert list(judge.lines) == [short]
-    assert [len(key) for key in judge.digests] == [len(b't\n{"s":"x"}')]
+    assert list(judge.prover.lines) == [short]
+    assert [len(key) for key in judge.prover.digests] == [len(b't\n{"s":"x"}')]

@@ -23,7 +23,7 @@ from test_hash_node import random_documents
 
 from loop_brake_cli.core.brake import LoopBrake
 from loop_brake_cli.core.canonical import call_hash, parse_json
-from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers import fastpath, prove
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally
 from loop_brake_cli.readers.reader import Source
@@ -118,9 +118,9 @@ def test_fast_path_hashes_like_node(node: str) -> None:
         if not same:
             mismatches.append({"tool": tool, "raw": raw, "node": expected, "ours": verdict})
         try:
-            if fastpath.fast_canonical(fastpath._loads(raw)) is not None:
+            if fastpath.fast_canonical(prove._loads(raw)) is not None:
                 fast += 1
-        except fastpath._DecodeError:
+        except prove._DecodeError:
             pass
     assert not mismatches, json.dumps(mismatches[:5], indent=1)[:4000]
     assert fast > len(batch) / 4  # the fast path itself was exercised, not only its fallbacks
@@ -162,8 +162,8 @@ def test_fast_canonical_declines_every_key_order_it_would_get_wrong(node: str) -
     fast = declined = 0
     for (_, raw), expected in zip(docs, theirs, strict=True):
         try:
-            args = fastpath._loads(raw)
-        except fastpath._DecodeError:
+            args = prove._loads(raw)
+        except prove._DecodeError:
             assert _has_lone_surrogate(raw), raw
             continue
         out = fastpath.fast_canonical(args)
