@@ -44,6 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "loop_brake_cli/"
+BUILT = PKG + "readers/"  # where setup.py build_ext puts the C reader
 
 
 @dataclass(frozen=True)
@@ -1226,7 +1227,7 @@ def _files() -> list[str]:
         text=True,
         check=True,
     ).stdout.splitlines()
-    built = [str(p.relative_to(ROOT)) for p in (ROOT / "loop_brake_cli").glob("_event_scan*.so")]
+    built = [str(p.relative_to(ROOT)) for p in (ROOT / BUILT).glob("_event_scan*.so")]
     return [name for name in listed if (ROOT / name).is_file()] + built
 
 
@@ -1252,7 +1253,7 @@ class Worker:
             PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         )
         self.so_bytes = {
-            path: path.read_bytes() for path in (self.tree / PKG).glob("_event_scan*.so")
+            path: path.read_bytes() for path in (self.tree / BUILT).glob("_event_scan*.so")
         }
         found = subprocess.run(
             [sys.executable, "-c", "import loop_brake_cli; print(loop_brake_cli.__file__)"],
@@ -1311,7 +1312,7 @@ class Worker:
         finally:
             path.write_text(text, encoding="utf-8")
             if path.suffix == ".c":  # the reader as built before the break, and only it
-                for so in (self.tree / PKG).glob("_event_scan*.so"):
+                for so in (self.tree / BUILT).glob("_event_scan*.so"):
                     if so not in self.so_bytes:
                         so.unlink()
                 for so, data in self.so_bytes.items():
