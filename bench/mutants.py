@@ -81,6 +81,7 @@ STREAK = (
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
 ARGS_IGNORE = ("test_args_ignore.py",)
 RULES = ("test_rules_reference.py",)
+USER_TURN = ("test_user_turn.py",)
 WARN = ("test_warn_at.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
@@ -474,6 +475,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "digest = self.digest(tool_name, args)",
         BRAKE,
         "no arguments hash as {}",
+    ),
+    M(
+        "core/brake.py",
+        "            self._slots.pop(session, None)\n            return True",
+        "            self._slots.get(session)\n            return True",
+        USER_TURN,
+        "a user turn ends the session's state (2 calls, a turn, 1 call: count 1)",
+    ),
+    M(
+        "core/streak.py",
+        "return policy is not None and policy.reset_on_user_turn",
+        "return policy is not None",
+        USER_TURN,
+        "without reset_on_user_turn a user turn changes nothing",
     ),
     # -- policy/ -------------------------------------------------------------------
     M(
@@ -986,6 +1001,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "if content.__class__ is not str:",
         ("test_formats_edges.py", "test_formats_claude_code.py"),
         "content: null beside usage is no error",
+    ),
+    M(
+        "formats/claude_code.py",
+        'return "tool_result" not in kinds and bool(kinds & {"text", "image"})',
+        'return bool(kinds & {"text", "image"})',
+        ("test_user_turn_replay.py",),
+        "a user line carrying tool_result blocks is no user turn",
     ),
     M(
         "formats/claude_code.py",

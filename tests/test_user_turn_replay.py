@@ -108,6 +108,22 @@ def test_tool_results_in_user_messages_are_never_user_turns(fmt: str, name: str)
     assert results and spoken and not results & spoken
 
 
+def test_a_user_message_with_results_and_text_is_no_user_turn(tmp_path: Path) -> None:
+    """A tool_result block beside a text block (an interruption note): still results."""
+    mixed = [{"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+             {"type": "text", "text": "[Request interrupted by user for tool use]"}]  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    line = {"type": "user", "sessionId": "s", "message": {"role": "user", "content": mixed}}
+    path.write_text(json.dumps(line) + "\n")
+    assert turns("claude-code", path) == []
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": mixed}]))
+    assert turns("anthropic", messages) == []
+    spoken = [{"role": "user", "content": [{"type": "text", "text": "go on"}]}]
+    messages.write_text(json.dumps(spoken))
+    assert [(line, where) for line, where, _ in turns("anthropic", messages)] == [(None, "$[0]")]
+
+
 def test_without_the_key_no_adapter_yields_a_user_turn() -> None:
     """Every fixture of every format, results on and off: no UserTurn unless asked."""
     read = 0
