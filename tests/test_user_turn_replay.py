@@ -64,6 +64,13 @@ REAL = [
         "openai-chat/DERIVED__pydantic-ai__test_multiple_agent_tool_calls__chat_messages.json",
         None,
     ),
+    # the task (history[1]); history[2] is the recall it triggered, OpenHands' own
+    (
+        "openhands",
+        "openhands/OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl",
+        [(None, "$.history[1]")],
+    ),
+    ("openhands", "openhands/OpenHands__tests-runtime-trajs__basic.json", [(None, "$[0]")]),
 ]
 
 
