@@ -194,5 +194,8 @@ def test_replay_ends_the_streak_at_the_users_turn(tmp_path: Path) -> None:
     ]  # fmt: skip
     report = run_cli(*args[:1], *args[2:], "--json", "--policy", str(policy))
     assert report.returncode == 0 and json.loads(report.stdout)["totals"]["denied"] == 0
-    for output in (done, report):
+    compared = run_cli(*args[:1], *args[2:], "--compare-policy", str(policy))
+    assert compared.returncode == 0, compared.stderr
+    assert b'tool "Bash": seed denies 2, policy denies 0' in compared.stdout
+    for output in (done, report, compared):
         assert CANARY.encode() not in output.stdout + output.stderr
