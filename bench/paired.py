@@ -7,8 +7,9 @@
 
 Each ``NAME=COMMAND`` runs once per round, in the order given, under the same
 launcher as ``bench/run.py`` (wall time, user and system CPU of the child
-measured separately). Prints each run and the medians; ``--check`` compares the
-outputs of all commands byte for byte. ``{input}`` is one of the generated
+measured separately). Prints each run, the medians and the highest peak RSS of
+any round; ``--check`` compares the outputs of all commands byte for byte.
+``{input}`` is one of the generated
 inputs (events, sessions, claude, claude20, claude-calls: the Claude Code
 transcript without message ids and usage; escaped-long: 1,000 distinct 94 KB
 arguments each holding a \\u escape; near-limit: lines just under the 8 MiB line
@@ -83,9 +84,10 @@ def main() -> None:
         user = statistics.median(x["user"] for x in rs)
         system = statistics.median(x["sys"] for x in rs)
         cpu = statistics.median(x["user"] + x["sys"] for x in rs)
+        rss = max(x["rss_mb"] for x in rs)
         print(
             f"  {name:<8} wall {wall:6.2f}  user {user:6.2f}  sys {system:5.2f}"
-            f"  cpu {cpu:6.2f}  {size / 1e6 / wall:7.1f} MB/s (wall)"
+            f"  cpu {cpu:6.2f}  {size / 1e6 / wall:7.1f} MB/s (wall)  peak rss {rss:6.1f} MB"
         )
     if args.check:
         outs = {name: (run.DATA / f"paired-{name}.out").read_bytes() for name, _ in cmds}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from loop_brake_cli.core.brake import LoopBrake
 from loop_brake_cli.core.canonical import JSONInputError, canonical_json, parse_json
 from loop_brake_cli.formats import events as events_format
-from loop_brake_cli.readers import fastpath, prove
+from loop_brake_cli.readers import fast_canonical, fastpath, prove
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally, write_verdicts
 from loop_brake_cli.readers.reader import Source
@@ -168,6 +168,70 @@ def test_fast_canonical_is_the_canonical_form_or_declines(value, ascii_only):
     fast = fastpath.fast_canonical(fast_value)
     if fast is not None:
         assert fast == canonical_json(exact_value).encode("utf-8")
+
+
+PAD = "v1.0 re-run 1e-7 " * 300  # over fast_canonical.LONG, with what the byte looks decline
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.booleans())
+def test_long_output_proved_from_its_value_is_the_canonical_form(value, ascii_only):
+    """no_float: where it says a value needs no look at its bytes, orjson's sorted
+    output is canonical_json's, however long."""
+    text = json.dumps({"pad": PAD, "v": [value, PAD]}, ensure_ascii=ascii_only)
+    try:
+        exact_value = parse_json(text)
+        fast_value = prove._loads(text)
+    except (JSONInputError, prove._DecodeError):
+        return
+    if fast_canonical.no_float(fast_value, 1 << 20):
+        try:
+            fast = prove._dumps(fast_value, option=prove._OPTIONS)
+        except prove._EncodeError:
+            return
+        assert fast == canonical_json(exact_value).encode("utf-8")
+    fast = fastpath.fast_canonical(fast_value)
+    if fast is not None:
+        assert fast == canonical_json(exact_value).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("value", "budget", "expected"),
+    [
+        ({"a": [1, "x", None, True, {"b": [[]]}]}, 100, True),
+        ("a long string", 0, True),
+        ({"a": [1, {"b": 1.0}]}, 100, False),
+        (1.5, 100, False),
+        ({"k\u00e9": 1}, 100, False),
+        ({"a": [{"\U0001f600": 1}]}, 100, False),
+        ({"a": list(range(50))}, 10, False),
+    ],
+)
+def test_no_float_declines_floats_non_ascii_keys_and_many_members(value, budget, expected):
+    assert fast_canonical.no_float(value, budget) is expected
+
+
+@pytest.mark.parametrize(
+    "variants",
+    [
+        (b'{"v":1.0}', b'{"v":1}'),  # canonical: both 1
+        (b'{"v":1e21}', b'{"v":1000000000000000000000}'),
+        (rb'{"\ud83d\ude00":1,"\uff01":2}', rb'{"\uff01":2,"\ud83d\ude00":1}'),
+    ],
+)
+def test_long_lines_whose_orjson_form_differs_are_judged_exactly(event_reader, variants):
+    """Long arguments that orjson writes otherwise than canonical_json: the third call
+    of one canonical form is denied on the fast path as on the exact one."""
+    pad = json.dumps(PAD).encode()
+    lines = [
+        b'{"tool":"t","args":{"pad":%s,"x":%s},"sessionId":"s","callId":"c%d"}'
+        % (pad, variants[i % 2], i)
+        for i in range(3)
+    ]
+    data = b"\n".join(lines) + b"\n"
+    fast, fast_tally = _fast(data, 2, {"pass", "deny", "error"})
+    assert (fast, fast_tally) == _exact(data, 2, {"pass", "deny", "error"})
+    assert b"deny" in fast
 
 
 @pytest.mark.parametrize(

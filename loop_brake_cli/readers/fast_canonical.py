@@ -34,13 +34,23 @@ from hashlib import sha256 as _sha256
 from typing import Any
 
 from ..core.canonical import JSONInputError, call_digest, parse_json, utf8
+from .fast_lines import MAX_KEY_BYTES
 
 try:  # optional: the exact path is complete without it
     import orjson
 except ImportError:  # pragma: no cover - exercised where orjson is absent
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["AVAILABLE", "fast_canonical", "fast_digest", "is_exact", "load_line", "too_deep"]
+__all__ = [
+    "AVAILABLE",
+    "LONG",
+    "fast_canonical",
+    "fast_digest",
+    "is_exact",
+    "load_line",
+    "no_float",
+    "too_deep",
+]
 
 AVAILABLE = orjson is not None
 _EXPONENT = re.compile(rb"[0-9]e[-+]")
@@ -79,6 +89,51 @@ def is_exact(out: bytes) -> bool:
     return not (astral and (b"\xee" in out or b"\xef" in out))
 
 
+# Output longer than this (the digest cache's longest key) is proved exact from its
+# parsed value (``no_float``) before its bytes are looked through: on long output the
+# looks cost about 2.5 ns a byte (the 2-byte ones most), a walk of a value with few
+# members next to nothing.
+LONG = MAX_KEY_BYTES
+
+_PLAIN = frozenset((str, int, bool, type(None)))
+_NESTED = _PLAIN | {dict, list}
+
+
+def no_float(value: Any, budget: int) -> bool:
+    """Whether ``value`` (as ``orjson.loads`` gives it) holds no float and only ASCII
+    keys, found by looking at no more than ``budget`` members; False when unsure.
+
+    Then orjson's sorted output is the canonical form whatever its bytes: its only
+    numbers are integers (exact within 2**53, and OPT_STRICT_INTEGER raises beyond),
+    its strings are escaped as JSON.stringify escapes them, and ASCII keys sort alike
+    by code point and by UTF-16 unit. So ``is_exact``'s looks, which decline any
+    ``.0``, ``e+`` or ``e-`` even inside strings, are not needed. The budget keeps a
+    value of many small members (cheaper to look through as bytes) from being walked.
+    For output longer than ``LONG`` only, which the fast path's digest cache never
+    holds (it keeps bytes proved by their looks, this proves a value)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if node.__class__ is dict:
+            if not "".join(node).isascii():
+                return False
+            members = node.values()
+        elif node.__class__ is list:
+            members = node
+        else:
+            return node.__class__ in _PLAIN  # a lone scalar
+        budget -= len(members)
+        if budget < 0:
+            return False
+        kinds = set(map(type, members))
+        if kinds <= _PLAIN:
+            continue
+        if not kinds <= _NESTED:
+            return False  # a float
+        stack.extend(m for m in members if m.__class__ is dict or m.__class__ is list)
+    return True
+
+
 def fast_canonical(args: Any) -> bytes | None:
     """UTF-8 canonical JSON of a parsed value, or None when not provably exact."""
     try:
@@ -113,13 +168,18 @@ def fast_digest(tool: str, args: Any) -> bytes:
     # is_exact only where a cheap look finds a risk; out.replace(x, b"") is out itself
     # when x does not occur (argument clinic: cheaper than find's PyArg_ParseTuple);
     # called as out.replace each time: a bound method kept in a variable is built by
-    # a generic look-up, which costs more than the three specialised calls
+    # a generic look-up, which costs more than the three specialised calls; long
+    # output is first proved from the value (no_float)
     if (
-        out.replace(b".0", b"") is not out
-        or out.replace(b"e+", b"") is not out
-        or out.replace(b"e-", b"") is not out
-        or not out.isascii()
-    ) and not is_exact(out):
+        (len(out) <= LONG or not no_float(args, len(out) >> 6))
+        and (
+            out.replace(b".0", b"") is not out
+            or out.replace(b"e+", b"") is not out
+            or out.replace(b"e-", b"") is not out
+            or not out.isascii()
+        )
+        and not is_exact(out)
+    ):
         return call_digest(tool, args)
     hasher = head[1].copy()  # cheaper than a new sha256: OpenSSL 3 looks the digest up each time
     hasher.update(out)

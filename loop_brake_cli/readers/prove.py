@@ -41,7 +41,7 @@ from typing import Any
 from ..core.canonical import JSONInputError, parse_json
 from ..core.records import BadRecord, Record, ToolCall
 from . import fast_canonical as _fc
-from .fast_canonical import AVAILABLE, is_exact, too_deep
+from .fast_canonical import AVAILABLE, LONG, is_exact, no_float, too_deep
 from .fast_lines import CACHE_LIMIT, MAX_KEY_BYTES, WINDOW, CacheSwitch
 from .wire.event_line import decode as decode_event
 
@@ -230,13 +230,19 @@ class PythonProver:
                 digest, hash_prefix = got
             else:
                 # b.replace(x, b"") is b itself when x does not occur: one look each,
-                # cheaper than find (whose arguments are parsed the slow way)
+                # cheaper than find (whose arguments are parsed the slow way); output
+                # too long for the digest cache is first proved from its value
+                # (fast_canonical.no_float: cheaper than the looks over long bytes)
                 if (
-                    canonical.replace(b".0", b"") is not canonical
-                    or canonical.replace(b"e+", b"") is not canonical
-                    or canonical.replace(b"e-", b"") is not canonical
-                    or not canonical.isascii()
-                ) and not is_exact(canonical):
+                    (len(canonical) <= LONG or not no_float(args, len(canonical) >> 6))
+                    and (
+                        canonical.replace(b".0", b"") is not canonical
+                        or canonical.replace(b"e+", b"") is not canonical
+                        or canonical.replace(b"e-", b"") is not canonical
+                        or not canonical.isascii()
+                    )
+                    and not is_exact(canonical)
+                ):
                     exactly(exact_record(line, number))
                     return None
                 if hashed is not None:
