@@ -44,6 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "loop_brake_cli/"
+BUILT = PKG + "readers/"  # where setup.py build_ext puts the C reader
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ STREAK = (
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
 ARGS_IGNORE = ("test_args_ignore.py",)
 RULES = ("test_rules_reference.py",)
+USER_TURN = ("test_user_turn.py",)
 WARN = ("test_warn_at.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
@@ -89,6 +91,10 @@ FAST = ("test_fastpath_ids.py", "test_fastpath.py")
 FASTCANON = ("test_fastpath.py", "test_digest_json.py")
 CREADER = ("test_event_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
+REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
+REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
+REDIS_BREAKER = ("test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server",)
+USER_TURN = ("test_user_turn.py",)
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
@@ -469,6 +475,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "digest = self.digest(tool_name, args)",
         BRAKE,
         "no arguments hash as {}",
+    ),
+    M(
+        "core/brake.py",
+        "            self._slots.pop(session, None)\n            return True",
+        "            self._slots.get(session)\n            return True",
+        USER_TURN,
+        "a user turn ends the session's state (2 calls, a turn, 1 call: count 1)",
+    ),
+    M(
+        "core/streak.py",
+        "return policy is not None and policy.reset_on_user_turn",
+        "return policy is not None",
+        USER_TURN,
+        "without reset_on_user_turn a user turn changes nothing",
     ),
     # -- policy/ -------------------------------------------------------------------
     M(
@@ -984,6 +1004,13 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "formats/claude_code.py",
+        'return "tool_result" not in kinds and bool(kinds & {"text", "image"})',
+        'return bool(kinds & {"text", "image"})',
+        ("test_user_turn_replay.py",),
+        "a user line carrying tool_result blocks is no user turn",
+    ),
+    M(
+        "formats/claude_code.py",
         "(old is None or value > old)",
         "(old is None or value < old)",
         ("test_formats_edges.py", "test_formats_claude_code.py"),
@@ -1045,6 +1072,170 @@ MUTANTS: tuple[Mutant, ...] = (
         ("test_formats_edges.py", "test_analysis.py"),
         "a call with unparsed arguments counts in unparsed_args",
     ),
+    # -- the Redis store (stores/redis_store.py and its scripts): test_stores.py holds
+    # both stores to streak.step / policy_step on drawn sequences (a real redis-server)
+    M(
+        "stores/redis_step.lua",
+        "if live and old[1] == digest then",
+        "if live then",
+        REDIS,
+        "the seed rule in Redis: A then B counts B as 2 (any call went on the streak)",
+    ),
+    M(
+        "stores/redis_step.lua",
+        "return {old[1], prev_count, old[4], 1, version}",
+        "return {old[1], prev_count + 1, old[4], 1, version}",
+        REDIS,
+        "a retried call id (same id twice) reports the stored count, not one more",
+    ),
+    M(
+        "stores/redis_step.lua",
+        "redis.call('PEXPIRE', key, ARGV[6])",
+        "redis.call('PERSIST', key)",
+        REDIS_TTL,
+        "idle_ttl = 0.5: the key expires (PTTL <= 500 ms) and the next call is count 1",
+    ),
+    M(
+        "stores/redis_cas.lua",
+        "if ttl == '' then",
+        "if ttl ~= '' then",
+        REDIS,
+        "under a policy a call sets a fresh expiry and a result keeps the current one "
+        "(else the result's write fails in Lua)",
+    ),
+    M(
+        "stores/redis_store.py",
+        "if len(digest) != 32:",
+        "if len(digest) != 64:",
+        REDIS,
+        "a stored 32-byte digest is read back: under a policy A, A, A is denied at 3",
+    ),
+    M(
+        "stores/redis_store.py",
+        "decode_call_id(_text(call_id) if call_id else None), _text(tool)",
+        "None, _text(tool)",
+        REDIS,
+        "under a policy the stored call id is read back: a retried id is not counted twice",
+    ),
+    M(
+        "stores/redis_store.py",
+        "state, paired = result_step(prev, call_id, digest, error)",
+        "state, paired = result_step(prev, call_id, digest)",
+        REDIS,
+        "[same_error] in Redis: a result's error flag counts (after = 2: error, error, deny)",
+    ),
+    M(
+        "stores/redis_store.py",
+        "if self.failures >= self.threshold:\n            left",
+        "if self.failures > self.threshold:\n            left",
+        REDIS_BREAKER,
+        "the circuit opens after 3 unreachable answers, not 4",
+    ),
+    M(
+        "stores/redis_store.py",
+        "shown.sort(key=lambda row: row.updated, reverse=True)",
+        "shown.sort(key=lambda row: row.updated)",
+        REDIS,
+        "state list: the most recently updated session first (two sessions, the older first "
+        "written)",
+    ),
+    M(
+        "stores/policy_rows.py",
+        'row["w"] = [digest.hex() for digest in state.seen]',
+        'row["w"] = [digest.hex() for digest in state.seen[1:]]',
+        REDIS,
+        "[window] calls = 4, max_repeats = 2: a store keeps all the window's digests "
+        "(A, B, A is denied from SQLite and Redis as in memory)",
+    ),
+    # -- the Python prover (readers/prove.py)
+    M(
+        "readers/prove.py",
+        'and "agent_id" not in obj',
+        'and "agentid" not in obj',
+        FAST,
+        'an "agent_id" beside a sessionId makes the session <session>/<agent> on both paths',
+    ),
+    M(
+        "readers/prove.py",
+        "(len(line) >= 1024 and too_deep(line))",
+        "(len(line) >= 4096 and too_deep(line))",
+        FAST,
+        "a line nesting 1,000 lists (2,000 bytes) is 'nested too deep' on the exact path, "
+        "so on the fast path",
+    ),
+    M(
+        "readers/prove.py",
+        "(encode_string(call_id).encode()),",
+        "(call_id.encode()),",
+        FAST,
+        "a line-cache hit writes its call id as JSON: the same line again with callId "
+        '"a\\"b" gives valid JSON output',
+    ),
+    M(
+        "readers/prove.py",
+        'canonical.replace(b".0", b"") is not canonical',
+        'canonical.replace(b".00", b"") is not canonical',
+        FAST,
+        '{"x": 1.0} hashes as {"x":1} (orjson writes 1.0; is_exact must see it)',
+    ),
+    # -- issue 29: reset_on_user_turn, warn_at, [window], [same_error]
+    M(
+        "core/streak.py",
+        "return policy is not None and policy.reset_on_user_turn",
+        "return policy is not None",
+        USER_TURN,
+        "a policy without reset_on_user_turn: a user line changes nothing (A, user, A, A "
+        "is denied at the third A)",
+    ),
+    M(
+        "core/brake.py",
+        "self._slots.pop(session, None)\n            return True",
+        "self._slots.clear()\n            return True",
+        USER_TURN,
+        "a user turn in s ends s alone: the subagent s/a (and another session) runs on",
+    ),
+    M(
+        "core/policy/load.py",
+        'reset = checker.boolean("", 0, document, "reset_on_user_turn") or False',
+        'reset = checker.boolean("", 0, document, "reset_on_user_turn") or True',
+        USER_TURN,
+        "a policy without the key keeps streaks across user turns",
+    ),
+    M(
+        "readers/wire/event_line.py",
+        'if user_turns and obj.get("type") == USER_TYPE:',
+        'if obj.get("type") == USER_TYPE:',
+        USER_TURN,
+        'without reset_on_user_turn a {"type": "user"} line reads as before',
+    ),
+    M(
+        "core/policy/model.py",
+        "return self.warn_at is not None or any(rule.warn_at is not None for rule in self.tools)",
+        "return self.warn_at is not None",
+        WARN,
+        "a rule's own warn_at (no global one) still warns",
+    ),
+    M(
+        "core/verdicts.py",
+        "warn_at=warn_at, limit=max_repeats",
+        "warn_at=max_repeats, limit=max_repeats",
+        WARN,
+        "the warning names the threshold: warn_at = 2, limit 4: 'warn at 2, limit 4'",
+    ),
+    M(
+        "core/policy/load.py",
+        'after = checker.integer("same_error", 0, table, "after", 1, MAX_SAME_ERROR)',
+        'after = checker.integer("same_error", 0, table, "after", 2, MAX_SAME_ERROR)',
+        RULES,
+        "[same_error] after = 1 is valid: the call after one error is denied",
+    ),
+    M(
+        "core/policy/load.py",
+        'calls = checker.integer("window", 0, table, "calls", 2, MAX_WINDOW)',
+        'calls = checker.integer("window", 0, table, "calls", 3, MAX_WINDOW)',
+        RULES,
+        "[window] calls = 2, max_repeats = 2 is valid (A, A denied)",
+    ),
 )
 
 
@@ -1058,7 +1249,7 @@ def _files() -> list[str]:
         text=True,
         check=True,
     ).stdout.splitlines()
-    built = [str(p.relative_to(ROOT)) for p in (ROOT / "loop_brake_cli").glob("_event_scan*.so")]
+    built = [str(p.relative_to(ROOT)) for p in (ROOT / BUILT).glob("_event_scan*.so")]
     return [name for name in listed if (ROOT / name).is_file()] + built
 
 
@@ -1084,7 +1275,7 @@ class Worker:
             PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         )
         self.so_bytes = {
-            path: path.read_bytes() for path in (self.tree / PKG).glob("_event_scan*.so")
+            path: path.read_bytes() for path in (self.tree / BUILT).glob("_event_scan*.so")
         }
         found = subprocess.run(
             [sys.executable, "-c", "import loop_brake_cli; print(loop_brake_cli.__file__)"],
@@ -1143,7 +1334,7 @@ class Worker:
         finally:
             path.write_text(text, encoding="utf-8")
             if path.suffix == ".c":  # the reader as built before the break, and only it
-                for so in (self.tree / PKG).glob("_event_scan*.so"):
+                for so in (self.tree / BUILT).glob("_event_scan*.so"):
                     if so not in self.so_bytes:
                         so.unlink()
                 for so, data in self.so_bytes.items():

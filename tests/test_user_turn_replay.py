@@ -64,6 +64,13 @@ REAL = [
         "openai-chat/DERIVED__pydantic-ai__test_multiple_agent_tool_calls__chat_messages.json",
         None,
     ),
+    # the task (history[1]); history[2] is the recall it triggered, OpenHands' own
+    (
+        "openhands",
+        "openhands/OpenHands__evaluation-benchmarks-multi_swe_bench-examples-output__LINE2-ponyc-4593.jsonl",
+        [(None, "$.history[1]")],
+    ),
+    ("openhands", "openhands/OpenHands__tests-runtime-trajs__basic.json", [(None, "$[0]")]),
 ]
 
 
@@ -106,6 +113,22 @@ def test_tool_results_in_user_messages_are_never_user_turns(fmt: str, name: str)
     }
     spoken = {(r.line, r.path) for r in read if r.__class__ is UserTurn}
     assert results and spoken and not results & spoken
+
+
+def test_a_user_message_with_results_and_text_is_no_user_turn(tmp_path: Path) -> None:
+    """A tool_result block beside a text block (an interruption note): still results."""
+    mixed = [{"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+             {"type": "text", "text": "[Request interrupted by user for tool use]"}]  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    line = {"type": "user", "sessionId": "s", "message": {"role": "user", "content": mixed}}
+    path.write_text(json.dumps(line) + "\n")
+    assert turns("claude-code", path) == []
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": mixed}]))
+    assert turns("anthropic", messages) == []
+    spoken = [{"role": "user", "content": [{"type": "text", "text": "go on"}]}]
+    messages.write_text(json.dumps(spoken))
+    assert [(line, where) for line, where, _ in turns("anthropic", messages)] == [(None, "$[0]")]
 
 
 def test_without_the_key_no_adapter_yields_a_user_turn() -> None:
@@ -171,5 +194,8 @@ def test_replay_ends_the_streak_at_the_users_turn(tmp_path: Path) -> None:
     ]  # fmt: skip
     report = run_cli(*args[:1], *args[2:], "--json", "--policy", str(policy))
     assert report.returncode == 0 and json.loads(report.stdout)["totals"]["denied"] == 0
-    for output in (done, report):
+    compared = run_cli(*args[:1], *args[2:], "--compare-policy", str(policy))
+    assert compared.returncode == 0, compared.stderr
+    assert b'tool "Bash": seed denies 2, policy denies 0' in compared.stdout
+    for output in (done, report, compared):
         assert CANARY.encode() not in output.stdout + output.stderr

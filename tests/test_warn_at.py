@@ -907,3 +907,32 @@ def test_the_smolagents_tool_calling_agent_reads_the_warning_in_its_observation(
     assert ran == [CANARY, CANARY]
     assert warning.splitlines()[0] not in str(agent.model.prompts[1])  # not at count 1
     assert warning.splitlines()[0] in str(agent.model.prompts[2])  # read after the 2nd
+
+
+def test_partials_of_a_warned_replay_merge_into_its_summary(tmp_path: Path) -> None:
+    """replay --partial then merge gives replay's own summary and --json, warnings counted;
+    a partial of a policy without warn_at holds no warned key."""
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 1\n")
+    one, two = tmp_path / "a", tmp_path / "b"
+    one.mkdir(), two.mkdir()
+    first, second = _events(one, n=2), _events(two, n=3)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    whole = run_cli("replay", "--policy", str(policy), str(first), str(second), env=env)
+    whole_json = run_cli("replay", "--json", "--policy", str(policy), str(first), str(second))
+    parts = []
+    for index, path in enumerate((first, second)):
+        part = tmp_path / f"part{index}.json"
+        done = run_cli("replay", "--policy", str(policy), "--partial", str(part), str(path))
+        assert done.returncode == 0, done.stderr
+        parts.append(str(part))
+    merged = run_cli("merge", *parts, env=env)
+    merged_json = run_cli("merge", "--json", *parts, env=env)
+    assert merged.stdout.splitlines()[-1] == whole.stdout.splitlines()[-1]
+    assert whole.stdout.splitlines()[-1].endswith(b"; 6 call(s) warned")
+    assert json.loads(merged_json.stdout)["totals"] == json.loads(whole_json.stdout)["totals"]
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[tools]]\nmatch = "ls"\nmax_repeats = 9\n')
+    part = tmp_path / "plain.json"
+    run_cli("replay", "--policy", str(plain), "--partial", str(part), str(first))
+    assert "warned" not in json.loads(part.read_text())

@@ -255,6 +255,8 @@ class Report:
     unreadable: int = 0
     warned: int = 0
     """Calls that ran with a warning (a policy's ``warn_at``); duplicates not counted."""
+    warns: bool = False
+    """The policy has ``warn_at``: only then do summaries say how many were warned."""
 
     @property
     def failed_files(self) -> int:
@@ -308,6 +310,7 @@ def merge(reports: Iterable[Report]) -> Report:
         merged.calls += report.calls
         merged.denied += report.denied
         merged.warned += report.warned
+        merged.warns = merged.warns or report.warns
         merged.duplicates += report.duplicates
         merged.unparsed_args += report.unparsed_args
         merged.unreadable += report.unreadable

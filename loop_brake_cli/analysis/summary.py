@@ -99,6 +99,7 @@ def report_to_json(
             "duplicates": report.duplicates,
             "unparsedArgs": report.unparsed_args,
             "unreadable": report.unreadable,
+            **({"warned": report.warned} if report.warns else {}),  # a policy's warn_at
         },
         "waste": total_waste,
         "usage": usage_to_json(spent, prices),

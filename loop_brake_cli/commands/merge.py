@@ -13,7 +13,14 @@ from ..analysis import parse_sweep, report_to_json, sweep
 from ..analysis.summary import SUMMARY_ROWS
 from ..core.exitcodes import ExitStatus, epilog
 from ._options import Errors, JsonCommand
-from .replay import _load_prices, _Rows, _write_html, _write_json, report_problems
+from .replay import (
+    _load_prices,
+    _Rows,
+    _write_html,
+    _write_json,
+    report_problems,
+    warned_note,
+)
 
 PROG = "loop-brake merge"
 
@@ -142,5 +149,5 @@ def merge_command(
 
         print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
         if policy is not None:
-            click.echo(f"policy: {policy}")
+            click.echo(f"policy: {policy}{warned_note(report)}")
     return ExitStatus.UNREADABLE if report.unreadable else ExitStatus.OK

@@ -339,6 +339,7 @@ def replay_command(
             policy,
             timeline=html_path is not None or partial_path is not None,
         )
+        report.warns = policy is not None and policy.uses_warn
         report_problems(report)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
@@ -352,19 +353,21 @@ def replay_command(
             doc = report_to_json(report, rows, prices)
             if policy is not None:
                 doc["policy"] = policy.path
-                if policy.uses_warn:  # else the document is what it was before warn_at
-                    doc["totals"]["warned"] = report.warned
             _write_json(doc)
         elif html_path != "-":  # with --html -, the page is stdout's only content
             from ..render.terminal import print_replay_summary
 
             print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
             if policy is not None:
-                warned = f"; {report.warned} call(s) warned" if policy.uses_warn else ""
-                click.echo(f"policy: {policy.path}{warned}")
+                click.echo(f"policy: {policy.path}{warned_note(report)}")
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+
+
+def warned_note(report: Report) -> str:
+    """What the ``policy:`` line adds under a policy with ``warn_at`` (else nothing)."""
+    return f"; {report.warned} call(s) warned" if report.warns else ""
 
 
 def _write_partial(report: Report, target: str, policy: str | None) -> bool:

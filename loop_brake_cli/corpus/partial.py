@@ -177,6 +177,7 @@ def to_partial(report: Report, policy: str | None = None) -> dict[str, Any]:
             report.unparsed_args,
             report.unreadable,
         ],
+        **({"warned": report.warned} if report.warns else {}),  # a policy's warn_at only
     }
 
 
@@ -206,6 +207,8 @@ def from_partial(doc: Any) -> tuple[Report, str | None]:
         report.unparsed_args,
         report.unreadable,
     ) = doc["totals"]
+    if "warned" in doc:
+        report.warned, report.warns = doc["warned"], True
     return report, settings["policy"]
 
 

@@ -72,6 +72,12 @@ observation whose ``cause`` is a call's event id, or the observation half of
 a pair whose action half was a call, answers the session's latest call. A
 completion log's ``tool`` messages are results as in ``openai_chat``.
 
+**User turns** (only when the reader asks: ``Source.user_turns``, a policy's
+``reset_on_user_turn``): in a ``history`` or an event stream, a ``message``
+action whose ``source`` is ``user`` (the SDK's ``MessageEvent`` from the user);
+a ``recall`` the user's message triggers is OpenHands' own. A completion log's
+user messages are read as in ``openai_chat``. The message is never read.
+
 **Usage.** Each action's ``tool_call_metadata.model_response`` carries that
 response's own ``usage`` (the same response is repeated on every action and
 observation it produced): one turn per ``model_response.id``, reported before
@@ -91,7 +97,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.records import BadRecord, Record, ToolCall, ToolResult
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, UserTurn
 from ..readers.reader import Source
 from . import FormatInfo
 from ._common import (
@@ -315,6 +321,9 @@ class _History:
     def event(self, event: Any, parts: tuple[str | int, ...]) -> Iterator[Record]:
         """One event's records (usage and a call, or a result)."""
         after_call, self.after_call = self.after_call, False
+        if self.ledger.user_turns and _user_spoke(event):
+            yield UserTurn(self.session, self.line, json_path(*parts))
+            return
         if isinstance(event, dict) and (
             "observation" in event or event.get("kind") == "ObservationEvent"
         ):
@@ -380,6 +389,13 @@ class _History:
         return None
 
 
+def _user_spoke(event: Any) -> bool:
+    """A user's message event (module docstring), not OpenHands' own actions."""
+    if not isinstance(event, dict) or event.get("source") != "user":
+        return False
+    return event.get("action") == "message" or event.get("kind") == "MessageEvent"
+
+
 def _hashable(value: Any) -> Any:
     """An event id as a set member (ids are numbers; anything else matches nothing)."""
     return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
@@ -409,20 +425,32 @@ def _completion_calls(
         yield from response_calls(response, ledger, session, line, (response_key,))
 
 
+def _ledger(ledgers: dict[str, CallLedger], key: str, user_turns: bool) -> CallLedger:
+    ledger = ledgers.get(key)
+    if ledger is None:
+        ledger = ledgers[key] = CallLedger()
+        ledger.user_turns = user_turns
+    return ledger
+
+
 def value_calls(
-    value: Any, ledgers: dict[str, CallLedger], file_key: str, line: int | None
+    value: Any,
+    ledgers: dict[str, CallLedger],
+    file_key: str,
+    line: int | None,
+    user_turns: bool = False,
 ) -> Iterator[Record]:
     """The calls of one JSON value in any of the three shapes.
 
     Ids are remembered per session: OpenHands makes up ``toolu_01``, ``toolu_02``…
     afresh for every instance of an ``output.jsonl``.
     """
-    ledger = ledgers.setdefault(file_key, CallLedger())
+    ledger = _ledger(ledgers, file_key, user_turns)
     if isinstance(value, list):
         yield from events_calls(value, ledger, file_key, line, ())
     elif isinstance(value, dict) and isinstance(value.get("history"), list):
         session = _record_session(value, file_key)
-        ledger = ledgers.setdefault(session, CallLedger())
+        ledger = _ledger(ledgers, session, user_turns)
         yield from events_calls(value["history"], ledger, session, line, ("history",))
     elif isinstance(value, dict) and (
         isinstance(value.get("fncall_messages"), list) or isinstance(value.get("messages"), list)
@@ -431,7 +459,7 @@ def value_calls(
     elif isinstance(value, dict) and isinstance(value.get("kind"), str):
         # one agent-SDK event per file: <conversation>/events/event-*.json
         session = _conversation_of(file_key)
-        ledger = ledgers.setdefault(session, CallLedger())
+        ledger = _ledger(ledgers, session, user_turns)
         yield from _History(ledger, session, line, False, TurnUsage()).event(value, ())
     else:
         yield BadRecord("not an OpenHands completion log, output.jsonl record or event list", line)
@@ -466,4 +494,7 @@ def parse(source: Source) -> Iterator[Record]:
     """Every call of the file once: one representation of each, never both."""
     file_key = file_session(source)
     ledgers: dict[str, CallLedger] = {}
-    yield from values_calls(source, lambda value, line: value_calls(value, ledgers, file_key, line))
+    turns = source.user_turns
+    yield from values_calls(
+        source, lambda value, line: value_calls(value, ledgers, file_key, line, turns)
+    )
