@@ -266,3 +266,22 @@ def test_escapes_match_python_json_for_every_character_class():
     # json_line's (ensure_ascii=False) for every character that can reach it.
     chars = "".join(chr(c) for c in range(0x80)) + "\u2028\u2029\ufeff\uffff\U0001f600\xe9"
     assert prove._dumps(chars) == json.dumps(chars, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("depth", [997, 998, 1010, 1023])
+@pytest.mark.parametrize("kind", ["list", "object"])
+def test_a_line_nesting_near_the_exact_limit_is_judged_as_the_exact_path_does(
+    event_reader, depth, kind
+):
+    """orjson reads 1,024 levels, parse_json gives up near 1,000 ("nested too deep"):
+    a line between the two (2,000 bytes or more) must be the exact path's error on the
+    fast path too, and one below it the same call. Nested in a member beside the
+    arguments, which is never dumped (a dump of deep arguments declines on its own)."""
+    if kind == "list":
+        deep = b"[" * depth + b"]" * depth
+    else:
+        deep = b'{"a":' * depth + b"{}" + b"}" * depth
+    line = b'{"tool":"x","args":{},"x":' + deep + b',"sessionId":"s","callId":"c"}'
+    data = line + b"\n" + line.replace(b'"c"', b'"d"') + b"\n"
+    wanted = {"pass", "deny", "error"}
+    assert _fast(data, 2, wanted) == _exact(data, 2, wanted)

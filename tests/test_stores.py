@@ -11,6 +11,7 @@ tests/test_store_redis.py.
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,17 @@ def test_sessions_list_and_reset(store) -> None:
     assert store.count_call("alpha", "read", digest, "c3", 3).count == 1
     assert store.reset() == 2
     assert store.sessions() == ([], 0)
+
+
+def test_sessions_list_the_latest_updated_first(store) -> None:
+    """``state list`` shows the session updated last on top, whatever the order in
+    which the sessions were first written."""
+    digest = call_digest("read", {})
+    now = time.time()
+    for session, ago in (("middle", 20.0), ("oldest", 30.0), ("newest", 10.0)):
+        store.count_call(session, "read", digest, None, 3, now=now - ago)
+    store.count_call("oldest", "read", digest, None, 3, now=now - 5.0)  # now the latest
+    assert [row.session for row in store.sessions()[0]] == ["oldest", "newest", "middle"]
 
 
 def test_two_store_objects_share_one_streak(store_url: str) -> None:
