@@ -359,6 +359,23 @@ def test_filter_marks_a_warned_call_and_counts_it(tmp_path: Path) -> None:
     assert CANARY.encode() not in done.stdout + done.stderr
 
 
+def test_a_rules_own_warn_at_alone_is_counted_in_the_summaries(tmp_path: Path) -> None:
+    """No global warn_at, only a rule's: filter's and replay's summaries still count the
+    warned calls (``Policy.uses_warn`` looks at the rules too)."""
+    policy = tmp_path / "rule-warn.toml"
+    policy.write_text('[[tools]]\nmatch = "grep"\nwarn_at = 2\n')
+    events = _events(tmp_path)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    filtered = run_cli("filter", "--policy", str(policy), "--summary", str(events), env=env)
+    assert filtered.returncode == 0
+    assert filtered.stderr.decode().splitlines()[-1].endswith(f"policy: {policy}; 1 warned")
+    replayed = run_cli("replay", "--policy", str(policy), str(events), env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.decode().splitlines()[-1] == f"policy: {policy}; 1 call(s) warned"
+    for out in (filtered, replayed):
+        assert CANARY.encode() not in out.stdout + out.stderr
+
+
 def test_a_policy_without_the_key_changes_no_filter_or_replay_output(tmp_path: Path) -> None:
     policy = tmp_path / "plain.toml"
     policy.write_text('[[tools]]\nmatch = "ls"\nmax_repeats = 9\n')
