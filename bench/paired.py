@@ -66,11 +66,25 @@ def main() -> None:
     for spec in args.commands:
         name, _, text = spec.partition("=")
         cmds.append((name, shlex.split(text.replace("{input}", shlex.quote(str(path))))))
-    results: dict[str, list[dict]] = {name: [] for name, _ in cmds}
     os.chdir(run.DATA)  # see above: never import a package from the caller's directory
+    # one file per command and per run of this script: two runs at once (several
+    # people on one machine) must not compare each other's outputs
+    outputs = {name: run.DATA / f"paired-{os.getpid()}-{name}.out" for name, _ in cmds}
+    try:
+        _rounds(args, cmds, outputs, size, path)
+    finally:
+        for out in outputs.values():
+            out.unlink(missing_ok=True)
+
+
+def _rounds(
+    args: argparse.Namespace, cmds: list, outputs: dict[str, Path], size: int, path: Path
+) -> None:
+    """Run every command once per round, in turn; print the runs, medians and check."""
+    results: dict[str, list[dict]] = {name: [] for name, _ in cmds}
     for r in range(args.rounds):
         for name, cmd in cmds:
-            res = run.run(cmd, run.DATA / f"paired-{name}.out")
+            res = run.run(cmd, outputs[name])
             results[name].append(res)
             print(
                 f"round {r + 1} {name:<8} wall {res['wall']:6.2f}  user {res['user']:6.2f}"
@@ -90,7 +104,7 @@ def main() -> None:
             f"  cpu {cpu:6.2f}  {size / 1e6 / wall:7.1f} MB/s (wall)  peak rss {rss:6.1f} MB"
         )
     if args.check:
-        outs = {name: (run.DATA / f"paired-{name}.out").read_bytes() for name, _ in cmds}
+        outs = {name: outputs[name].read_bytes() for name, _ in cmds}
         first = next(iter(outs.values()))
         for name, data in outs.items():
             print(f"  output {name}: {'identical' if data == first else 'DIFFERENT'}")

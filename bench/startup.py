@@ -9,6 +9,11 @@ alike; the table shows medians and each command's ratio to its baseline, for
 wall time and for CPU (user + system), which is steadier on a loaded machine.
 
     python bench/startup.py [--rounds 40] [--only filter|hook] [--filter-ratio R] [--hook-ratio R]
+                            [--store URL]
+
+``--store URL`` also times the hook with that streak store (a running Redis or
+Valkey: ``redis://127.0.0.1:PORT/0``), beside the default SQLite one and against
+the same baseline; its row is named by the URL's scheme only.
 
 `loop-brake` is the console script beside this Python (else `python -m
 loop_brake_cli`, shown too). Exit status 1 if a wall ratio misses its target.
@@ -76,29 +81,43 @@ BASELINE = {FILTER: CLICK, FILTER_M: CLICK, HOOK: SQLITE3}
 """Each measured command's baseline; the baselines themselves are not in it."""
 
 
-def _commands(empty: str) -> dict[str, tuple[list[str], bool]]:
+def hook_store_name(store: str) -> str:
+    """The row of the hook with ``--store``: the URL's scheme only (no host, no password)."""
+    return f"loop-brake hook --store {store.partition(':')[0]}://"
+
+
+def _commands(empty: str, store: str | None = None) -> dict[str, tuple[list[str], bool]]:
     """Name -> (command, whether it reads a hook input on stdin)."""
     py = sys.executable
-    return {
+    commands = {
         CLICK: ([py, "-c", "import click"], False),
         FILTER: ([*_loop_brake(), "filter", empty], False),
         FILTER_M: ([py, "-m", "loop_brake_cli", "filter", empty], False),
         SQLITE3: ([py, "-c", "import sqlite3"], False),
         HOOK: ([*_loop_brake(), "hook", "--agent", "claude-code"], True),
     }
+    if store is not None:
+        hook = [*_loop_brake(), "hook", "--agent", "claude-code", "--store", store]
+        commands[hook_store_name(store)] = (hook, True)
+        BASELINE[hook_store_name(store)] = SQLITE3
+    return commands
 
 
-def measure(rounds: int = 40, names: tuple[str, ...] | None = None) -> dict[str, dict[str, float]]:
+def measure(
+    rounds: int = 40, names: tuple[str, ...] | None = None, store: str | None = None
+) -> dict[str, dict[str, float]]:
     """Median wall/user/sys/cpu milliseconds per command (all, or ``names`` and their
-    baselines), every command once per round, in turn."""
+    baselines; with ``store``, the hook with it too), every command once per round,
+    in turn."""
     with tempfile.TemporaryDirectory() as tmp:
         empty = os.path.join(tmp, "empty.jsonl")
         open(empty, "wb").close()
         env = dict(os.environ, LOOP_BRAKE_STATE=os.path.join(tmp, "state.db"))
         env.pop("DSH_LOOP_BRAKE_MAX_REPEATS", None)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode cached, as installed
-        cases = _commands(empty)
+        cases = _commands(empty, store)
         if names is not None:
+            names = (*names, hook_store_name(store)) if store and HOOK in names else names
             wanted = set(names) | {BASELINE[name] for name in names if name in BASELINE}
             cases = {name: case for name, case in cases.items() if name in wanted}
         times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cases}
@@ -144,9 +163,10 @@ def main() -> int:
     parser.add_argument("--filter-ratio", type=float, default=1.5)
     parser.add_argument("--hook-ratio", type=float, default=1.8)
     parser.add_argument("--only", choices=("filter", "hook"), help="one part and its baseline")
+    parser.add_argument("--store", metavar="URL", help="also the hook with this --store")
     args = parser.parse_args()
     parts = {"filter": (FILTER, FILTER_M), "hook": (HOOK,)}
-    result = measure(args.rounds, parts[args.only] if args.only else None)
+    result = measure(args.rounds, parts[args.only] if args.only else None, args.store)
     met = report(result, args.rounds, {FILTER: args.filter_ratio, HOOK: args.hook_ratio})
     return 0 if met else 1
 
