@@ -151,6 +151,31 @@ def test_under_window_and_same_error_the_rule_is_policy_step(
             )
 
 
+def test_a_store_counts_identical_errors_as_memory_does(store, tmp_path: Path) -> None:
+    """``[same_error] after = 2`` alone: two calls of one tool (other arguments each
+    time) whose results are the same error, and the third call is denied; another
+    tool's call, or a success, starts the run over. The error flag reaches the
+    store's state."""
+    path = tmp_path / "same-error.toml"
+    path.write_text("[same_error]\nafter = 2\n", encoding="utf-8")
+    policy = load_policy(str(path))
+    brake = LoopBrake(9, policy=policy)
+    session = f"s{next(_sessions)}"
+    failed = call_digest("result", RESULTS[0])
+    calls = ["read"] * 3 + ["write"] + ["read"] * 5  # None: denied (no result)
+    outcomes = [True, True, None, False, True, False, True, True, None]
+    for index, (tool, error) in enumerate(zip(calls, outcomes, strict=True)):
+        digest = call_digest(tool, {"p": index})
+        got = store.count_call(session, tool, digest, f"c{index}", 9, policy=policy)
+        assert got == brake.observe(session, tool, digest, f"c{index}")
+        assert got.denied == (error is None)
+        if error is None:
+            assert got.rule == "same_error"
+            continue
+        assert store.observe_result(session, f"c{index}", failed, policy, error=error)
+        brake.observe_result(session, f"c{index}", digest=failed, error=error)
+
+
 def test_call_id_keys_are_equal_exactly_when_python_finds_the_ids_equal() -> None:
     ids = [None, 0, 1, 1.0, True, False, "1", 1.5, [1], [True], {"a": 1}, {"a": True}, "x"]
     for a, b in itertools.product(ids, repeat=2):
