@@ -94,7 +94,6 @@ BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
 REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
 REDIS_BREAKER = ("test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server",)
-USER_TURN = ("test_user_turn.py",)
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
@@ -1179,14 +1178,6 @@ MUTANTS: tuple[Mutant, ...] = (
         '{"x": 1.0} hashes as {"x":1} (orjson writes 1.0; is_exact must see it)',
     ),
     # -- issue 29: reset_on_user_turn, warn_at, [window], [same_error]
-    M(
-        "core/streak.py",
-        "return policy is not None and policy.reset_on_user_turn",
-        "return policy is not None",
-        USER_TURN,
-        "a policy without reset_on_user_turn: a user line changes nothing (A, user, A, A "
-        "is denied at the third A)",
-    ),
     M(
         "core/brake.py",
         "self._slots.pop(session, None)\n            return True",
