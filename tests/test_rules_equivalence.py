@@ -37,7 +37,9 @@ from test_progress_equivalence import run_hook as result_run_hook
 
 from loop_brake_cli.hook.runner import main as hook_main
 
-WINDOW = FEATURES.replace("[stop]", "[window]\ncalls = 6\nmax_repeats = 3\n[stop]")
+WINDOW = FEATURES.replace("warn_at = {warn_at}\n", "").replace(
+    "[stop]", "[window]\ncalls = 6\nmax_repeats = 3\n[stop]"
+)
 SAME_ERROR = "[same_error]\nafter = 2\n"
 COMPARED = (
     "verdict",
