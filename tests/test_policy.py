@@ -396,3 +396,47 @@ def test_policy_replays_never_print_an_argument(tmp_path: Path, args: list[str])
     assert result.returncode in (0, 1), result.stderr
     assert b"grep" in result.stdout + result.stderr
     assert CANARY.encode() not in result.stdout + result.stderr
+
+
+def test_compare_policy_says_what_each_rule_changes(tmp_path: Path) -> None:
+    """Per session the policy's first denial against the seed's, and per call the
+    denials of one side alone and the warnings (issue 29, item 6)."""
+    events = tmp_path / "e.jsonl"
+    lines = []
+    # s1: A B A C A -- the window denies the third A, the seed never denies
+    for i, tool in enumerate("ABACA"):
+        lines.append(
+            {"tool": tool, "args": {"secret": "CANARY-cmp-9"}, "sessionId": "s1", "callId": f"a{i}"}
+        )
+    # s2: x x x -- both deny the third; the warn policy warns at the second
+    for i in range(3):
+        lines.append({"tool": "x", "args": {}, "sessionId": "s2", "callId": f"b{i}"})
+    # s3: y y y y -- the policy lets y run (exempt): seed only
+    for i in range(4):
+        lines.append({"tool": "y", "args": {}, "sessionId": "s3", "callId": f"c{i}"})
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    policy = write(
+        tmp_path,
+        'warn_at = 2\n[[tools]]\nmatch = "y"\nexempt = true\n'
+        "[window]\ncalls = 5\nmax_repeats = 3\n",
+    )
+    done = run_cli("replay", "--compare-policy", policy, "--json", str(events))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [s["change"] for s in doc["sessions"]] == ["policy only", "same", "seed only"]
+    assert doc["changes"] == {
+        "earlier": 0,
+        "later": 0,
+        "same": 1,
+        "policyOnly": 1,
+        "seedOnly": 1,
+        "none": 0,
+    }
+    totals = doc["totals"]
+    assert (totals["policyOnlyDenied"], totals["seedOnlyDenied"]) == (1, 2)
+    assert totals["policyWarned"] == 1  # s2's second x (A B A is no streak; y is exempt)
+    text = run_cli("replay", "--compare-policy", policy, str(events)).stdout.decode()
+    assert "by session: 1 same, 1 policy only, 1 seed only\n" in text
+    calls = "calls: 1 denied by the policy alone (saved), 2 denied by the seed alone (let run)"
+    assert calls + ", 1 warned\n" in text
+    assert "CANARY-cmp-9" not in done.stdout.decode() + text

@@ -144,12 +144,16 @@ def test_compare_policy_feeds_results_to_the_policy_side_only(tmp_path: Path) ->
         "calls": 10,
         "seedDenied": 6,
         "policyDenied": 3,
+        "policyOnlyDenied": 0,
+        "seedOnlyDenied": 3,  # the polls whose output kept changing: denied by the seed only
+        "policyWarned": 0,
         "results": 10,
         "resultsIgnored": 1,
     }
     session = next(s for s in doc["sessions"] if s["session"] == "s")
     assert session["seedFirstDenial"] == {"call": 3, "line": 5}
     assert session["policyFirstDenial"] == {"call": 6, "line": 11}
+    assert session["change"] == "later"
     plain = run_cli(
         "replay", "--compare-policy", policy(tmp_path, NO_PROGRESS), "--json", str(events)
     )

@@ -28,6 +28,13 @@ from ..render.visible import visible
 __all__ = ["Comparison", "SessionComparison", "compare_files"]
 
 SCHEMA = "loop-brake.compare-policy/1"
+CHANGES = ("earlier", "later", "same", "policy only", "seed only", "none")
+"""What a policy changes in a session, by its first denial against the seed's."""
+
+
+def _camel(words: str) -> str:
+    first, *rest = words.split()
+    return first + "".join(w.capitalize() for w in rest)
 
 
 @dataclass(slots=True)
@@ -47,6 +54,20 @@ class SessionComparison:
     policy_first: tuple[int, int | str | None] | None = None
     results: int = 0
     results_ignored: int = 0
+    policy_only: int = 0  # calls the policy denies and the seed lets run
+    seed_only: int = 0  # calls the seed denies and the policy lets run
+    warned: int = 0  # calls the policy lets run with a warning (warn_at)
+
+    @property
+    def change(self) -> str:
+        """When the policy first denies in this session against the seed: ``earlier``,
+        ``later``, ``same``, ``policy only``, ``seed only`` or ``none`` (neither denies)."""
+        seed, policy = self.seed_first, self.policy_first
+        if seed is None:
+            return "none" if policy is None else "policy only"
+        if policy is None:
+            return "seed only"
+        return "earlier" if policy[0] < seed[0] else "later" if policy[0] > seed[0] else "same"
 
     def to_json(self, progress: bool = False) -> dict[str, Any]:
         out = {
@@ -59,6 +80,10 @@ class SessionComparison:
             "exempt": self.exempt,
             "seedDeniedTools": dict(sorted(self.denied_tools_seed.items())),
             "policyDeniedTools": dict(sorted(self.denied_tools_policy.items())),
+            "change": self.change,
+            "policyOnlyDenied": self.policy_only,
+            "seedOnlyDenied": self.seed_only,
+            "policyWarned": self.warned,
         }
         if progress:
             out["seedFirstDenial"] = _where_json(self.seed_first)
@@ -101,11 +126,22 @@ class Comparison:
             "calls": sum(s.calls for s in self.sessions),
             "seedDenied": sum(s.seed_denied for s in self.sessions),
             "policyDenied": sum(s.policy_denied for s in self.sessions),
+            "policyOnlyDenied": sum(s.policy_only for s in self.sessions),
+            "seedOnlyDenied": sum(s.seed_only for s in self.sessions),
+            "policyWarned": sum(s.warned for s in self.sessions),
         }
         if self.progress:
             totals["results"] = self.results
             totals["resultsIgnored"] = self.results_ignored
         return totals
+
+    def changes(self) -> dict[str, int]:
+        """Sessions by when the policy first denies against the seed
+        (``SessionComparison.change``)."""
+        counts = dict.fromkeys(CHANGES, 0)
+        for s in self.sessions:
+            counts[s.change] += 1
+        return {_camel(k): v for k, v in counts.items()}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -119,6 +155,7 @@ class Comparison:
             {
                 "files": self.files,
                 "totals": self.totals(),
+                "changes": self.changes(),
                 "sessions": [s.to_json(self.progress) for s in self.sessions],
                 "unreadable": self.unreadable,
                 "errors": self.errors,
@@ -270,6 +307,30 @@ def _add(row: SessionComparison, before: Any, after: Any, at: int | str | None =
         tools[after.tool_name] = tools.get(after.tool_name, 0) + 1
     if after.exempt:
         row.exempt += 1
+    if after.denied and not before.denied:
+        row.policy_only += 1
+    elif before.denied and not after.denied:
+        row.seed_only += 1
+    if not after.denied and after.warned:
+        row.warned += 1
+
+
+def _changes_text(result: Comparison, totals: dict[str, int]) -> list[str]:
+    """What the policy changes, in two lines: sessions by first denial, and calls."""
+    changes = result.changes()
+    sessions = ", ".join(
+        f"{changes[_camel(kind)]} {kind}" for kind in CHANGES[:-1] if changes[_camel(kind)]
+    )
+    calls = (
+        f"calls: {totals['policyOnlyDenied']} denied by the policy alone (saved), "
+        f"{totals['seedOnlyDenied']} denied by the seed alone (let run)"
+    )
+    if totals["policyWarned"]:
+        calls += f", {totals['policyWarned']} warned"
+    return [
+        f"policy's first denial against the seed's, by session: {sessions or 'no denials'}",
+        calls,
+    ]
 
 
 def render_comparison(result: Comparison) -> str:
@@ -320,6 +381,7 @@ def render_comparison(result: Comparison) -> str:
     ]
     for row in rows:
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    lines.extend(_changes_text(result, totals))
     for s in result.sessions:
         diff = sorted(set(s.denied_tools_seed) | set(s.denied_tools_policy))
         for tool in diff:
