@@ -21,7 +21,7 @@ from test_engine_equivalence import AGENTS, event_line, hook_input, mcp_request,
 from loop_brake_cli.hook.runner import main as hook_main
 
 CANARY = "canary-policy-engine-91c2"
-POLICY = """\
+TEMPLATE = """\
 warn_at = {warn_at}
 [[tools]]
 match = "poll*"
@@ -35,6 +35,8 @@ max_repeats = 2
 [stop]
 after_denials = 3
 """
+POLICY = TEMPLATE.split("\n", 1)[1]
+"""Every feature but warn_at, as other test files import it (their answers are no warnings)."""
 TOOLS = ["search", "read", "poll_status", "search", "read", "browser_scroll_down", "BashOutput"]
 ARGS = ['{"q":1}', '{"q":2}', "{}", '{"secret":"' + CANARY + '"}']
 SESSIONS = ["s1", "s1", "s2"]
@@ -134,7 +136,7 @@ WARN_AT = st.sampled_from([2, 1, 3, None])  # drawn: a warning before, at and pa
 def write_policy(folder: Path, warn_at: int | None = 2) -> Path:
     """POLICY as ``folder/policy.toml`` (``warn_at`` None: without the key)."""
     policy = folder / "policy.toml"
-    text = POLICY.format(warn_at=warn_at)
+    text = TEMPLATE.format(warn_at=warn_at)
     policy.write_text(text if warn_at is not None else text.split("\n", 1)[1])
     return policy
 
