@@ -135,13 +135,17 @@ class Comparison:
             totals["resultsIgnored"] = self.results_ignored
         return totals
 
-    def changes(self) -> dict[str, int]:
+    def change_counts(self) -> dict[str, int]:
         """Sessions by when the policy first denies against the seed
-        (``SessionComparison.change``)."""
+        (``SessionComparison.change``), in ``CHANGES`` order."""
         counts = dict.fromkeys(CHANGES, 0)
         for s in self.sessions:
             counts[s.change] += 1
-        return {_camel(k): v for k, v in counts.items()}
+        return counts
+
+    def changes(self) -> dict[str, int]:
+        """``change_counts`` as ``--json`` names them."""
+        return {_camel(k): v for k, v in self.change_counts().items()}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -219,7 +223,11 @@ def compare_files(
                     continue
                 try:
                     digest = call_digest(record.tool, record.args)  # type: ignore[union-attr]
-                    braked_digest = braked.digest(record.tool, record.args)  # type: ignore[union-attr]
+                    braked_digest = (  # a policy hash only under args_ignore
+                        braked.digest(record.tool, record.args)  # type: ignore[union-attr]
+                        if braked.ignores_args
+                        else digest
+                    )
                 except (JSONInputError, TypeError):
                     result.unreadable += 1
                     continue
@@ -317,10 +325,9 @@ def _add(row: SessionComparison, before: Any, after: Any, at: int | str | None =
 
 def _changes_text(result: Comparison, totals: dict[str, int]) -> list[str]:
     """What the policy changes, in two lines: sessions by first denial, and calls."""
-    changes = result.changes()
-    sessions = ", ".join(
-        f"{changes[_camel(kind)]} {kind}" for kind in CHANGES[:-1] if changes[_camel(kind)]
-    )
+    counts = result.change_counts()
+    del counts["none"]
+    sessions = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
     calls = (
         f"calls: {totals['policyOnlyDenied']} denied by the policy alone (saved), "
         f"{totals['seedOnlyDenied']} denied by the seed alone (let run)"
