@@ -2,7 +2,8 @@
 
     python bench/run.py                   # everything below, prints one table
     python bench/run.py --quick           # smaller inputs, fewer rounds (a smoke run)
-    python bench/run.py --only throughput # or memory, live, hook, replay, policy (repeatable)
+    python bench/run.py --only throughput # or another part below (repeatable)
+    python bench/run.py --all             # also policy, remote and corpus (docs/performance.md)
     python bench/run.py --soak            # 10,000,000 events, RSS sampled over time
 
 * throughput: 1,000,000 generated ~150-byte events (7 interleaved sessions),
@@ -15,12 +16,23 @@
 * live: events written one at a time into a pipe at 1,000/s for 10 s; p50/p99/max
   of the time from a write to its verdict line, alone and again while a CPU hog
   (``python -c "while True: pass"``) runs.
-* hook: ``bench/hook_startup.py`` where it exists.
+* startup: ``bench/startup.py``: ``filter`` on an empty file against ``import
+  click``, one hook call against ``import sqlite3``, and the hook with ``--store
+  redis://`` beside them (a ``redis-server`` started on a free loopback port).
 * replay: ``loop-brake replay`` on two generated Claude Code transcripts, MB/s: the
   one the target was set on, and the same with a message id and usage per turn.
-* policy: ``bench/policy.py``: filter's throughput with no policy, an empty one
+* parallel: ``bench/replay_parallel.py``: ``replay -j 2`` on 16 transcripts of
+  16 MB against ``-j 1``, and the machine's capacity measured between the rounds.
+* corners: ``bench/paired.py`` on the escaped-long and near-limit inputs: filter
+  with the C reader, the Python reader and the exact path against Node, per CPU
+  second and peak RSS, outputs compared.
+* share: ``bench/reader_share.py``: how many event lines made from the real
+  transcripts the C reader answers.
+* policy (``--only``): ``bench/policy.py``: filter's throughput with no policy, an empty one
   and one using every feature (the slowdown), and memory per session with and
   without cycles (tracemalloc).
+* remote, corpus (``--only``): ``bench/mcp_remote.py`` and ``bench/corpus.py``,
+  their output echoed.
 
 The header names the event reader filter uses (``loop-brake --version``: the
 optional C reader, or Python); throughput and memory also run filter once with
@@ -303,21 +315,142 @@ def _live_latencies(seconds: float, rate: int) -> list[float]:
     return sorted((got[k] - sent[k]) * 1000 for k in range(n))
 
 
-def bench_hook(quick: bool) -> None:
-    script = HERE / "hook_startup.py"
-    if not script.exists():
-        row("hook start-up", "n/a", "bench/hook_startup.py not there")
-        return
-    cmd = [sys.executable, str(script)] + (["--rounds", "10"] if quick else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.strip().splitlines():
-        print(f"  hook: {line}")
-        if line.startswith("ratio"):
-            ROWS.append(
-                ("hook start-up vs python -c 'import sqlite3'", line.split()[1], "target <= 1.8x")
-            )
-    if proc.returncode not in (0, 1):
-        row("hook start-up", "n/a", f"hook_startup.py failed: {proc.stderr.strip()[-200:]}")
+def bench_startup(quick: bool) -> None:
+    """bench/startup.py in this process: filter and the hook against their baselines,
+    and the hook with ``--store redis://`` beside them when ``redis-server`` is here."""
+    import startup
+
+    rounds = 10 if quick else 30
+    server = None
+    if shutil.which("redis-server"):
+        import store
+
+        server, url = store._start_redis()
+    else:
+        url = None
+        print("  (redis-server not found: no --store redis:// row)")
+    try:
+        result = startup.measure(rounds, None, url)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+    for line in _captured(startup.report, result, rounds, {startup.HOOK: 1.8, startup.FILTER: 1.5}):
+        print(f"  startup: {line}")
+    for name, target in ((startup.FILTER, 1.5), (startup.HOOK, 1.8)):
+        base = result[startup.BASELINE[name]]
+        wall, cpu = result[name]["wall"] / base["wall"], result[name]["cpu"] / base["cpu"]
+        row(
+            f"start-up: {name} vs {startup.BASELINE[name]}",
+            f"{wall:.2f}x / {cpu:.2f}x",
+            f"wall / CPU, median of {rounds}; {_target(wall <= target, f'<= {target:g}x')}",
+        )
+    if url:
+        name = startup.hook_store_name(url)
+        base, hook = result[startup.SQLITE3], result[name]
+        row(
+            f"start-up: {name} vs {startup.SQLITE3}",
+            f"{hook['wall'] / base['wall']:.2f}x / {hook['cpu'] / base['cpu']:.2f}x",
+            "wall / CPU, same rounds (no target: redis-py's import)",
+        )
+
+
+def _captured(function, *args) -> list[str]:
+    """What ``function`` prints, as lines (to indent them under this table's part)."""
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        function(*args)
+    return buffer.getvalue().splitlines()
+
+
+def _script(name: str, *args: str) -> list[str]:
+    """Run another bench script with this Python; its output lines, echoed as they come."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / name), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=DATA,
+    )
+    lines = []
+    for line in proc.stdout:  # type: ignore[union-attr]
+        lines.append(line.rstrip("\n"))
+        print(f"  {name}: {lines[-1]}", flush=True)
+    if proc.wait() not in (0, 1):
+        row(name, "n/a", f"exited {proc.returncode}")
+    return lines
+
+
+def bench_parallel(quick: bool) -> None:
+    """``replay -j 2`` on a directory of large transcripts, against the capacity."""
+    import replay_parallel
+
+    files, megabytes, rounds = (4, 4.0, 2) if quick else (16, 16.0, 3)
+    result = replay_parallel.measure(files, megabytes, rounds, [1, 2])
+    lines = _captured(replay_parallel.report, result, files, rounds)
+    for line in lines:
+        print(f"  {line}")
+    for jobs, speedup, share in replay_parallel.shares(result):
+        row(
+            f"replay -j {jobs}, {files} transcripts, {result['size'] / 1e6:.0f} MB: speed-up",
+            f"{speedup:.2f}x",
+            f"{_target(share >= 0.8, '>= 80% of capacity')} ({share:.0%} of "
+            f"{result['capacity'][jobs]:.2f}x); output identical: {result['identical']}",
+        )
+
+
+def bench_corners(quick: bool) -> None:
+    """issue 30's corners: long distinct escaped arguments and lines near the limit,
+    filter (C reader, Python reader, exact path) against Node, paired in rounds."""
+    node = shutil.which("node")
+    cli = f"{sys.executable} -m loop_brake_cli filter {{input}}"
+    for name in ("escaped-long", "near-limit"):
+        commands = [
+            f"c={cli}",
+            f"py=env LOOP_BRAKE_PURE_PYTHON=1 {cli}",
+            f"exact=env LOOP_BRAKE_EXACT=1 {cli}",
+        ]
+        if node:
+            commands.append(f"node={node} {HERE / 'reference.mjs'} {{input}}")
+        rounds = "2" if quick else "5"
+        lines = _script("paired.py", "--rounds", rounds, "--input", name, "--check", *commands)
+        medians = _paired_medians(lines)
+        if "node" in medians:
+            for label in ("c", "py", "exact"):
+                cpu, rss = medians[label]
+                row(
+                    f"{name}: filter ({label}) CPU s / peak RSS",
+                    f"{cpu:.2f} s / {rss:.0f} MB",
+                    f"Node {medians['node'][0]:.2f} s / {medians['node'][1]:.0f} MB; "
+                    f"{medians['node'][0] / cpu:.2f}x Node per CPU second",
+                )
+        if any("DIFFERENT" in line for line in lines):
+            row(f"{name}: outputs", "DIFFERENT", "the commands disagree")
+
+
+def _paired_medians(lines: list[str]) -> dict[str, tuple[float, float]]:
+    """paired.py's median lines: name -> (CPU seconds, peak RSS MB)."""
+    medians = {}
+    for line in lines:
+        words = line.split()
+        if len(words) > 10 and words[1] == "wall" and "cpu" in words and "rss" in words:
+            cpu = float(words[words.index("cpu") + 1])
+            rss = float(words[words.index("rss") + 1])
+            medians[words[0]] = (cpu, rss)
+    return medians
+
+
+def bench_share() -> None:
+    """How many event lines made from the real transcripts the C reader answers."""
+    lines = _script("reader_share.py")
+    for line in lines:
+        label, _, rest = line.strip().partition(": ")
+        if rest and "answered" in rest:
+            answered, _, declined = rest.partition(",")
+            row(f"C reader on real lines: {label}", answered, declined.strip())
 
 
 def _transcript(megabytes: int, usage: bool) -> Iterator[bytes]:
@@ -392,21 +525,27 @@ def _target(ok: bool, text: str) -> str:
     return f"target {text}: {'met' if ok else 'MISSED'}"
 
 
+PARTS = ("throughput", "memory", "live", "startup", "replay", "parallel", "corners", "share")
+"""What a plain ``python bench/run.py`` runs, in this order; ``--only`` also takes the
+slower ``policy``, ``remote`` (bench/mcp_remote.py) and ``corpus`` (bench/corpus.py)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="loop-brake benchmarks")
     parser.add_argument("--quick", action="store_true", help="small inputs, fewer rounds")
     parser.add_argument(
         "--only",
         action="append",
-        choices=("throughput", "memory", "live", "hook", "replay", "policy"),
+        choices=PARTS + ("policy", "remote", "corpus"),
         help="run only these parts (repeatable)",
     )
+    parser.add_argument("--all", action="store_true", help="every part, the slow ones too")
     parser.add_argument("--soak", action="store_true", help="10,000,000 events, RSS over time")
     parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
     rounds = args.rounds or (3 if args.quick else 5)
-    parts = args.only or ["throughput", "memory", "live", "hook", "replay"]
+    parts = list(PARTS) + ["policy", "remote", "corpus"] if args.all else args.only or list(PARTS)
     print(
         f"loop-brake bench: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"node {_node_version()}, load average {os.getloadavg()[0]:.1f}, {_event_reader()}"
@@ -420,16 +559,27 @@ def main() -> None:
             bench_memory(n, n // 10)
         if "live" in parts:
             bench_live(2.0 if args.quick else 10.0, 1000)
-        if "hook" in parts:
-            bench_hook(args.quick)
+        if "startup" in parts:
+            bench_startup(args.quick)
         if "replay" in parts:
             bench_replay(20 if args.quick else 200)
+        if "parallel" in parts:
+            bench_parallel(args.quick)
+        if "corners" in parts:
+            bench_corners(args.quick)
+        if "share" in parts:
+            bench_share()
         if "policy" in parts:
             import policy
 
             events = data_file("events", n, gen.events)
             policy.bench_policy_throughput(run, loop_brake, events, DATA, n, rounds, row)
             policy.bench_policy_memory(DATA, args.quick, row)
+        if "remote" in parts:
+            _script("mcp_remote.py", "--rounds", "1" if args.quick else "3", "--calls", "100")
+        if "corpus" in parts:
+            rows = "200" if args.quick else "2000"
+            _script("corpus.py", "--rows", rows, "--rounds", "1" if args.quick else "2")
     print()
     print(f"| {'measure':<54} | {'value':>14} | note")
     print(f"|{'-' * 56}|{'-' * 16}|------")
