@@ -189,6 +189,31 @@ def install(tmp_path: Path, *args: str) -> tuple[int, bytes]:
 
 
 @pytest.mark.parametrize(
+    ("policy", "said"),
+    [
+        ("progress = true\n", b"pre-tool and post-tool events: the policy uses progress)"),
+        (
+            "[same_error]\nafter = 2\n",
+            b"pre-tool and post-tool events: the policy has [same_error])",
+        ),
+        (
+            "progress = true\nreset_on_user_turn = true\n[same_error]\nafter = 2\n",
+            b"(pre-tool, post-tool and user-turn events: the policy uses progress"
+            b" and has [same_error] and has reset_on_user_turn)",
+        ),
+        ("[[tools]]\nmatch = 'x'\nmax_repeats = 4\n", b"added the hook to"),
+    ],
+)
+def test_install_says_which_events_it_adds_and_why(
+    tmp_path: Path, policy: str, said: bytes
+) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / ".loop-brake.toml").write_text(policy)
+    status, stderr = install(tmp_path, "claude-code", "--project")
+    assert status == 0 and said in stderr, stderr
+
+
+@pytest.mark.parametrize(
     ("agent", "relpath", "events"),
     [
         (

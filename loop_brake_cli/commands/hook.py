@@ -123,14 +123,7 @@ def install_command(
     user_turns = loaded is not None and loaded.reset_on_user_turn
     if click.get_current_context().get_parameter_source("executable") is ParameterSource.DEFAULT:
         executable = None  # the installed entry's program, if there is one
-    what = "the hook (pre-tool and post-tool events: the policy uses progress)"
-    if user_turns:
-        what = (
-            "the hook (pre-tool, post-tool and user-turn events: the policy uses progress "
-            "and reset_on_user_turn)"
-            if progress
-            else "the hook (pre-tool and user-turn events: the policy has reset_on_user_turn)"
-        )
+    what = _install_what(loaded, progress, user_turns)
     return _apply(
         "loop-brake hook install",
         lambda path: plan_install(agent, path, executable, policy, progress, user_turns),
@@ -138,7 +131,25 @@ def install_command(
         scope,
         dry_run,
         unchanged="already installed",
-        done=f"added {what if progress or user_turns else 'the hook'} to",
+        done=f"added {what} to",
+    )
+
+
+def _install_what(policy: Any, results: bool, user_turns: bool) -> str:
+    """What install adds, and why, in the policy's own words: the post-tool events
+    carry results (progress, or ``[same_error]``), the user-turn events end a turn."""
+    if not results and not user_turns:
+        return "the hook"
+    reasons = []
+    if results:
+        reasons += ["uses progress"] if policy.uses_progress else []
+        reasons += ["has [same_error]"] if policy.same_error is not None else []
+    if user_turns:
+        reasons.append("has reset_on_user_turn")
+    events = ["pre-tool"] + ["post-tool"] * results + ["user-turn"] * user_turns
+    return (
+        f"the hook ({', '.join(events[:-1])} and {events[-1]} events: "
+        f"the policy {' and '.join(reasons)})"
     )
 
 
