@@ -953,3 +953,84 @@ def test_partials_of_a_warned_replay_merge_into_its_summary(tmp_path: Path) -> N
     part = tmp_path / "plain.json"
     run_cli("replay", "--policy", str(plain), "--partial", str(part), str(first))
     assert "warned" not in json.loads(part.read_text())
+
+
+# --- the front-ends that told the model nothing before (issue: warn_at everywhere) -----
+
+PLAIN_POLICY = '[[tools]]\nmatch = "other"\nmax_repeats = 9\n'  # a policy without warn_at
+
+
+def _expected_warning(tool: str, args: dict, count: int = 2, limit: int = 3) -> str:
+    reference = LoopBrake(limit, policy=policy_of("warn_at = 2\n")[0])
+    for _ in range(count):
+        warning = reference.check(tool, args).warning
+    assert warning is not None and CANARY not in warning
+    return warning
+
+
+def test_the_openai_agents_guardrail_sends_the_warning_after_the_output(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("agents")
+    import logging
+
+    from agents import Runner
+    from test_integration_openai_agents import OFFLINE, make_agent, outputs_seen, script
+
+    from loop_brake_cli.integrations.openai_agents import LoopBrakeGuardrail
+
+    caplog.set_level(logging.DEBUG, logger="loop_brake_cli")
+    ran: list[str] = []
+    model = script([{"q": CANARY}] * 3)
+    guard = LoopBrakeGuardrail(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    result = Runner.run_sync(make_agent(model, ran, guard), "go", run_config=OFFLINE)
+    warning = _expected_warning("search", {"q": CANARY})
+    seen = outputs_seen(model)  # what the model was given, by call id
+    assert seen["c0"] == f"results for {CANARY}"
+    assert seen["c1"] == f"results for {CANARY}\n\n{warning}"
+    assert seen["c2"].startswith('loop brake: tool "search" called 3 times') and ran == [CANARY] * 2
+    warned = [
+        r.output.output_info
+        for r in result.tool_output_guardrail_results
+        if r.output.behavior["type"] == "reject_content"
+    ]
+    assert len(warned) == 1 and warned[0]["warnAt"] == 2 and warned[0]["count"] == 2
+    out, err = capfd.readouterr()
+    shown = [warning, repr(warned), out, err, caplog.text]
+    assert all(CANARY not in text for text in shown)
+
+
+@pytest.mark.parametrize("policy", [None, PLAIN_POLICY])
+def test_the_openai_agents_outputs_without_warn_at_are_the_tools_own(policy) -> None:
+    pytest.importorskip("agents")
+    from agents import Runner
+    from test_integration_openai_agents import OFFLINE, make_agent, outputs_seen, script
+
+    from loop_brake_cli.integrations.openai_agents import LoopBrakeGuardrail
+
+    model = script([{"q": "w"}] * 2)
+    guard = LoopBrakeGuardrail(max_repeats=3, policy=policy and policy_of(policy)[0])
+    result = Runner.run_sync(make_agent(model, [], guard), "go", run_config=OFFLINE)
+    assert outputs_seen(model) == {"c0": "results for w", "c1": "results for w"}
+    behaviors = [r.output.behavior for r in result.tool_output_guardrail_results]
+    assert behaviors == [{"type": "allow"}] * 2
+
+
+def test_the_openai_agents_output_with_a_json_schema_is_left_as_it_is() -> None:
+    pytest.importorskip("agents")
+    from agents import Agent, Runner, function_tool
+    from test_integration_openai_agents import OFFLINE, outputs_seen, script
+
+    from loop_brake_cli.integrations.openai_agents import LoopBrakeGuardrail
+
+    @function_tool(output_json_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+    def search(q: str) -> dict:
+        """Search the web."""
+        return {"n": len(q)}
+
+    model = script([{"q": CANARY}] * 2)
+    guard = LoopBrakeGuardrail(max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    agent = guard.brake_agent(Agent(name="looper", model=model, tools=[search]))
+    Runner.run_sync(agent, "go", run_config=OFFLINE)
+    seen = outputs_seen(model)
+    assert seen["c0"] == seen["c1"] and "loop brake" not in seen["c1"]

@@ -17,7 +17,15 @@ run goes on; the denial as data (``code``, ``count``, ``maxRepeats``,
 model sent them (the JSON text, parsed as the CLI parses it). A policy's stop
 trips the guardrail (``raise_exception``): the run ends with the SDK's own
 ``ToolInputGuardrailTripwireTriggered``, whose ``output.output_info`` is the stop
-as data. A tool output guardrail feeds each result to the progress mode.
+as data. A tool output guardrail feeds each result to the progress mode. A call a
+policy's ``warn_at`` warns runs, and when its output is a str the output guardrail
+hands the model that output with the warning after it: the SDK's only way to change
+an output is ``reject_content``, so the guardrail's result says ``reject_content``
+and its ``output_info`` is the warning as data (``warnAt`` beside the denial's
+fields), and output guardrails listed after the brake's do not run for that call.
+An output that is not a str (structured ``ToolOutputText``/image/file outputs, other
+values), or of a tool with an output JSON schema, is left as it is: the model is not
+told.
 
 ``brake_agent`` brakes the whole run, not only the clone's own tools: every
 function tool an agent of a braked run gets from ``Agent.get_all_tools`` (its
@@ -54,6 +62,7 @@ from agents import (
 
 from ..core.brake import LoopBrake
 from ..core.canonical import parse_arguments
+from ..core.verdicts import Verdict
 from ._denial import denial_fields
 from ._session import SessionBrake, make_brake
 
@@ -94,6 +103,14 @@ class LoopBrakeGuardrail:
         self.output_guardrail: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             guardrail_function=self._observe, name="loop_brake_results"
         )
+        # A tool whose output has a JSON schema keeps its output as it is (the warning is
+        # text); its copies get this guardrail, which feeds the result and warns nobody.
+        self.schema_output_guardrail: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
+            guardrail_function=self._observe_only, name="loop_brake_results"
+        )
+        # The verdict of each warned call, from its input guardrail to its output
+        # guardrail: keyed by the call's ToolContext, forgotten with it.
+        self._warned: weakref.WeakKeyDictionary[Any, Verdict] = weakref.WeakKeyDictionary()
 
     def _default_key(self, context: Any) -> str:
         group = run_session_key(context)
@@ -108,6 +125,8 @@ class LoopBrakeGuardrail:
             self.seam.session(context), context.tool_name, args, context.tool_call_id
         )
         if not verdict.denied:
+            if verdict.warned:
+                self._warned[context] = verdict
             return ToolGuardrailFunctionOutput.allow()
         if verdict.stop:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=denial_fields(verdict))
@@ -115,10 +134,24 @@ class LoopBrakeGuardrail:
             verdict.message, output_info=denial_fields(verdict)
         )
 
-    def _observe(self, data: Any) -> ToolGuardrailFunctionOutput:
+    def _observe_only(self, data: Any) -> ToolGuardrailFunctionOutput:
         context = data.context
+        self._warned.pop(context, None)
         self.seam.feed_call(self.seam.session(context), context.tool_call_id, data.output)
         return ToolGuardrailFunctionOutput.allow()
+
+    def _observe(self, data: Any) -> ToolGuardrailFunctionOutput:
+        """Feed the result; a warned call's text output goes to the model with the
+        warning after it, through the SDK's one way to change an output
+        (``reject_content``, whose ``output_info`` says it is a warning)."""
+        verdict = self._warned.get(data.context)
+        allowed = self._observe_only(data)
+        output = data.output
+        if verdict is None or verdict.warning is None or not isinstance(output, str):
+            return allowed
+        info = {**denial_fields(verdict), "warnAt": verdict.warn_at}
+        text = f"{output}\n\n{verdict.warning}" if output else verdict.warning
+        return ToolGuardrailFunctionOutput.reject_content(text, output_info=info)
 
     def brake_tools(self, tools: Iterable[Any]) -> list[Any]:
         """Copies of the function tools with this guard's guardrails added (once);
@@ -130,10 +163,12 @@ class LoopBrakeGuardrail:
             ):
                 tool = copy.copy(tool)
                 tool.tool_input_guardrails = [*(tool.tool_input_guardrails or []), self.guardrail]
-                tool.tool_output_guardrails = [
-                    *(tool.tool_output_guardrails or []),
-                    self.output_guardrail,
-                ]
+                observe = (
+                    self.output_guardrail
+                    if tool.output_json_schema is None
+                    else self.schema_output_guardrail
+                )
+                tool.tool_output_guardrails = [*(tool.tool_output_guardrails or []), observe]
             braked.append(tool)
         return braked
 
