@@ -179,3 +179,82 @@ def test_an_agent_without_the_hooks_runs_every_call() -> None:
     ran: list[str] = []
     make_agent([["weather"]] * 3, ran, None)("go")
     assert ran == ["weather"] * 3
+
+
+# -- a policy's warn_at: the warning is a last text block of the tool result ----------
+
+
+def warning_at(n: int, q: str = "weather", warn_at: int = 2) -> str:
+    from loop_brake_cli.core.policy import parse_policy
+
+    reference = LoopBrake(3, policy=parse_policy(f"warn_at = {warn_at}\n", "inline.toml")[0])
+    for _ in range(n):
+        verdict = reference.check("search", {"q": q})
+    assert verdict.warning is not None
+    return verdict.warning
+
+
+def test_a_warned_call_runs_and_its_result_ends_with_the_warning(tmp_path: Path) -> None:
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    ran: list[str] = []
+    hooks = LoopBrakeHooks(max_repeats=3, policy=str(policy))
+    agent = make_agent([["weather"]] * 3 + [["news"]], ran, hooks)
+    agent("weather?")
+    assert ran == ["weather", "weather", "news"]
+    results = tool_results(agent)
+    assert [r["status"] for r in results] == ["success", "success", "error", "success"]
+    assert results[0]["content"] == [{"text": "results for weather"}]
+    assert results[1]["content"] == [{"text": "results for weather"}, {"text": warning_at(2)}]
+    assert results[3]["content"] == [{"text": "results for news"}]
+    # the model read the warning with the second result, before its third call
+    assert json.dumps(warning_at(2)) in json.dumps(agent.model.requests[2])
+    assert hooks._warnings == {}
+
+
+def test_a_warned_call_that_fails_gets_the_warning_after_its_error(tmp_path: Path) -> None:
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+
+    def fail() -> str:
+        raise RuntimeError("backend down")
+
+    hooks = LoopBrakeHooks(max_repeats=3, policy=str(policy))
+    agent = make_agent([["weather"]] * 2, [], hooks, result=fail)
+    agent("weather?")
+    second = tool_results(agent)[1]
+    assert second["status"] == "error" and second["content"][-1] == {"text": warning_at(2)}
+    assert "backend down" in second["content"][0]["text"]
+
+
+@pytest.mark.parametrize("policy", [None, '[[tools]]\nmatch = "other"\nmax_repeats = 9\n'])
+def test_without_warn_at_every_result_is_the_tools_own(tmp_path: Path, policy: Any) -> None:
+    braked: list[str] = []
+    path = None
+    if policy is not None:
+        path = tmp_path / "plain.toml"
+        path.write_text(policy)
+    hooks = LoopBrakeHooks(max_repeats=3, policy=path and str(path))
+    with_hooks = make_agent([["weather"]] * 2, braked, hooks)
+    with_hooks("weather?")
+    without = make_agent([["weather"]] * 2, [], None)
+    without("weather?")
+    assert tool_results(with_hooks) == tool_results(without)
+    assert with_hooks.model.requests == without.model.requests
+
+
+def test_canary_reaches_no_warning_or_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="loop_brake_cli")
+    caplog.set_level(logging.INFO)
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 1\n")
+    ran: list[str] = []
+    agent = make_agent([[CANARY]] * 2, ran, LoopBrakeHooks(max_repeats=3, policy=str(policy)))
+    agent("go")
+    warnings = [r["content"][-1]["text"] for r in tool_results(agent)]
+    assert [w.startswith("loop brake: warning:") for w in warnings] == [True, True]
+    assert warnings == [warning_at(1, CANARY, warn_at=1), warning_at(2, CANARY, warn_at=1)]
+    out, err = capfd.readouterr()
+    assert all(CANARY not in text for text in [*warnings, caplog.text, out, err])

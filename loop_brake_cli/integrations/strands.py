@@ -15,7 +15,11 @@ model gets a tool result with status ``"error"`` and that text. At a policy's
 after the current tools (``agent.cancel(message=..., after_current_tools=True)``):
 the invocation returns with ``stop_reason="cancelled"`` and the stop text as the
 final message, before the model is asked again. ``AfterToolCallEvent`` hands each
-result of a call that ran to the policy's progress mode.
+result of a call that ran to the policy's progress mode; a call a policy's
+``warn_at`` warns runs, and its tool result (``event.result``, which Strands lets a
+hook replace) gets the warning as a last ``{"text": ...}`` block of its ``content``,
+whatever the tool returned (a failed call's error result too): the model reads it
+with the result.
 
 The session is the agent's conversation: its ``session_id`` (the session manager's,
 so a conversation restored into a new ``Agent`` keeps its streak; else Strands' own
@@ -62,6 +66,9 @@ class LoopBrakeHooks(HookProvider):
             where="strands",
         )
         self.brake = self.seam.brake
+        # The warning of each warned call, from its BeforeToolCallEvent to its
+        # AfterToolCallEvent: keyed by the session and the tool use id.
+        self._warnings: dict[tuple[str, Any], str] = {}
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self.before_tool_call)
@@ -69,18 +76,25 @@ class LoopBrakeHooks(HookProvider):
 
     def before_tool_call(self, event: Any) -> None:
         use = event.tool_use
-        verdict = self.seam.judge(
-            self.seam.session(event), use["name"], use.get("input"), use.get("toolUseId")
-        )
+        session = self.seam.session(event)
+        verdict = self.seam.judge(session, use["name"], use.get("input"), use.get("toolUseId"))
         if not verdict.denied:
+            if verdict.warning is not None:
+                self._warnings[session, use.get("toolUseId")] = verdict.warning
             return
         event.cancel_tool = verdict.message
         if verdict.stop:
             event.agent.cancel(message=verdict.message, after_current_tools=True)
 
     def after_tool_call(self, event: Any) -> None:
-        if event.cancel_message is not None or event.exception is not None:
-            return  # a cancelled or failed call reported no result
         use, result = event.tool_use, event.result
-        seen = {"status": result.get("status"), "content": result.get("content")}  # not its id
-        self.seam.feed_call(self.seam.session(event), use.get("toolUseId"), seen)
+        session = self.seam.session(event)
+        warning = self._warnings.pop((session, use.get("toolUseId")), None)
+        if event.cancel_message is not None:
+            return  # cancelled: the tool never ran
+        if event.exception is None:  # a failed call reported no result
+            seen = {"status": result.get("status"), "content": result.get("content")}  # no id
+            self.seam.feed_call(session, use.get("toolUseId"), seen)
+        if warning is not None:
+            content = [*(result.get("content") or []), {"text": warning}]
+            event.result = {**result, "content": content}
