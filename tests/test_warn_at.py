@@ -359,6 +359,26 @@ def test_filter_marks_a_warned_call_and_counts_it(tmp_path: Path) -> None:
     assert CANARY.encode() not in done.stdout + done.stderr
 
 
+def test_filter_only_warn_prints_the_warned_calls_alone(tmp_path: Path) -> None:
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    events = _events(tmp_path)
+    env = cli_env(LOOP_BRAKE_POLICY="")
+    warned = run_cli("filter", "--policy", str(policy), "--only", "warn", str(events), env=env)
+    assert warned.returncode == 0
+    assert [json.loads(line)["line"] for line in warned.stdout.splitlines()] == [2]
+    both = run_cli(
+        "filter", "--policy", str(policy), "--only", "warn", "--only", "deny", str(events), env=env
+    )
+    assert [json.loads(line)["line"] for line in both.stdout.splitlines()] == [2, 3, 4]
+    passes = run_cli("filter", "--policy", str(policy), "--only", "pass", str(events), env=env)
+    assert [json.loads(line)["line"] for line in passes.stdout.splitlines()] == [1, 2, 5]
+    plain = run_cli("filter", "--only", "warn", str(events), env=env)  # no policy: the fast path
+    assert plain.returncode == 0 and plain.stdout == b""
+    for out in (warned, both, passes, plain):
+        assert CANARY.encode() not in out.stdout + out.stderr
+
+
 def test_a_rules_own_warn_at_alone_is_counted_in_the_summaries(tmp_path: Path) -> None:
     """No global warn_at, only a rule's: filter's and replay's summaries still count the
     warned calls (``Policy.uses_warn`` looks at the rules too)."""

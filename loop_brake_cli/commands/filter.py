@@ -67,7 +67,8 @@ def _say(message: str) -> None:
     "--only",
     type=click.Choice(VERDICT_KINDS),
     multiple=True,
-    help="Print only these verdicts (repeatable).",
+    help="Print only these verdicts (repeatable). stop and warn come from a policy: "
+    "a stop is a denial (deny prints it too); warn is a pass that runs with a warning.",
 )
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call was denied.")
 @click.option(

@@ -27,7 +27,7 @@ from .output import LineWriter
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
 
-VERDICT_KINDS = ("pass", "deny", "stop", "error")
+VERDICT_KINDS = ("pass", "deny", "stop", "error", "warn")
 """The ``verdict`` values of a verdict line (``filter --only``). ``stop`` (under a
 policy's ``[stop]``) is a denial too, so wanting ``deny`` also keeps stops."""
 
@@ -203,7 +203,9 @@ def write_verdicts(
         if verdict is None:
             if "error" in wanted and record.__class__ is BadRecord:
                 write(error_record(record, file))
-        elif ("deny" if verdict.denied else "pass") in wanted or (
-            verdict.stop and "stop" in wanted
+        elif (
+            ("deny" if verdict.denied else "pass") in wanted
+            or (verdict.stop and "stop" in wanted)
+            or (verdict.warned and "warn" in wanted)
         ):
             write(verdict_record(record, verdict, file))  # type: ignore[arg-type]
