@@ -62,11 +62,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.brake import DEFAULT_SESSION
-from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
-from ..readers.reader import TOO_LONG, Source
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn
+from ..readers.reader import Source
 from . import FormatInfo
-from ._common import RecentIds, load_json_line, parse_arguments, tokens
+from ._common import RecentIds, parse_arguments, tokens
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
+from ._stream_lines import event_lines
 
 INFO = FormatInfo(
     name="codex",
@@ -263,16 +264,6 @@ _NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle != b'_output"'
 _USER_MESSAGE = b'"user_message"'  # with user turns, one needle more
 
 
-def _skippable(raw: bytes, needed: tuple[bytes, ...]) -> bool:
-    """Nothing read in it, and the outline of a whole object (else parse and report)."""
-    find = raw.find  # never ``in``: it tries the needle as an integer first (a TypeError)
-    for needle in needed:
-        if find(needle) >= 0:
-            return False
-    stripped = raw.strip()
-    return stripped[:1] == b"{" and stripped[-1:] == b"}"
-
-
 def parse(source: Source) -> Iterator[Record]:
     """Stream the records: each one is yielded as soon as its line is read.
 
@@ -284,14 +275,4 @@ def parse(source: Source) -> Iterator[Record]:
     needed = _NEEDED if source.results else _NEEDED_NO_RESULTS
     if source.user_turns:
         needed += (_USER_MESSAGE,)
-    for number, raw in source.lines():
-        if raw is TOO_LONG:
-            yield line_too_long(number, source.max_line_bytes)
-            continue
-        if _skippable(raw, needed):
-            continue
-        obj, error = load_json_line(raw)
-        if error is not None:
-            yield BadRecord(error, number)
-            continue
-        yield from reader.line(obj, number)
+    return event_lines(source, needed, reader.line)

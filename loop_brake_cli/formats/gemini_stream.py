@@ -34,11 +34,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.brake import DEFAULT_SESSION
-from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, line_too_long
-from ..readers.reader import TOO_LONG, Source
+from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..readers.reader import Source
 from . import FormatInfo
-from ._common import RecentIds, load_json_line, parse_arguments, tokens
+from ._common import RecentIds, parse_arguments, tokens
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
+from ._stream_lines import event_lines
 
 INFO = FormatInfo(
     name="gemini-stream",
@@ -138,29 +139,10 @@ class _Reader:
         record.output_tokens = tokens(stats.get("output_tokens"))
 
 
+# A line that may hold a call, a result, the session or the run's usage contains one of these.
 _NEEDED = (b'"tool_use"', b'"tool_result"', b'"init"', b'"result"')
-
-
-def _skippable(raw: bytes) -> bool:
-    """Nothing read in it, and the outline of a whole object (else parse and report)."""
-    for needle in _NEEDED:
-        if raw.find(needle) >= 0:
-            return False
-    stripped = raw.strip()
-    return stripped[:1] == b"{" and stripped[-1:] == b"}"
 
 
 def parse(source: Source) -> Iterator[Record]:
     """Stream the records: each one is yielded as soon as its line is read."""
-    reader = _Reader(source.results)
-    for number, raw in source.lines():
-        if raw is TOO_LONG:
-            yield line_too_long(number, source.max_line_bytes)
-            continue
-        if _skippable(raw):
-            continue
-        obj, error = load_json_line(raw)
-        if error is not None:
-            yield BadRecord(error, number)
-            continue
-        yield from reader.line(obj, number)
+    return event_lines(source, _NEEDED, _Reader(source.results).line)
