@@ -218,6 +218,7 @@ def test_dispose_restores_both_kinds() -> None:
     agent = tool_agent([calls("weather", tag=f"c{i}") for i in range(3)], ran)
     attach(agent, max_repeats=2)
     dispose(agent)
+    assert "execute_tool_call" not in vars(agent) and "process_tool_calls" not in vars(agent)
     agent.run("go")
     coder = code_agent([code("weather") for _ in range(3)], ran)
     tools = dict(coder.tools)

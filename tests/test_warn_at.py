@@ -1054,3 +1054,119 @@ def test_the_openai_agents_output_with_a_json_schema_is_left_as_it_is() -> None:
     Runner.run_sync(agent, "go", run_config=OFFLINE)
     seen = outputs_seen(model)
     assert seen["c0"] == seen["c1"] and "loop brake" not in seen["c1"]
+
+
+def _observations(agent) -> list:
+    return [getattr(step, "observations", None) for step in agent.memory.steps]
+
+
+def test_the_smolagents_code_agent_prints_the_warning_to_its_execution_logs() -> None:
+    pytest.importorskip("smolagents")
+    from test_integration_smolagents import code, code_agent
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    ran: list[str] = []
+    agent = code_agent([code("weather"), code("weather"), code("weather")], ran)
+    attach(agent, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    assert agent.run("go") == "done"
+    warning = _expected_warning("search", {"q": "weather"})
+    assert ran == ["weather", "weather"]
+    seen = _observations(agent)
+    assert seen[1] == "Execution logs:\nresults for weather\nLast output from code snippet:\nNone"
+    assert seen[2] == (  # the warning at the call, then the code prints the tool's value
+        f"Execution logs:\n{warning}\nresults for weather\nLast output from code snippet:\nNone"
+    )
+    assert warning.splitlines()[0] in str(agent.model.prompts[2])  # read before its third call
+    assert 'loop brake: tool "search" called 3 times' in str(agent.memory.steps[3].error)
+
+
+def test_the_smolagents_code_agent_warning_stays_when_the_code_then_fails() -> None:
+    pytest.importorskip("smolagents")
+    from smolagents.models import ChatMessage, MessageRole
+    from test_integration_smolagents import code_agent
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    failing = "Thought: go\n<code>\nx = search(q='w')\nx = search(q='w')\nprint(1 / 0)\n</code>"
+    step = ChatMessage(role=MessageRole.ASSISTANT, content=failing)
+    agent = code_agent([step], [])
+    attach(agent, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    agent.run("go")
+    warning = _expected_warning("search", {"q": "w"})
+    assert _observations(agent)[1] == f"Execution logs:\n{warning}\n"
+    assert "division by zero" in str(agent.memory.steps[1].error)
+
+
+def test_the_smolagents_tool_calling_agent_warns_after_a_non_text_output() -> None:
+    pytest.importorskip("smolagents")
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.monitoring import LogLevel
+    from test_integration_smolagents import ScriptedModel, calls
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    @tool
+    def search(q: str) -> dict:
+        """Search the web.
+
+        Args:
+            q: what to search for.
+        """
+        return {"hits": 3}
+
+    outputs: list = []
+    model = ScriptedModel([calls(CANARY, tag=f"c{i}") for i in range(2)] + [calls(None)])
+    agent = ToolCallingAgent(tools=[search], model=model, verbosity_level=LogLevel.OFF)
+    attach(agent, max_repeats=3, policy=policy_of("warn_at = 2\n")[0])
+    for event in agent.run("go", stream=True):
+        if type(event).__name__ == "ToolOutput":
+            outputs.append(event.output)
+    warning = _expected_warning("search", {"q": CANARY})
+    assert outputs == [{"hits": 3}, {"hits": 3}, "done"]  # the values, as the tool gave them
+    seen = _observations(agent)
+    assert seen[1] == "{'hits': 3}" and seen[2] == "{'hits': 3}\n" + warning
+    assert warning.splitlines()[0] in str(model.prompts[2])
+
+
+@pytest.mark.parametrize("policy", [None, PLAIN_POLICY])
+@pytest.mark.parametrize("kind", ["tool", "code"])
+def test_the_smolagents_agents_without_warn_at_read_what_they_read_unbraked(policy, kind):
+    pytest.importorskip("smolagents")
+    from test_integration_smolagents import calls, code, code_agent, tool_agent
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    def run(braked: bool) -> tuple:
+        if kind == "tool":
+            agent = tool_agent([calls("w", "w", tag=f"c{i}") for i in range(2)], [])
+        else:
+            agent = code_agent([code("w", "w"), code("w")], [])
+        if braked:
+            attach(agent, max_repeats=9, policy=policy and policy_of(policy)[0])
+        agent.run("go")
+        return _observations(agent), [str(p) for p in agent.model.prompts]
+
+    assert run(True) == run(False)
+
+
+def test_the_smolagents_warnings_hold_no_argument(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("smolagents")
+    import logging
+
+    from test_integration_smolagents import calls, code, code_agent, tool_agent
+
+    from loop_brake_cli.integrations.smolagents import attach
+
+    caplog.set_level(logging.DEBUG, logger="loop_brake_cli")
+    coder = code_agent([code(CANARY, CANARY)], [], result=lambda: "ok")
+    caller = tool_agent([calls(CANARY, tag=f"c{i}") for i in range(2)], [], result=lambda: "ok")
+    for agent in (coder, caller):
+        attach(agent, max_repeats=3, policy=policy_of("warn_at = 1\n")[0])
+        agent.run("go")
+    logs, observation = _observations(coder)[1], _observations(caller)[2]
+    assert logs.count("loop brake: warning:") == 2 and observation.startswith("ok\n\nloop brake")
+    out, err = capfd.readouterr()
+    assert all(CANARY not in text for text in [logs, observation, caplog.text, out, err])

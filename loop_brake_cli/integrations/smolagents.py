@@ -24,10 +24,18 @@ brake's own texts never hold them. At a policy's ``[stop]`` the call fails with
 the stop text and the agent is interrupted (``agent.interrupt()``): the run ends
 before the model is asked again, with smolagents' ``AgentError("Agent
 interrupted.")``; the stop text is the last step's error. The result of a call that
-ran feeds the policy's progress mode. A ``ToolCallingAgent`` call a policy's
-``warn_at`` warns gets the warning after its output when the output is text (the
-observation the model reads); a ``CodeAgent`` tool's value goes on into the
-agent's code unchanged, so there it is not told.
+ran feeds the policy's progress mode.
+
+A call a policy's ``warn_at`` warns runs, and the model reads the warning in the
+step's observation: a ``ToolCallingAgent`` call whose output is text gets it after
+that output (the observation of the call); another output (an image, a dict, a
+number) is left as it is, for the agent and for ``final_answer``, and the warning
+goes after the step's observations. A ``CodeAgent`` tool's value goes on into the
+agent's code unchanged, and the warning is printed to the run's execution logs
+(the local executor's print buffer, where the code's own ``print`` goes), which the
+model reads as the step's "Execution logs:", also when the code then fails; an
+executor without that buffer (a remote one) gets nothing, so there the model is
+not told.
 
 The session is the agent's conversation: its memory's first step (a run with
 ``reset=False`` goes on in the previous run's session; a new run starts a new one),
@@ -39,6 +47,7 @@ puts back what ``attach`` replaced.
 from __future__ import annotations
 
 import copy
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -79,6 +88,10 @@ class LoopBrakeAgent:
         self.tools: dict[str, Any] = {}  # a CodeAgent's own tools, while braked copies stand in
         self.own_execute = agent.__dict__.get("execute_tool_call")
         self.class_execute = getattr(type(agent), "execute_tool_call", None)
+        self.own_process = agent.__dict__.get("process_tool_calls")
+        self.class_process = getattr(type(agent), "process_tool_calls", None)
+        self.untold: list[str] = []  # warnings of this step's calls whose output is not text
+        self._untold_lock = threading.Lock()
 
     @property
     def agent(self) -> Any:
@@ -108,9 +121,32 @@ class LoopBrakeAgent:
         else:
             result = self.class_execute(self.agent, tool_name, arguments)
         self.seam.feed(verdict, result)
-        if verdict.warning is not None and isinstance(result, str):  # the observation
-            return f"{result}\n\n{verdict.warning}" if result else verdict.warning
+        if verdict.warning is not None:
+            if isinstance(result, str):  # the call's observation
+                return f"{result}\n\n{verdict.warning}" if result else verdict.warning
+            with self._untold_lock:  # parallel calls of one step run in threads
+                self.untold.append(verdict.warning)
         return result
+
+    def process_tool_calls(self, chat_message: Any, memory_step: Any) -> Any:
+        """A ``ToolCallingAgent``'s ``process_tool_calls``: after the step's calls, the
+        warnings of those whose output is not text go after its observations."""
+        if self.own_process is not None:
+            yield from self.own_process(chat_message, memory_step)
+        else:
+            yield from self.class_process(self.agent, chat_message, memory_step)
+        with self._untold_lock:
+            untold, self.untold = self.untold, []
+        if untold:
+            seen = memory_step.observations
+            memory_step.observations = "\n".join([seen, *untold] if seen else untold)
+
+    def print_warning(self, warning: str) -> None:
+        """Print a ``CodeAgent`` call's warning to the run's execution logs (the local
+        executor's print buffer, which the model reads); another executor has none."""
+        state = getattr(self.agent.python_executor, "state", None)
+        if isinstance(state, dict) and "_print_outputs" in state:
+            state["_print_outputs"] += warning + "\n"
 
     def braked_tool(self, tool: Any) -> Any:
         """A copy of a ``CodeAgent`` tool whose ``forward`` is braked."""
@@ -121,7 +157,11 @@ class LoopBrakeAgent:
             verdict = self.judge(tool.name, {**dict(zip(names, args, strict=False)), **kwargs})
             if verdict.denied:
                 raise LoopBrakeError(verdict)
-            result = forward(*args, **kwargs)
+            try:
+                result = forward(*args, **kwargs)
+            finally:
+                if verdict.warning is not None:  # after what the tool printed
+                    self.print_warning(verdict.warning)
             self.seam.feed(verdict, result)
             return result
 
@@ -150,6 +190,7 @@ def attach(
         agent.tools = {name: braker.braked_tool(tool) for name, tool in agent.tools.items()}
     else:
         agent.execute_tool_call = braker.execute_tool_call
+        agent.process_tool_calls = braker.process_tool_calls
     _attached[agent] = braker
     return braker.brake
 
@@ -161,8 +202,13 @@ def dispose(agent: Any) -> None:
         return
     if isinstance(agent, CodeAgent):
         agent.tools = braker.tools
-    elif braker.own_execute is not None:
-        agent.execute_tool_call = braker.own_execute
     else:
-        del agent.execute_tool_call
+        if braker.own_execute is not None:
+            agent.execute_tool_call = braker.own_execute
+        else:
+            del agent.execute_tool_call
+        if braker.own_process is not None:
+            agent.process_tool_calls = braker.own_process
+        else:
+            del agent.process_tool_calls
     braker.brake.reset()
