@@ -1170,3 +1170,68 @@ def test_the_smolagents_warnings_hold_no_argument(
     assert logs.count("loop brake: warning:") == 2 and observation.startswith("ok\n\nloop brake")
     out, err = capfd.readouterr()
     assert all(CANARY not in text for text in [logs, observation, caplog.text, out, err])
+
+
+def test_wrap_execute_and_decorate_tool_return_a_str_result_with_the_warning(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+    import logging
+
+    from loop_brake_cli import LoopBrakeError, decorate_tool, wrap_execute
+
+    caplog.set_level(logging.DEBUG, logger="loop_brake_cli")
+    policy = policy_of("warn_at = 2\n")[0]
+    warning = _expected_warning("search", {"q": CANARY})
+    ran: list[str] = []
+
+    def search(args: dict) -> str:
+        ran.append(args["q"])
+        return "found it"
+
+    async def search_async(args: dict) -> str:
+        return search(args)
+
+    guarded = wrap_execute(search, LoopBrake(3, policy=policy), tool="search", session_id="s")
+    assert guarded({"q": CANARY}) == "found it"
+    assert guarded({"q": CANARY}) == f"found it\n\n{warning}"
+    with pytest.raises(LoopBrakeError) as denied:
+        guarded({"q": CANARY})
+    assert ran == [CANARY, CANARY]
+    tool = decorate_tool({"name": "search", "execute": search_async}, LoopBrake(3, policy=policy))
+
+    async def twice() -> list:
+        return [await tool["execute"]({"q": CANARY}) for _ in range(2)]
+
+    assert asyncio.run(twice()) == ["found it", f"found it\n\n{warning}"]
+    empty = wrap_execute(lambda args: "", LoopBrake(3, policy=policy), tool="search")
+    assert [empty({"q": CANARY}) for _ in range(2)] == ["", warning]
+    out, err = capfd.readouterr()
+    assert all(CANARY not in t for t in [warning, str(denied.value), caplog.text, out, err])
+
+
+@pytest.mark.parametrize("policy", [None, PLAIN_POLICY])
+def test_wrap_execute_results_without_warn_at_are_the_tools_own(policy) -> None:
+    from loop_brake_cli import decorate_tool, wrap_execute
+
+    class Text(str):
+        pass
+
+    results = ["a text", Text("its own type"), {"hits": 3}, None, ""]
+    for result in results:
+        brake = LoopBrake(9, policy=policy and policy_of(policy)[0])
+        guarded = wrap_execute(lambda args, result=result: result, brake, tool="t")
+        assert [guarded({"q": 1}) for _ in range(3)] == [result] * 3
+        assert all(type(guarded({"q": 1})) is type(result) for _ in range(2))
+        tool = decorate_tool({"name": "t", "execute": lambda args, r=result: r}, brake)
+        assert tool["execute"]({"q": 1}) is result
+
+
+def test_wrap_execute_leaves_a_warned_result_that_is_not_a_str_as_it_is() -> None:
+    from loop_brake_cli import wrap_execute
+
+    value = {"hits": 3}
+    guarded = wrap_execute(
+        lambda args: value, LoopBrake(3, policy=policy_of("warn_at = 1\n")[0]), tool="t"
+    )
+    assert guarded({"q": CANARY}) is value and guarded({"q": CANARY}) is value

@@ -33,6 +33,7 @@ __all__ = [
     "decorate_tool",
     "session_key",
     "subagent_session_key",
+    "with_warning",
     "wrap_execute",
 ]
 
@@ -432,7 +433,10 @@ def wrap_execute(
     """Brake one execute function: ``fn(args, ...)``. A denied call's body never runs.
 
     The first positional argument is the tool's arguments; keyword ``call_id``
-    (if the host passes one) de-duplicates a call seen at two seams.
+    (if the host passes one) de-duplicates a call seen at two seams. A call the
+    policy's ``warn_at`` warns runs, and a str result comes back with the warning
+    after it (``with_warning``): the text the host hands the model. Any other
+    result is returned as it is.
     """
     import inspect  # only the wrappers need it; the hook's start-up should not pay for it
 
@@ -440,17 +444,28 @@ def wrap_execute(
 
         @functools.wraps(fn)
         async def braked_async(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
-            brake.enforce(tool, args, session_id=session_id, call_id=kwargs.get("call_id"))
-            return await fn(args, *rest, **kwargs)
+            verdict = brake.enforce(
+                tool, args, session_id=session_id, call_id=kwargs.get("call_id")
+            )
+            return with_warning(await fn(args, *rest, **kwargs), verdict)
 
         return braked_async
 
     @functools.wraps(fn)
     def braked(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
-        brake.enforce(tool, args, session_id=session_id, call_id=kwargs.get("call_id"))
-        return fn(args, *rest, **kwargs)
+        verdict = brake.enforce(tool, args, session_id=session_id, call_id=kwargs.get("call_id"))
+        return with_warning(fn(args, *rest, **kwargs), verdict)
 
     return braked
+
+
+def with_warning(result: Any, verdict: Verdict) -> Any:
+    """A warned call's str result with two line ends and the warning after it (the
+    warning alone for an empty one); any other result, or a call not warned, as it is."""
+    warning = verdict.warning
+    if warning is None or not isinstance(result, str):
+        return result
+    return f"{result}\n\n{warning}" if result else warning
 
 
 def decorate_tool(definition: Any, brake: LoopBrake, session_id: str | None = None) -> Any:
