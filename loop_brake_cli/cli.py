@@ -118,7 +118,7 @@ def _tell(show: Callable[[], None], status: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: no tracebacks for Ctrl-C, a closed pipe or bad usage.
+    """Console entry point: no tracebacks for Ctrl-C, a closed pipe, bad usage or a bug.
 
     A reader that went away (``| head``) ends the run quietly with 0; a stdout
     that was closed before start (``>&-``), a full disk or a file size limit
@@ -141,6 +141,14 @@ def main(argv: list[str] | None = None) -> None:
         status = ExitStatus.OK
     except OSError as exc:
         status = _output_failed(exc.strerror or exc.__class__.__name__)
+    except Exception as exc:
+        if os.environ.get("LOOP_BRAKE_TRACEBACK"):
+            raise
+        name = exc.__class__.__name__  # never str(exc): a message may quote input
+        status = _tell(
+            lambda: click.echo(f"loop-brake: internal error ({name}); please report it", err=True),
+            ExitStatus.INTERNAL,
+        )
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -19,11 +19,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from ..core.small_file import SmallFileError, read_small_file
 from ..core.toml_reader import tomllib
 
 __all__ = ["KINDS", "Price", "Prices", "PricesError", "load_prices", "parse_prices"]
 
 KINDS = ("input", "output", "cache_read", "cache_write")
+MAX_PRICES_BYTES = 1 << 20
+"""The largest prices file read (1 MiB; a price per model is a few dozen bytes)."""
 """The token kinds a price names: the billed kinds of ``records.Usage`` (whose reasoning
 tokens are a part of its output tokens)."""
 TOP_KEYS = ("currency", "models")
@@ -104,11 +107,9 @@ class _Locator:
 def load_prices(path: str) -> Prices:
     """Read and check a prices file; ``PricesError`` with located errors."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise PricesError([f"{path}: cannot open: {reason}"], unopened=True) from None
+        data = read_small_file(path, "prices file", MAX_PRICES_BYTES)
+    except SmallFileError as exc:
+        raise PricesError([f"{path}: {exc}"], unopened=exc.unreadable) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

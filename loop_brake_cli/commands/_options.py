@@ -14,6 +14,7 @@ that JSON object).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -205,11 +206,13 @@ class Errors:
 
 
 def unopenable(paths: Sequence[str]) -> str | None:
-    """``cannot open PATH: reason`` for the first file that cannot be opened, else None."""
+    """``cannot open PATH: reason`` for the first file that cannot be opened, else None.
+    Opened without waiting: a FIFO is then refused by the reader, never waited on."""
+    from ..core.small_file import NONBLOCKING_READ
+
     for path in paths:
         try:
-            with open(path, "rb"):
-                pass
+            os.close(os.open(path, NONBLOCKING_READ))
         except OSError as exc:
             return f"cannot open {path}: {exc.strerror or exc.__class__.__name__}"
     return None

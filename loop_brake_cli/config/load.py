@@ -14,7 +14,11 @@ import math
 import re
 from typing import Any
 
+from ..core.small_file import SmallFileError, read_small_file
 from .problems import ConfigError, Location, Problem
+
+MAX_PATCH_BYTES = 8 << 20
+"""The largest harness patch file read (8 MiB; real ones are a few kilobytes)."""
 
 _YAML = "tag:yaml.org,2002:"
 T_NULL, T_BOOL, T_INT, T_FLOAT, T_STR = (_YAML + t for t in ("null", "bool", "int", "float", "str"))
@@ -67,10 +71,9 @@ def load_file(path: str) -> Any:
     import yaml
 
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ConfigError([(None, f"{path}: cannot read: {exc.strerror}")]) from None
+        data = read_small_file(path, "patch file", MAX_PATCH_BYTES)
+    except SmallFileError as exc:
+        raise ConfigError([(None, f"{path}: {exc}")]) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -22,6 +22,7 @@ class ExitStatus(IntEnum):
     UNREADABLE = 3  # input that could not be read (a missing file, a file not in its format)
     NOT_FOUND = 4  # the thing to check is not there (e.g. no loop-brake row)
     OUTPUT = 5  # standard output could not be written: closed, disk full, file size limit
+    INTERNAL = 70  # a bug in loop-brake (EX_SOFTWARE); stderr names the exception's type only
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -118,6 +119,16 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
                 "output could not be written: standard output closed before the run (`>&-`), "
                 "disk full, or a file size limit (`ulimit -f`); one line on stderr says which. "
                 "A reader that goes away early (`| head`) is not a failure: that run exits 0"
+            ),
+        ),
+    ),
+    (
+        ExitStatus.INTERNAL,
+        (
+            Part(
+                "a bug in loop-brake: one stderr line names the exception's type, never its "
+                "message (which could quote input); `LOOP_BRAKE_TRACEBACK=1` shows the traceback "
+                "to report"
             ),
         ),
     ),

@@ -25,6 +25,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from ..core.small_file import file_kind
+
 __all__ = ["SettingsFile", "SettingsFileError", "read_settings", "replace_settings"]
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
@@ -49,19 +51,6 @@ class SettingsFile:
         return self.status is not None
 
 
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _reason(exc: OSError) -> str:
     return str(exc.strerror or exc.__class__.__name__)
 
@@ -80,7 +69,7 @@ def read_settings(path: str) -> SettingsFile:
         raise SettingsFileError(f"cannot read {path}: {_reason(exc)}") from None
     if not stat.S_ISREG(status.st_mode):
         raise SettingsFileError(
-            f"{path} is {_kind(status.st_mode)}, not a settings file: left untouched"
+            f"{path} is {file_kind(status.st_mode)}, not a settings file: left untouched"
         )
     target = os.path.realpath(path)
     try:
@@ -90,7 +79,7 @@ def read_settings(path: str) -> SettingsFile:
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):  # swapped since the first look
-            raise SettingsFileError(f"{path} is {_kind(status.st_mode)}: left untouched")
+            raise SettingsFileError(f"{path} is {file_kind(status.st_mode)}: left untouched")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

@@ -10,14 +10,13 @@ make the file unusable; warnings (a rule shadowed by an earlier one) do not.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import js_string
 from ..progress import DEFAULT_IGNORE, pattern_error
+from ..small_file import SmallFileError, read_small_file
 from ..toml_reader import tomllib
 from .model import CycleRule, Policy, SameErrorRule, StopRule, ToolRule, WindowRule
 
@@ -650,54 +649,14 @@ MAX_POLICY_BYTES = 1 << 20
 reads the policy before every tool call, so a path naming ``/dev/zero`` or a huge
 file must be a prompt error, never an unbounded read."""
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
 
 def read_policy_bytes(path: str, limit: int = MAX_POLICY_BYTES) -> bytes:
-    """The bytes of the policy file at ``path``: a regular file (or a link to one) of at
-    most ``limit`` bytes, else ``PolicyError``. Opened non-blocking, so a FIFO (whose
-    plain open waits for a writer) or a device is refused at once, as the settings
-    file is (``hook/settings_file.py``)."""
-
-    def fail(message: str) -> PolicyError:
-        return PolicyError([Problem(path, None, None, message)])
-
+    """The bytes of the policy file at ``path`` (``small_file.read_small_file``), else
+    ``PolicyError`` naming the file."""
     try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise fail(f"cannot open the policy file: {reason}") from None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise fail(f"the policy file is {_kind(status.st_mode)}, not a regular file")
-        if status.st_size > limit:
-            raise fail(f"the policy file is larger than {limit} bytes ({status.st_size})")
-        chunks, size = [], 0
-        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise fail(f"cannot read the policy file: {reason}") from None
-    finally:
-        os.close(fd)
-    if size > limit:  # grew while it was read
-        raise fail(f"the policy file is larger than {limit} bytes")
-    return b"".join(chunks)
+        return read_small_file(path, "policy file", limit)
+    except SmallFileError as exc:
+        raise PolicyError([Problem(path, None, None, str(exc))]) from None
 
 
 def load_policy(path: str) -> Policy:
