@@ -125,11 +125,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
     (
         ExitStatus.INTERNAL,
         (
-            Part(
-                "a bug in loop-brake: one stderr line names the exception's type, never its "
-                "message (which could quote input); `LOOP_BRAKE_TRACEBACK=1` shows the traceback "
-                "to report"
-            ),
+            Part("a bug: stderr names the exception's type only (`LOOP_BRAKE_TRACEBACK=1`)"),
         ),
     ),
     (ExitStatus.INTERRUPTED, (Part("interrupted (Ctrl-C)"),)),
