@@ -124,9 +124,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
     ),
     (
         ExitStatus.INTERNAL,
-        (
-            Part("a bug: stderr names the exception's type only (`LOOP_BRAKE_TRACEBACK=1`)"),
-        ),
+        (Part("a bug: stderr names the exception's type only (`LOOP_BRAKE_TRACEBACK=1`)"),),
     ),
     (ExitStatus.INTERRUPTED, (Part("interrupted (Ctrl-C)"),)),
 )
