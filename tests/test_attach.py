@@ -249,3 +249,73 @@ def test_canary_never_in_the_error_or_logs(caplog: pytest.LogCaptureFixture) -> 
         registry.execute("login", {"token": CANARY})
     shown = [str(info.value), repr(info.value), repr(info.value.verdict), caplog.text]
     assert all(CANARY not in text for text in shown)
+
+
+# -- a policy's warn_at: a warned call's str result ends with the warning, once -------
+
+
+def warned_brake(text: str = "warn_at = 2\n") -> LoopBrake:
+    from loop_brake_cli.core.policy import parse_policy
+
+    return LoopBrake(3, policy=parse_policy(text, "policy.toml")[0])
+
+
+def the_warning(args: Any, count: int = 2) -> str:
+    reference = warned_brake()
+    for _ in range(count):
+        warning = reference.check("search", args).warning
+    assert warning is not None
+    return warning
+
+
+@pytest.mark.parametrize("pass_call_id", [True, False], ids=["call-id", "no-call-id"])
+def test_a_warned_call_through_both_seams_is_told_once(pass_call_id: bool) -> None:
+    registry, ran = Registry(pass_call_id), []
+    attach(registry, warned_brake())
+    registry.register(counting_tool("search", ran))
+    args = {"q": CANARY}
+    first = registry.execute("search", args, session_id="s1", call_id="c1")
+    second = registry.execute("search", args, session_id="s1", call_id="c2")
+    assert (first, second) == ("search ok", f"search ok\n\n{the_warning(args)}")
+    with pytest.raises(LoopBrakeError):
+        registry.execute("search", args, session_id="s1", call_id="c3")
+    assert len(ran) == 2 and CANARY not in second.removeprefix("search ok")
+
+
+def test_a_warned_call_at_either_seam_alone_is_told() -> None:
+    registry, ran = Registry(), []
+    registry.register(counting_tool("search", ran))  # before attach: the execute seam
+    attach(registry, warned_brake())
+    registry.register(counting_tool("braked", ran))  # after: its own execute
+    args = {"q": "weather"}
+    told = [registry.execute("search", args, session_id="a") for _ in range(2)]
+    assert told == ["search ok", f"search ok\n\n{the_warning(args)}"]
+    run = registry.tools["braked"]["execute"]
+    assert run(args, session_id="b", call_id="c1") == "braked ok"
+    assert run(args, session_id="b", call_id="c1") == "braked ok"  # the same call again
+    assert run(args, session_id="b", call_id="c2").startswith("braked ok\n\nloop brake: warning:")
+
+
+@pytest.mark.parametrize("policy", [None, '[[tools]]\nmatch = "other"\nmax_repeats = 9\n'])
+def test_without_warn_at_every_result_is_the_tools_own(policy: Any) -> None:
+    result = {"hits": 3}
+    registry = Registry()
+    brake = LoopBrake(3) if policy is None else warned_brake(policy)
+    attach(registry, brake)
+    registry.register({"name": "search", "execute": lambda args, **context: result})
+    registry.register(counting_tool("text", []))
+    assert all(registry.execute("search", {"q": 1}) is result for _ in range(2))
+    assert [registry.execute("text", {"q": 1}) for _ in range(2)] == ["text ok"] * 2
+
+
+def test_a_warning_never_holds_the_arguments(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    registry = Registry()
+    registry.register(counting_tool("login", []))
+    attach(registry, warned_brake("warn_at = 1\n"))
+    told = [registry.execute("login", {"token": CANARY}) for _ in range(2)]
+    assert all('loop brake: warning: tool "login"' in text for text in told)
+    out, err = capfd.readouterr()
+    assert all(CANARY not in text for text in [*told, caplog.text, out, err])

@@ -461,9 +461,11 @@ def wrap_execute(
 
 def with_warning(result: Any, verdict: Verdict) -> Any:
     """A warned call's str result with two line ends and the warning after it (the
-    warning alone for an empty one); any other result, or a call not warned, as it is."""
+    warning alone for an empty one); any other result, or a call not warned, as it is.
+    A duplicate (its call id counted at another seam) is left as it is: the seam that
+    counted it tells, so a call passing two seams is warned once."""
     warning = verdict.warning
-    if warning is None or not isinstance(result, str):
+    if warning is None or verdict.duplicate or not isinstance(result, str):
         return result
     return f"{result}\n\n{warning}" if result else warning
 

@@ -21,6 +21,10 @@ braked execute it reaches does not count it again). The session is keyword
 ``session_id``, else keyword ``agent_id``, else ``attach``'s ``session_id``,
 else ``"default"``.
 
+Under a policy's ``warn_at`` (a ``brake`` given one), a warned call runs and its
+str result comes back with the warning after it (``with_warning``), added once, at
+the seam that counted the call; any other result is returned as it is.
+
 ``dispose`` puts back exactly what was there (an instance attribute is
 restored, a patched class method is uncovered again) and forgets every streak.
 Definitions registered while attached keep their braked execute, which turns
@@ -36,7 +40,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key
+from ..core.brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key, with_warning
+from ..core.verdicts import Verdict
 
 __all__ = ["attach", "dispose"]
 
@@ -68,18 +73,21 @@ class _Attachment:
             explicit = self.session_id
         return session_key(explicit, kwargs.get("agent_id"))
 
-    def count(self, tool: str, args: Any, kwargs: Mapping[str, Any]) -> tuple[str, bytes]:
-        """Count one call at a seam; raise LoopBrakeError if it must not run."""
+    def count(
+        self, tool: str, args: Any, kwargs: Mapping[str, Any]
+    ) -> tuple[str, bytes, Verdict | None]:
+        """Count one call at a seam; raise LoopBrakeError if it must not run. The
+        verdict, or None for a call the execute seam counted (and tells of a warning)."""
         session = self.session(kwargs)
         digest = self.brake.digest(tool, {} if args is None else args)
         in_flight = _IN_FLIGHT.get()
         if in_flight is not None and in_flight[:4] == [self, session, tool, digest]:
             in_flight[:] = [None] * 4  # counted at the execute seam; match only once
-            return session, digest
+            return session, digest, None
         verdict = self.brake.observe(session, tool, digest, kwargs.get("call_id"))
         if verdict.denied:
             raise LoopBrakeStop(verdict) if verdict.stop else LoopBrakeError(verdict)
-        return session, digest
+        return session, digest, verdict
 
     def patch(self, name: str, wrapper: Callable[..., Any]) -> None:
         self.saved[name] = vars(self.registry).get(name, _MISSING)
@@ -180,17 +188,19 @@ def _braked_execute(
 
         @functools.wraps(fn)
         async def braked_async(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
-            if attachment.active:
-                attachment.count(tool, args, kwargs)
-            return await fn(args, *rest, **kwargs)
+            if not attachment.active:
+                return await fn(args, *rest, **kwargs)
+            verdict = attachment.count(tool, args, kwargs)[2]
+            return _told(await fn(args, *rest, **kwargs), verdict)
 
         return braked_async
 
     @functools.wraps(fn)
     def braked(args: Any = None, *rest: Any, **kwargs: Any) -> Any:
-        if attachment.active:
-            attachment.count(tool, args, kwargs)
-        return fn(args, *rest, **kwargs)
+        if not attachment.active:
+            return fn(args, *rest, **kwargs)
+        verdict = attachment.count(tool, args, kwargs)[2]
+        return _told(fn(args, *rest, **kwargs), verdict)
 
     return braked
 
@@ -207,10 +217,10 @@ def _braked_registry_execute(
         async def execute_async(name: str, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
             if not attachment.active:
                 return await original(name, args, *rest, **kwargs)
-            session, digest = attachment.count(name, args, kwargs)
+            session, digest, verdict = attachment.count(name, args, kwargs)
             token = _IN_FLIGHT.set([attachment, session, name, digest])
             try:
-                return await original(name, args, *rest, **kwargs)
+                return _told(await original(name, args, *rest, **kwargs), verdict)
             finally:
                 _IN_FLIGHT.reset(token)
 
@@ -220,11 +230,17 @@ def _braked_registry_execute(
     def execute(name: str, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
         if not attachment.active:
             return original(name, args, *rest, **kwargs)
-        session, digest = attachment.count(name, args, kwargs)
+        session, digest, verdict = attachment.count(name, args, kwargs)
         token = _IN_FLIGHT.set([attachment, session, name, digest])
         try:
-            return original(name, args, *rest, **kwargs)
+            return _told(original(name, args, *rest, **kwargs), verdict)
         finally:
             _IN_FLIGHT.reset(token)
 
     return execute
+
+
+def _told(result: Any, verdict: Verdict | None) -> Any:
+    """The result the model reads: a warned call's str result with the warning after
+    it (``with_warning``), once, at the seam that counted the call."""
+    return result if verdict is None else with_warning(result, verdict)
