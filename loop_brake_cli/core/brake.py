@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+from _thread import allocate_lock
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
@@ -165,6 +166,11 @@ class LoopBrake:
         """Calls decided without the store (it failed): allowed, or denied fail-closed."""
         self._store_down = False
         self._warn = warn or _log_warning
+        self._lock = allocate_lock()
+        """Held by the library's calls (``check``, ``observe_threadsafe``,
+        ``observe_result``, ``user_turn``, ``reset``): threads sharing a brake must not
+        both read a slot and write count + 1. ``observe``, the CLI's one-thread hot
+        path, does not take it."""
         if store is not None:
             if isinstance(store, (str, os.PathLike)):
                 from ..stores import open_store
@@ -187,7 +193,16 @@ class LoopBrake:
     ) -> Verdict:
         """Count one call and return the verdict without raising."""
         digest = self.digest(tool_name, {} if args is None else args)
-        return self.observe(session_key(session_id, agent_id), tool_name, digest, call_id)
+        session = session_key(session_id, agent_id)
+        return self.observe_threadsafe(session, tool_name, digest, call_id)
+
+    def observe_threadsafe(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> Verdict:
+        """``observe`` holding the brake's lock: for callers that may share the brake
+        between threads (``check``, the attach seams)."""
+        with self._lock:
+            return self.observe(session, tool_name, digest, call_id)
 
     def digest(self, tool_name: str, args: Any) -> bytes:
         """The digest a call is counted on: ``canonical.call_digest``, the contract's hash,
@@ -334,6 +349,12 @@ class LoopBrake:
         same-error rule nothing is kept: False."""
         if not self.progress:
             return False
+        with self._lock:
+            return self._observe_result(session, call_id, result, digest, error)
+
+    def _observe_result(
+        self, session: str, call_id: Any, result: Any, digest: bytes | None, error: bool | None
+    ) -> bool:
         if error is None:
             from .progress import result_error
 
@@ -393,12 +414,14 @@ class LoopBrake:
         if not self.user_turns:
             return False
         if self.store is None:
-            self._slots.pop(session, None)
+            with self._lock:
+                self._slots.pop(session, None)
             return True
         from ..stores import StoreError
 
         try:
-            self.store.reset(session)
+            with self._lock:
+                self.store.reset(session)
         except StoreError as exc:
             self._store_failed(exc)
             return False
@@ -408,13 +431,13 @@ class LoopBrake:
     def reset(self, session: str | None = None) -> None:
         """Forget one session's streak, or all of them (in the store, for every process
         that shares it)."""
-        if self.store is not None:
-            self.store.reset(session)
-            return
-        if session is None:
-            self._slots.clear()
-        else:
-            self._slots.pop(session, None)
+        with self._lock:
+            if self.store is not None:
+                self.store.reset(session)
+            elif session is None:
+                self._slots.clear()
+            else:
+                self._slots.pop(session, None)
 
 
 def _log_warning(message: str) -> None:

@@ -84,7 +84,7 @@ class _Attachment:
         if in_flight is not None and in_flight[:4] == [self, session, tool, digest]:
             in_flight[:] = [None] * 4  # counted at the execute seam; match only once
             return session, digest, None
-        verdict = self.brake.observe(session, tool, digest, kwargs.get("call_id"))
+        verdict = self.brake.observe_threadsafe(session, tool, digest, kwargs.get("call_id"))
         if verdict.denied:
             raise LoopBrakeStop(verdict) if verdict.stop else LoopBrakeError(verdict)
         return session, digest, verdict
