@@ -1,7 +1,10 @@
 """The options every braking command spells the same way, and resolving their maxRepeats.
 
 ``filter``, ``replay`` and ``mcp-proxy`` take the same flags with the same
-types and defaults; only the help text says what each command does with them.
+types and defaults, as ``mcp-proxy`` and ``mcp-gateway`` do for a remote server
+(``--header``, ``--timeout``, ``--read-timeout``; ``remote_headers`` checks the
+URL and reads the headers), ``--shadow`` and ``--log``; only the help text says
+what each command does with them.
 An unusable maxRepeats is reported before any input is read: exit 2; a
 ``--config`` file that cannot be opened is unreadable input: exit 3.
 
@@ -115,6 +118,60 @@ def open_shared_store(errors: Errors, url: str | None, idle_ttl: str | None, war
         return open_store(target, idle_ttl=ttl, warn=warn)
     except (ValueError, StoreError) as exc:
         return errors(f"--store: {exc}")
+
+
+def shadow_option(help: str) -> Callable[[F], F]:
+    return click.option("--shadow", is_flag=True, help=help)
+
+
+def log_option(help: str) -> Callable[[F], F]:
+    return click.option(
+        "--log", "log_path", type=click.Path(dir_okay=False), default=None, help=help
+    )
+
+
+def header_option(help: str) -> Callable[[F], F]:
+    """``--header`` (repeatable) for a remote MCP server; ``remote_headers`` reads it."""
+    return click.option(
+        "--header", "header_specs", multiple=True, metavar="'NAME: VALUE'", help=help
+    )
+
+
+def _seconds_option(name: str, default: float, help: str) -> Callable[[F], F]:
+    return click.option(
+        name,
+        type=click.FloatRange(min=0, min_open=True),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def timeout_options(connect_help: str, read_help: str) -> Callable[[F], F]:
+    """``--timeout`` and ``--read-timeout``: seconds to connect to a remote MCP server, and
+    seconds it may stay silent while answering."""
+
+    def options(f: F) -> F:
+        f = _seconds_option("--read-timeout", 300.0, read_help)(f)
+        return _seconds_option("--timeout", 10.0, connect_help)(f)
+
+    return options
+
+
+def remote_headers(
+    errors: Errors, option: str, url: str, header_specs: Sequence[str]
+) -> list[tuple[str, str]] | ExitStatus:
+    """The headers ``--header`` gives for the remote server at ``url``, or the exit status 2
+    after one line: ``url`` (given by ``option``) is not http(s), or a header is malformed.
+    The line shows the URL without its credentials and never a header's value."""
+    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
+
+    if not url.startswith(("http://", "https://")) or safe_url(url).endswith("://"):
+        return errors(f"{option} must be an http:// or https:// URL, got {safe_url(url)!r}")
+    try:
+        return parse_headers(header_specs)
+    except HeaderError as exc:
+        return errors(str(exc))
 
 
 def config_option(help: str, metavar: str | None = None) -> Callable[[F], F]:

@@ -10,12 +10,17 @@ import click
 from ..core.exitcodes import ExitStatus
 from ._options import (
     Errors,
+    header_option,
+    log_option,
     max_repeats_option,
     open_shared_store,
     policy_option,
+    remote_headers,
     resolve,
     resolve_policy,
+    shadow_option,
     store_options,
+    timeout_options,
 )
 
 PROG = "loop-brake mcp-gateway"
@@ -53,15 +58,9 @@ def _note(message: str) -> None:
         "before -- CMD ARGS to start a stdio server the gateway serves."
     ),
 )
-@click.option(
-    "--header",
-    "header_specs",
-    multiple=True,
-    metavar="'NAME: VALUE'",
-    help=(
-        "An HTTP header for every upstream request (repeatable); a last word env:VAR "
-        "is read from the environment. Values are never printed or logged."
-    ),
+@header_option(
+    "An HTTP header for every upstream request (repeatable); a last word env:VAR "
+    "is read from the environment. Values are never printed or logged."
 )
 @click.option(
     "--forward-auth",
@@ -86,33 +85,15 @@ def _note(message: str) -> None:
     show_default=True,
     help="Largest POST body in bytes (larger: HTTP 413).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    help="Seconds to connect to the upstream.",
-)
-@click.option(
-    "--read-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="Seconds the upstream may stay silent while answering a request.",
+@timeout_options(
+    "Seconds to connect to the upstream.",
+    "Seconds the upstream may stay silent while answering a request.",
 )
 @max_repeats_option()
-@click.option(
-    "--shadow", is_flag=True, help="Never deny: forward every call, and log what would have been."
-)
-@click.option(
-    "--log",
-    "log_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help=(
-        "Append a verdict line per tools/call (with sessionSource; never arguments); "
-        "created 0600, never through a symlink."
-    ),
+@shadow_option("Never deny: forward every call, and log what would have been.")
+@log_option(
+    "Append a verdict line per tools/call (with sessionSource; never arguments); "
+    "created 0600, never through a symlink."
 )
 @policy_option()
 @store_options
@@ -156,8 +137,6 @@ def mcp_gateway_command(
     policy = resolve_policy(errors, policy_path)
     if isinstance(policy, ExitStatus):
         return policy
-    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
-
     stdio: list[str] | None = None
     if upstream == "--":  # --upstream -- CMD ARGS: click took the -- as the value
         if not server_command:
@@ -168,12 +147,9 @@ def mcp_gateway_command(
         return errors("a server command goes after --upstream --, not with --upstream URL")
     elif upstream is None:
         return errors("give --upstream URL, or --upstream -- CMD ARGS for a stdio server")
-    if not upstream.startswith(("http://", "https://")) or safe_url(upstream).endswith("://"):
-        return errors(f"--upstream must be an http:// or https:// URL, got {safe_url(upstream)!r}")
-    try:
-        headers = parse_headers(header_specs)
-    except HeaderError as exc:
-        return errors(str(exc))
+    headers = remote_headers(errors, "--upstream", upstream, header_specs)
+    if isinstance(headers, ExitStatus):
+        return headers
     try:
         from ..mcp_gateway.app import GatewayConfig
         from ..mcp_gateway.serve import ListenError, is_loopback, parse_listen, run_gateway

@@ -20,12 +20,17 @@ from ..mcp_proxy import (
 )
 from ._options import (
     Errors,
+    header_option,
+    log_option,
     max_repeats_option,
     open_shared_store,
     policy_option,
+    remote_headers,
     resolve,
     resolve_policy,
+    shadow_option,
     store_options,
+    timeout_options,
 )
 
 PROG = "loop-brake mcp-proxy"
@@ -55,46 +60,20 @@ def _note(message: str) -> None:
     metavar="URL",
     help="A remote MCP server (Streamable HTTP endpoint) instead of SERVER_COMMAND.",
 )
-@click.option(
-    "--header",
-    "header_specs",
-    multiple=True,
-    metavar="'NAME: VALUE'",
-    help=(
-        "With --url: an HTTP header for every request (repeatable). A last word env:VAR "
-        "is read from the environment ('Authorization: Bearer env:TOKEN'); values are "
-        "never printed or logged."
-    ),
+@header_option(
+    "With --url: an HTTP header for every request (repeatable). A last word env:VAR "
+    "is read from the environment ('Authorization: Bearer env:TOKEN'); values are "
+    "never printed or logged."
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    help="With --url: seconds to connect to the server.",
-)
-@click.option(
-    "--read-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="With --url: seconds the server may stay silent while answering.",
+@timeout_options(
+    "With --url: seconds to connect to the server.",
+    "With --url: seconds the server may stay silent while answering.",
 )
 @max_repeats_option()
-@click.option(
-    "--shadow",
-    is_flag=True,
-    help="Never deny: forward every call, and log (and note on stderr) what would have been.",
-)
-@click.option(
-    "--log",
-    "log_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help=(
-        "Append to FILE the verdict lines replay --verdicts --format mcp would print for "
-        "the client's traffic (never arguments); created 0600, never through a symlink."
-    ),
+@shadow_option("Never deny: forward every call, and log (and note on stderr) what would have been.")
+@log_option(
+    "Append to FILE the verdict lines replay --verdicts --format mcp would print for "
+    "the client's traffic (never arguments); created 0600, never through a symlink."
 )
 @click.option(
     "--shutdown-timeout",
@@ -235,14 +214,9 @@ def _bridge(
     label: str = "mcp",
 ) -> int:
     """``--url``: the stdio client bridged to a remote server (needs the ``mcp`` extra)."""
-    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
-
-    if not url.startswith(("http://", "https://")) or safe_url(url).endswith("://"):
-        return errors(f"--url must be an http:// or https:// URL, got {safe_url(url)!r}")
-    try:
-        headers = parse_headers(header_specs)
-    except HeaderError as exc:
-        return errors(str(exc))
+    headers = remote_headers(errors, "--url", url, header_specs)
+    if isinstance(headers, ExitStatus):
+        return headers
     try:
         from ..mcp_proxy.bridge import BridgeOptions, run_bridge
     except ImportError:
