@@ -88,6 +88,16 @@ def test_a_clean_run_shows_no_problems(browser: Any, tmp_path: Path) -> None:
     assert "unreadable (left out of these totals)" not in cards(seen)
 
 
+def test_warned_calls_are_said_only_under_warn_at(browser: Any, tmp_path: Path) -> None:
+    stuck = str(ROOT / "samples" / "stuck-agent.jsonl")
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    seen = visit(browser, report(tmp_path, stuck, "--policy", str(policy), "-m", "4"))
+    assert "\u00b7 2 calls ran with a warning (warn_at)" in seen.page.inner_text("#lb-meta")
+    plain = visit(browser, report(tmp_path, stuck))
+    assert "warning" not in plain.page.inner_text("#lb-meta")
+
+
 def test_a_duplicated_call_id_counts_once_on_the_page(browser: Any, tmp_path: Path) -> None:
     page = report(tmp_path, str(duplicated(tmp_path / "dup.jsonl")))
     seen = visit(browser, page)

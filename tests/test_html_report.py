@@ -151,6 +151,18 @@ def test_html_under_a_policy(tmp_path: Path) -> None:
     assert data["policy"] == str(policy)
     (session,) = data["sessions"]
     assert [session["tl"]["o"][i] for i in session["tl"]["fd"]] == [6]  # denied at count 2
+    assert "warned" not in data["totals"]  # no warn_at: nothing to say
+
+
+def test_html_under_warn_at_counts_the_warned_calls(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text("warn_at = 2\n")
+    out = tmp_path / "r.html"
+    result = run_cli("replay", str(STUCK), "--policy", str(policy), "-m", "4", "--html", str(out))
+    assert result.returncode == 0, result.stderr
+    data = page_json(out.read_text(encoding="utf-8"))
+    summary = run_cli("replay", str(STUCK), "--policy", str(policy), "-m", "4", "--json")
+    assert data["totals"]["warned"] == json.loads(summary.stdout)["totals"]["warned"] == 2
 
 
 def test_hostile_names_stay_inside_the_json(tmp_path: Path) -> None:

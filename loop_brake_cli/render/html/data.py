@@ -83,6 +83,7 @@ def page_data(
             "wasteDollars": sum(waste_dollars) if waste_dollars else None,
             "wasteCacheDollars": sum(cache_dollars) if cache_dollars else None,
             "duplicates": report.duplicates,
+            **({"warned": report.warned} if report.warns else {}),  # a policy's warn_at
         },
         "problems": _problems(report),
         "base": base,

@@ -103,6 +103,9 @@ SCRIPT = r"""
     var meta = document.getElementById("lb-meta");
     meta.textContent = "maxRepeats = " + DATA.maxRepeats + " (" + DATA.maxRepeatsSource + ")" +
       (DATA.policy ? " \u00b7 policy " + DATA.policy : "") +
+      (t.warned !== undefined ? " \u00b7 " + fmt(t.warned) +
+        (t.warned === 1 ? " call ran with a warning" : " calls ran with a warning") +
+        " (warn_at)" : "") +
       (DATA.base ? (t.files === 1 ? " \u00b7 file in " : " \u00b7 files in ") + DATA.base : "") +
       (t.duplicates ? " \u00b7 " + fmt(t.duplicates) + (t.duplicates === 1 ? " call" : " calls") +
         " logged twice under one call id, counted once" : "");
