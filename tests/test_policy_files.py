@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, cli_env
+from test_small_files import special_file
 
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.policy import PolicyError
@@ -22,20 +23,6 @@ from loop_brake_cli.core.policy.load import MAX_POLICY_BYTES
 
 SAMPLE = str(ROOT / "samples" / "stuck-agent.jsonl")
 HOOK_INPUT = b'{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"t","tool_input":{}}'
-
-
-def special_file(kind: str, tmp_path: Path) -> tuple[str, str]:
-    """A path that is not a usable policy file, and what the error must say."""
-    if kind == "device":
-        return "/dev/zero", "is a character device, not a regular file"
-    if kind == "fifo":
-        path = tmp_path / "policy.fifo"
-        os.mkfifo(path)
-        return str(path), "is a named pipe (FIFO), not a regular file"
-    path = tmp_path / "big.toml"
-    path.write_bytes(b"# padding\n" * (MAX_POLICY_BYTES // 10 + 1))
-    size = path.stat().st_size
-    return str(path), f"is larger than {MAX_POLICY_BYTES} bytes ({size})"
 
 
 def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> subprocess.CompletedProcess:
@@ -68,7 +55,7 @@ COMMANDS = {
 def test_an_unusable_policy_file_is_one_located_line_and_exit_2(
     tmp_path: Path, kind: str, how: str, command: str
 ) -> None:
-    path, reason = special_file(kind, tmp_path)
+    path, reason = special_file(kind, tmp_path, MAX_POLICY_BYTES)
     env = cli_env(XDG_CONFIG_HOME=str(tmp_path / "config"))
     args = [command]
     if how == "--policy":
@@ -85,7 +72,7 @@ def test_an_unusable_policy_file_is_one_located_line_and_exit_2(
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
 @pytest.mark.parametrize("kind", ["device", "fifo", "large"])
 def test_the_hook_fails_open_at_once_on_an_unusable_policy(tmp_path: Path, kind: str) -> None:
-    path, reason = special_file(kind, tmp_path)
+    path, reason = special_file(kind, tmp_path, MAX_POLICY_BYTES)
     env = cli_env(LOOP_BRAKE_POLICY=path, LOOP_BRAKE_STATE=str(tmp_path / "state.db"))
     result = run(["hook"], env, HOOK_INPUT)
     assert result.returncode == 0 and result.stdout == b""
@@ -94,7 +81,7 @@ def test_the_hook_fails_open_at_once_on_an_unusable_policy(tmp_path: Path, kind:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX")
 def test_the_library_raises_a_policy_error(tmp_path: Path) -> None:
-    path, reason = special_file("fifo", tmp_path)
+    path, reason = special_file("fifo", tmp_path, MAX_POLICY_BYTES)
     with pytest.raises(PolicyError, match="named pipe"):
         LoopBrake(policy=path)
 
