@@ -73,7 +73,9 @@ class ToolResult(Fields):
     session's latest call). ``digest`` is set instead of ``result`` when the host
     hashed the result itself (``resultDigest``). ``error``: whether the call failed,
     where the input says so apart from the value (a hook's failure event, an
-    event line's ``isError``); None: as ``progress.result_error`` reads the value."""
+    event line's ``isError``, a transcript's exit code, failed status or error
+    observation: each adapter's docstring says which); None: as
+    ``progress.result_error`` reads the value."""
 
     __slots__ = ("session", "call_id", "result", "digest", "line", "path", "error")
 

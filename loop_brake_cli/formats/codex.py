@@ -29,6 +29,18 @@ Every line is an envelope ``{timestamp, type, payload}``; calls are the
   no results (``Source.results`` False: no progress mode), they are left out and
   a line holding only an output is not parsed, as before results were read (so
   one that is not JSON, yet looks like a whole object, is then not reported).
+* Errors (``ToolResult.error``, for a policy's ``[same_error]``): an output is
+  an error where Codex recorded a failure in a field of its own, never read from
+  what the command printed: an exit code other than 0 in the JSON output of
+  older versions (``{"output", "metadata": {"exit_code"}}``, also
+  ``apply_patch``'s), or in the header Codex writes above ``Output:`` (``Process
+  exited with code N`` of unified exec, ``Exit code: N`` of the shell tool; only
+  a header whose every line is one of Codex's own), or an ``event_msg`` written
+  for the same ``call_id`` before the output: ``exec_command_end`` with a
+  non-zero ``exit_code`` or ``"status": "failed"``, ``patch_apply_end`` with
+  ``"success": false``, ``mcp_tool_call_end`` whose ``result`` is ``Err`` or has
+  ``isError: true``. An end event after the output (a command that went on
+  running in the background) does not change it. Other outputs are no error.
 * User turns (only when the reader asks: ``Source.user_turns``, a policy's
   ``reset_on_user_turn``): ``event_msg`` ``user_message`` events, one per
   message the user typed. The ``response_item`` messages of role ``user`` are
@@ -57,6 +69,7 @@ Every line is an envelope ``{timestamp, type, payload}``; calls are the
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -84,6 +97,17 @@ _PREFIX = re.compile(rb'^\s*\{"timestamp":"[^"]*","type":"(session_meta|response
 # A head without one of these bytes has no ``type``, ``record_type`` or ``instructions``
 # key (nor the prefix): no line need be parsed.
 _KEY_WORDS = (b'type"', b'instructions"', UNICODE_ESCAPE)
+# The events that end a call and say whether it failed (read only when results are).
+_ENDS = ("exec_command_end", "patch_apply_end", "mcp_tool_call_end")
+# The lines Codex writes above ``Output:`` in an output string: a header made only of
+# these is Codex's own (what the command printed comes after ``Output:``).
+_HEADER_LINE = re.compile(
+    r"(?:Chunk ID: \S+|Wall time: [0-9.]+ seconds|Process running with session ID \d+"
+    r"|Original token count: \d+|Total output lines: \d+"
+    r"|Process exited with code (-?\d+)|Exit code: (-?\d+))"
+)
+_HEADER_LINES = 8  # a header longer than Codex writes is not one
+_FAILED_KEPT = 1024  # failed calls whose output has not come yet, at most
 
 
 def _is_legacy_meta(obj: dict[str, Any]) -> bool:
@@ -114,6 +138,7 @@ class _Reader:
         self.counting = False  # a token_count event was seen: turns are reported
         self.total: Any = None  # the running total of the last token_count event
         self.open: Usage | None = None  # the turn whose calls await its event
+        self.failed: dict[str, None] = {}  # call ids an end event said failed, output pending
 
     def line(self, obj: Any, number: int) -> Iterator[Record]:
         if not isinstance(obj, dict):
@@ -145,6 +170,8 @@ class _Reader:
                 yield from self.token_count(payload.get("info"), number)  # type: ignore[union-attr]
             elif event == "user_message" and self.user_turns:
                 yield UserTurn(self._session(), number)
+            elif event in _ENDS and self.results:
+                self.end_event(payload)  # type: ignore[arg-type]
         elif kind == "turn_context":
             payload = obj.get("payload")
             model = payload.get("model") if isinstance(payload, dict) else None
@@ -162,7 +189,20 @@ class _Reader:
         """A call's output, paired by ``call_id`` (without a string id it cannot be: skipped)."""
         call_id = item.get("call_id")
         if isinstance(call_id, str):
-            yield ToolResult(self._session(), call_id, item.get("output"), None, number, path)
+            output = item.get("output")
+            failed = self.failed.pop(call_id, False) is None or _output_failed(output)
+            yield ToolResult(
+                self._session(), call_id, output, None, number, path, error=failed or None
+            )
+
+    def end_event(self, event: dict[str, Any]) -> None:
+        """Remember a call an end event says failed, for its output to come (bounded)."""
+        call_id = event.get("call_id")
+        if isinstance(call_id, str) and _end_failed(event):
+            failed = self.failed
+            failed[call_id] = None
+            if len(failed) > _FAILED_KEPT:
+                del failed[next(iter(failed))]  # the oldest: its output never came
 
     def token_count(self, info: Any, number: int) -> Iterator[Record]:
         """A new turn's figures, into the turn its calls opened or as a turn of its own."""
@@ -221,6 +261,50 @@ class _Reader:
         yield ToolCall(name, args, session, call_id, number, None, unparsed)
 
 
+def _end_failed(event: dict[str, Any]) -> bool:
+    """Whether an ``*_end`` event records that its call failed (module docstring)."""
+    kind = event["type"]
+    if kind == "exec_command_end":
+        code = event.get("exit_code")
+        return event.get("status") == "failed" or (code.__class__ is int and code != 0)
+    if kind == "patch_apply_end":
+        return event.get("success") is False
+    result = event.get("result")  # mcp_tool_call_end: {"Ok": CallToolResult} or {"Err": text}
+    if not isinstance(result, dict):
+        return False
+    ok = result.get("Ok")
+    return "Err" in result or (isinstance(ok, dict) and ok.get("isError") is True)
+
+
+def _output_failed(output: Any) -> bool:
+    """Whether an output records a non-zero exit code in Codex's own fields: the
+    ``metadata`` of an older JSON output, or the header above ``Output:``."""
+    if output.__class__ is not str:
+        return False
+    if output.startswith("{"):
+        try:
+            value = json.loads(output)
+        except (ValueError, RecursionError):
+            return False
+        metadata = value.get("metadata") if isinstance(value, dict) else None
+        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+        return code.__class__ is int and code != 0
+    header, found, _ = output.partition("\nOutput:\n")
+    if not found:
+        return False
+    lines = header.split("\n", _HEADER_LINES)
+    if len(lines) > _HEADER_LINES:
+        return False
+    failed = False
+    for line in lines:
+        match = _HEADER_LINE.fullmatch(line)
+        if match is None:
+            return False  # not Codex's header: nothing is read from it
+        code = match.group(1) or match.group(2)
+        failed = failed or (code is not None and int(code) != 0)
+    return failed
+
+
 def _difference(total: Any, before: Any) -> dict[str, Any]:
     """``total`` minus ``before`` per key (an event without ``last_token_usage``)."""
     if not isinstance(total, dict):
@@ -256,11 +340,12 @@ _NEEDED = (
     b'"turn_context"',
     b'"session_meta"',
     b'"instructions"',
+    b'_end"',  # the events that end a call (``_ENDS``): whether it failed
 )
 
 
 # The same without results: an output line is then skipped like any other.
-_NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle != b'_output"')
+_NEEDED_NO_RESULTS = tuple(needle for needle in _NEEDED if needle not in (b'_output"', b'_end"'))
 _USER_MESSAGE = b'"user_message"'  # with user turns, one needle more
 
 

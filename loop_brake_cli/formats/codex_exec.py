@@ -35,7 +35,10 @@ rollout Codex keeps in ``~/.codex/sessions``, format ``codex``)::
 * Results: a call's ``item.completed`` is its ``ToolResult``, paired by item id:
   ``{"output", "exit_code"}`` of a command (``aggregated_output``), ``{"result",
   "error"}`` of an MCP call, ``{"status"}`` of a file change; a search's is not
-  recorded.
+  recorded. It is an error (``ToolResult.error``, for a policy's
+  ``[same_error]``) where the item records a failure: ``"status": "failed"``, a
+  command's ``exit_code`` other than 0, an MCP call's ``error`` that is not null;
+  never read from the output's text.
 * Usage: ``turn.completed`` gives the turn's ``usage`` (``input_tokens`` including
   ``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens`` where
   written). A turn here is the whole answer to one prompt, many model calls: its
@@ -161,7 +164,9 @@ class _Reader:
             result = _result(kind, item)
             if result is not None:
                 call_id = item_id + self.suffix
-                yield ToolResult(self.session, call_id, result, None, number, "$.item")
+                yield ToolResult(
+                    self.session, call_id, result, None, number, "$.item", _failed(kind, item)
+                )
 
     def turn_completed(self, usage: Any, number: int) -> Iterator[Record]:
         record = self.open
@@ -219,6 +224,19 @@ def _result(kind: str, item: dict[str, Any]) -> Any:
         return {"result": item.get("result"), "error": item.get("error")}
     if kind == "file_change":
         return {"status": item.get("status")}
+    return None
+
+
+def _failed(kind: str, item: dict[str, Any]) -> bool | None:
+    """True when a completed item records that its call failed (module docstring);
+    None otherwise (no error)."""
+    if item.get("status") == "failed":
+        return True
+    code = item.get("exit_code")
+    if kind == "command_execution" and code.__class__ is int and code != 0:
+        return True
+    if kind == "mcp_tool_call" and item.get("error") is not None:
+        return True
     return None
 
 

@@ -19,7 +19,10 @@ A tool call is an entry of an assistant message's ``tool_calls``::
 * Results: a ``tool`` message is a ``ToolResult`` of its ``content`` (as
   recorded), paired by ``tool_call_id`` (once per id: requests repeat the
   conversation); a legacy ``function`` message has no id and answers the
-  latest call.
+  latest call. The API records no failure of a ``tool`` message (its
+  ``content`` is whatever the caller sent back), so no result is an error for
+  a policy's ``[same_error]`` (``ToolResult.error`` unset; an ``Error:`` in the
+  text is text).
 * User turns (only when the reader asks: ``Source.user_turns``, a policy's
   ``reset_on_user_turn``): a ``user`` message (results are ``tool`` messages,
   never user ones); in a log of requests, each repeating the conversation, only

@@ -21,7 +21,10 @@ A tool call is an item of ``type: "function_call"``; its call id is
   ``ToolResult`` of their ``output`` (as recorded), paired by ``call_id`` (once
   per id: a request's ``input`` repeats the conversation); an
   ``mcp_call`` item carries its own result, ``{"output", "error"}``, paired by
-  its ``id``.
+  its ``id``. Errors (``ToolResult.error``, for a policy's ``[same_error]``):
+  an ``mcp_call`` whose ``error`` is not null; the API records no failure of a
+  ``function_call_output`` (its ``output`` is whatever the caller sent back),
+  so those are never errors.
 * Usage: a response object's ``usage`` (``input_tokens`` include
   ``input_tokens_details.cached_tokens``: input is the rest, the cached part
   cache reads; ``output_tokens_details.reasoning_tokens`` is a part of the
@@ -111,7 +114,8 @@ def _mcp_result(item: Any, session: str, line: int | None, path: str) -> Record 
     ):
         return None
     result = {"output": item.get("output"), "error": item.get("error")}
-    return ToolResult(session, call_id, result, None, line, path)
+    error = True if item.get("error") is not None else None  # the item's own failure field
+    return ToolResult(session, call_id, result, None, line, path, error)
 
 
 def response_usage(

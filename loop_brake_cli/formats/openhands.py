@@ -72,6 +72,15 @@ observation whose ``cause`` is a call's event id, or the observation half of
 a pair whose action half was a call, answers the session's latest call. A
 completion log's ``tool`` messages are results as in ``openai_chat``.
 
+**Errors** (``ToolResult.error``, for a policy's ``[same_error]``): a result is
+an error where the observation itself records a failure, never read from its
+text: an ``ErrorObservation`` (``"observation": "error"``), or a command's
+observation (``run``) whose exit code is neither 0 nor -1
+(``extras.metadata.exit_code``; older versions: ``extras.exit_code``; -1 is
+OpenHands' "no exit code yet", a command still running or timed out). Every
+other result leaves the flag unset (no error). A completion log's ``tool``
+messages record no failure (``ERROR:`` in their text is text).
+
 **User turns** (only when the reader asks: ``Source.user_turns``, a policy's
 ``reset_on_user_turn``): in a ``history`` or an event stream, a ``message``
 action whose ``source`` is ``user`` (the SDK's ``MessageEvent`` from the user);
@@ -376,7 +385,13 @@ class _History:
             call_id = metadata.get("tool_call_id")
             if isinstance(call_id, str) and call_id:
                 return ToolResult(
-                    self.session, call_id, event.get("content"), None, self.line, path
+                    self.session,
+                    call_id,
+                    event.get("content"),
+                    None,
+                    self.line,
+                    path,
+                    error=_observation_error(event),
                 )
             return None
         cause = _hashable(event.get("cause"))
@@ -385,8 +400,32 @@ class _History:
         else:
             answers = cause is not None and cause in self.calls
         if self.older and answers:
-            return ToolResult(self.session, None, event.get("content"), None, self.line, path)
+            return ToolResult(
+                self.session,
+                None,
+                event.get("content"),
+                None,
+                self.line,
+                path,
+                error=_observation_error(event),
+            )
         return None
+
+
+def _observation_error(event: dict[str, Any]) -> bool | None:
+    """True when an observation records that its call failed (module docstring,
+    **Errors**): an error observation, or a command's exit code other than 0 and -1.
+    None otherwise: the result is then no error (``progress.result_error`` of text)."""
+    if event.get("observation") == "error":
+        return True
+    extras = event.get("extras")
+    if not isinstance(extras, dict):
+        return None
+    metadata = extras.get("metadata")
+    code = metadata.get("exit_code") if isinstance(metadata, dict) else extras.get("exit_code")
+    if code.__class__ is int and code not in (0, -1):
+        return True
+    return None
 
 
 def _user_spoke(event: Any) -> bool:

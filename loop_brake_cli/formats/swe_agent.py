@@ -52,6 +52,9 @@ An empty action (no command was run) is not a call.
 its ``tool_call_ids`` names (one id; ``tool_call_id`` as in Chat Completions);
 the final step read from the trajectory, and each step of a text-action run,
 is answered by its step's ``observation`` (the session's latest call).
+A trajectory records no exit code or failure of a step (the observation is
+the command's text), so no result is an error for a policy's ``[same_error]``
+(``ToolResult.error`` unset).
 
 **Usage.** ``info.model_stats`` holds the run's totals only (``tokens_sent``,
 ``tokens_received``, ``api_calls``): no step records its own. The run is then
