@@ -26,6 +26,8 @@ Modules, by responsibility:
 * ``verdict_log``: the ``--log`` file (created 0600, never through a symlink);
 * ``streams``: the proxy's own stdin/stdout/stderr checked (and closed ones
   filled with ``/dev/null``) before anything is opened;
+* ``client_end``: the client's side, alike for both: the router and its log,
+  one-line writes, fail-open routing and relaying;
 * ``process``: the server process, the copy threads, signals and shutdown.
 * ``bridge``, ``remote``, ``headers``: ``--url``, a remote server over Streamable
   HTTP instead of a process (imported only then: they need the ``mcp`` extra).

@@ -25,14 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.canonical import JSONInputError, parse_json
-from ..render.visible import visible
-from .pipes import iter_lines, write_all
+from .client_end import ClientEnd
+from .pipes import iter_lines
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, OUTPUT_FAILED
 from .remote import RemoteServer
-from .routing import ClientRouter, Routed
 from .spans import member_span
-from .streams import OutputError, output_problem, quiet_write_error
-from .verdict_log import VerdictLog
 
 __all__ = ["BridgeOptions", "DEFAULT_READ_TIMEOUT", "DEFAULT_TIMEOUT", "run_bridge"]
 
@@ -62,82 +59,21 @@ def _payload(line: bytes) -> bytes:
     return line.rstrip(b"\r\n")
 
 
-class _Bridge:
+class _Bridge(ClientEnd):
     def __init__(self, options: BridgeOptions, stdin_fd: int, stdout_fd: int, stderr_fd: int):
-        self.options = options
-        self.stdin_fd = stdin_fd
-        self.stdout_fd = stdout_fd
-        self.stderr_fd = stderr_fd
-        self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before any request
-        self.router = ClientRouter(
-            options.max_repeats,
-            self.log.write,
-            self.note,
-            options.shadow,
-            options.policy,
-            store=options.store,
-            fail_closed=options.fail_closed,
-            label=options.label,
-        )
+        super().__init__(options, stdin_fd, stdout_fd, stderr_fd)
         self.remote = RemoteServer(
             options.url, options.headers, options.timeout, options.read_timeout
         )
-        self.out_lock = threading.Lock()
-        self.client_gone = False
-        self.output_error: str | None = None
         self.requests: list[threading.Thread] = []
         self.listening = False
         self.last_problem: str | None = None
-
-    def note(self, text: str) -> None:
-        try:
-            line = f"loop-brake mcp-proxy: {visible(text, lines=True)}\n"
-            write_all(self.stderr_fd, line.encode("utf-8", "replace"))
-        except OSError:
-            pass
 
     def problem(self, text: str | None) -> None:
         """A failure to reach the server, noted once until something else happens."""
         if text is not None and text != self.last_problem:
             self.note(text)
         self.last_problem = text
-
-    def to_client(self, data: bytes) -> None:
-        failure = None
-        with self.out_lock:
-            if self.client_gone:
-                return
-            try:
-                write_all(self.stdout_fd, data)
-            except OSError as exc:
-                self.client_gone = True
-                if not quiet_write_error(exc):
-                    failure = self.output_error = str(exc.strerror or type(exc).__name__)
-        if failure is not None:
-            self.note(f"cannot write to standard output ({failure}); stopping")
-
-    def relay(self, line: bytes) -> None:
-        """A server message to the client, then its result to the brake (progress mode)."""
-        written = False
-
-        def write(data: bytes) -> None:
-            nonlocal written
-            written = True
-            self.to_client(data)
-
-        try:
-            self.router.relay_server_line(line, write)
-        except Exception as exc:  # noqa: BLE001 - a broken brake must not lose a response
-            if not written:
-                self.to_client(line)
-            self.note(f"internal error while reading a response ({type(exc).__name__})")
-
-    def route(self, line: bytes) -> Routed:
-        try:
-            return self.router.route_line(line)
-        except Exception as exc:  # noqa: BLE001 - fail open, as the stdio proxy does
-            self.note(f"internal error while deciding a line ({type(exc).__name__}); forwarded")
-            return Routed(line)
 
     def send(self, body: bytes, message: Any, id_bytes: bytes | None) -> None:
         try:
@@ -198,11 +134,4 @@ def run_bridge(
 
     Raises ``OutputError`` if ``stdout_fd`` cannot be written and ``LogOpenError``
     if the log cannot be opened (both before any request is made)."""
-    problem = output_problem(stdout_fd)
-    if problem is not None:
-        raise OutputError(problem)
-    bridge = _Bridge(options, stdin_fd, stdout_fd, stderr_fd)
-    try:
-        return bridge.run()
-    finally:
-        bridge.log.close()
+    return _Bridge.serve(options, stdin_fd, stdout_fd, stderr_fd)

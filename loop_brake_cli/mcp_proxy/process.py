@@ -28,11 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.exitcodes import ExitStatus
-from ..render.visible import visible
+from .client_end import ClientEnd
 from .pipes import iter_lines, write_all
-from .routing import ClientRouter, Routed
-from .streams import OutputError, output_problem, quiet_write_error
-from .verdict_log import VerdictLog
+from .streams import OutputError
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",
@@ -131,28 +129,13 @@ class _ServerInput:
             pass
 
 
-class _ServerProcess:
+class _ServerProcess(ClientEnd):
     """One proxied server: the two copy threads, the signal forwarders and shutdown."""
 
+    stopping = "stopping the server"
+
     def __init__(self, options: ProxyOptions, stdin_fd: int, stdout_fd: int, stderr_fd: int):
-        self.options = options
-        self.stdin_fd = stdin_fd
-        self.stdout_fd = stdout_fd
-        self.stderr_fd = stderr_fd
-        self.log = VerdictLog(options.log_path, self.note)  # LogOpenError before the server
-        self.router = ClientRouter(
-            options.max_repeats,
-            self.log.write,
-            self.note,
-            options.shadow,
-            options.policy,
-            options.store,
-            options.fail_closed,
-            options.label,
-        )
-        self.out_lock = threading.Lock()
-        self.client_gone = False  # the client's stdout pipe is closed
-        self.output_error: str | None = None  # why a line to the client failed, if not EPIPE
+        super().__init__(options, stdin_fd, stdout_fd, stderr_fd)
         self.exited = threading.Event()
         self.shutdown_started = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -175,55 +158,10 @@ class _ServerProcess:
         return proc
 
     def to_client(self, data: bytes) -> None:
-        """One whole line to the client, never interleaved with another."""
-        failure = None
-        with self.out_lock:
-            if self.client_gone:
-                return
-            try:
-                write_all(self.stdout_fd, data)
-            except OSError as exc:
-                self.client_gone = True
-                if not quiet_write_error(exc):  # not the client going away: say so once
-                    failure = self.output_error = str(exc.strerror or type(exc).__name__)
-        if failure is not None:
-            self.note(f"cannot write to standard output ({failure}); stopping the server")
+        """``ClientEnd.to_client``; once the client is gone, the server is shut down."""
+        super().to_client(data)
         if self.client_gone:
             self.begin_shutdown()
-
-    def note(self, text: str) -> None:
-        """One line for people on stderr (shared with the server's stderr)."""
-        try:
-            line = f"loop-brake mcp-proxy: {visible(text, lines=True)}\n"
-            write_all(self.stderr_fd, line.encode("utf-8", "replace"))
-        except OSError:
-            pass
-
-    def route(self, line: bytes) -> Routed:
-        try:
-            return self.router.route_line(line)
-        except Exception as exc:  # noqa: BLE001 - a broken brake must not break the server
-            # Fail open, as the hook does by default: the call runs, and the
-            # reason (its type only: a message could quote the input) is told.
-            self.note(f"internal error while deciding a line ({type(exc).__name__}); forwarded")
-            return Routed(line)
-
-    def relay(self, line: bytes) -> None:
-        """A server line to the client, then its result to the brake (progress mode);
-        a failure of the latter is one stderr line, never a lost or held response."""
-        written = False
-
-        def write(data: bytes) -> None:
-            nonlocal written
-            written = True
-            self.to_client(data)
-
-        try:
-            self.router.relay_server_line(line, write)
-        except Exception as exc:  # noqa: BLE001 - a broken brake must not break the server
-            if not written:
-                self.to_client(line)
-            self.note(f"internal error while reading a response ({type(exc).__name__})")
 
     def client_to_server(self) -> None:
         server_input = self.server_input
@@ -325,11 +263,4 @@ def run_proxy(
     ``LogOpenError`` if the log cannot be opened (both before the server
     starts), and ``SpawnError`` if the server cannot be started.
     """
-    problem = output_problem(stdout_fd)
-    if problem is not None:
-        raise OutputError(problem)
-    server = _ServerProcess(options, stdin_fd, stdout_fd, stderr_fd)
-    try:
-        return server.run()
-    finally:
-        server.log.close()
+    return _ServerProcess.serve(options, stdin_fd, stdout_fd, stderr_fd)
