@@ -1065,6 +1065,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "OpenHands' exit code -1 (still running) is no error",
     ),
     M(
+        "formats/openhands.py",
+        'failed = isinstance(observation, dict) and observation.get("is_error") is True',
+        'failed = isinstance(observation, dict) and "is_error" in observation',
+        ("test_formats_error_flags.py",),
+        "an SDK observation with is_error false is no error",
+    ),
+    M(
         "formats/codex_exec.py",
         'if kind == "command_execution" and code.__class__ is int and code != 0:',
         'if kind == "command_execution" and code.__class__ is int and code > 1:',

@@ -115,6 +115,32 @@ def test_openhands_older_history_error_observation(tmp_path: Path) -> None:
     assert [r.error for r in records if isinstance(r, ToolResult)] == [True, None]
 
 
+def test_openhands_sdk_errors(tmp_path: Path) -> None:
+    """The agent SDK (V1): an observation with ``is_error``, an ``AgentErrorEvent``
+    (written from the SDK's field names, as tests/fixtures/openhands/synthetic--sdk-v1-*)."""
+
+    def action(call: str) -> dict:
+        return {"kind": "ActionEvent", "source": "agent", "tool_name": "terminal",
+                "tool_call_id": call, "tool_call": {"id": call, "name": "terminal",
+                "arguments": json.dumps({"command": f"make {call}"})}}  # fmt: skip
+
+    def observed(call: str, is_error: object) -> dict:
+        observation = {"kind": "TerminalObservation", "content": [], "is_error": is_error}
+        return {"kind": "ObservationEvent", "source": "environment", "tool_name": "terminal",
+                "tool_call_id": call, "observation": observation}  # fmt: skip
+
+    events = [
+        action("a"), observed("a", True),
+        action("b"), {"kind": "AgentErrorEvent", "source": "agent", "tool_name": "terminal",
+                      "tool_call_id": "b", "error": "no such tool argument"},
+        action("c"), observed("c", False),
+        action("d"), observed("d", "true"),  # not a boolean: nothing said
+    ]  # fmt: skip
+    assert errors(_events(tmp_path, events), "openhands") == (["a", "b"], 4)
+    # real-shaped V1 successes stay no error
+    assert errors(FIXTURES / "openhands" / "synthetic--sdk-v1-output.jsonl")[0] == []
+
+
 # --- Codex rollouts ----------------------------------------------------------------
 
 

@@ -66,20 +66,24 @@ in a ``history``, an array, or one event per file under
 ``kind``. Written from the SDK's field names: no real V1 file was at hand.
 
 **Results.** An observation answering a call is a ``ToolResult`` of its
-``content`` (an ``ObservationEvent``'s ``observation``), paired by its
-``tool_call_metadata.tool_call_id``; in an older history (no metadata) an
-observation whose ``cause`` is a call's event id, or the observation half of
-a pair whose action half was a call, answers the session's latest call. A
-completion log's ``tool`` messages are results as in ``openai_chat``.
+``content`` (an ``ObservationEvent``'s ``observation``, an ``AgentErrorEvent``'s
+``error``), paired by its ``tool_call_metadata.tool_call_id`` (the SDK's
+``tool_call_id``); in an older history (no metadata) an observation whose
+``cause`` is a call's event id, or the observation half of a pair whose action
+half was a call, answers the session's latest call. A completion log's
+``tool`` messages are results as in ``openai_chat``.
 
 **Errors** (``ToolResult.error``, for a policy's ``[same_error]``): a result is
 an error where the observation itself records a failure, never read from its
 text: an ``ErrorObservation`` (``"observation": "error"``), or a command's
 observation (``run``) whose exit code is neither 0 nor -1
 (``extras.metadata.exit_code``; older versions: ``extras.exit_code``; -1 is
-OpenHands' "no exit code yet", a command still running or timed out). Every
-other result leaves the flag unset (no error). A completion log's ``tool``
-messages record no failure (``ERROR:`` in their text is text).
+OpenHands' "no exit code yet", a command still running or timed out); in
+the agent SDK (V1), an ``ObservationEvent`` whose ``observation`` has
+``"is_error": true``, or an ``AgentErrorEvent`` (the scaffold's error answering
+a ``tool_call_id``: its ``error`` is the result). Every other result leaves
+the flag unset (no error). A completion log's ``tool`` messages record no
+failure (``ERROR:`` in their text is text).
 
 **User turns** (only when the reader asks: ``Source.user_turns``, a policy's
 ``reset_on_user_turn``): in a ``history`` or an event stream, a ``message``
@@ -159,6 +163,8 @@ _OLDER_FIELD = re.compile(
     rb'|kernel_init_code|wait_for_response|image_urls|images_urls)"\s*:'
 )
 
+# Agent-SDK (V1) events that answer a tool call.
+_SDK_RESULTS = ("ObservationEvent", "AgentErrorEvent")
 # Older actions that are tool uses (the others are the agent talking, or bookkeeping).
 _TOOL_ACTIONS = frozenset(
     {"run", "run_ipython", "read", "write", "edit", "browse", "browse_interactive", "delegate",
@@ -334,7 +340,7 @@ class _History:
             yield UserTurn(self.session, self.line, json_path(*parts))
             return
         if isinstance(event, dict) and (
-            "observation" in event or event.get("kind") == "ObservationEvent"
+            "observation" in event or event.get("kind") in _SDK_RESULTS
         ):
             result = self.result(event, parts, after_call)
             if result is not None:
@@ -373,13 +379,20 @@ class _History:
         """An observation as the result of the call it answers, or None when it answers none.
         ``follows_call``: the event before it (or its pair's action half) was a call."""
         path = json_path(*parts)
-        if event.get("kind") == "ObservationEvent":
+        kind = event.get("kind")
+        if kind in _SDK_RESULTS:
             call_id = event.get("tool_call_id")
-            if isinstance(call_id, str) and call_id:
+            if not (isinstance(call_id, str) and call_id):
+                return None
+            if kind == "AgentErrorEvent":
                 return ToolResult(
-                    self.session, call_id, event.get("observation"), None, self.line, path
+                    self.session, call_id, event.get("error"), None, self.line, path, error=True
                 )
-            return None
+            observation = event.get("observation")
+            failed = isinstance(observation, dict) and observation.get("is_error") is True
+            return ToolResult(
+                self.session, call_id, observation, None, self.line, path, error=failed or None
+            )
         metadata = event.get("tool_call_metadata")
         if isinstance(metadata, dict):
             call_id = metadata.get("tool_call_id")
