@@ -170,4 +170,4 @@ def test_the_circle_check_sees_a_circle() -> None:
     assert find_circle(old) == ["analysis.report", "analysis.timeline", "analysis.report"]
     assert find_circle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     replay = imported_modules(PACKAGE / "commands" / "replay.py")
-    assert {"commands._replay_verdicts", "commands._options", "render.visible"} <= replay
+    assert {"commands._replay_verdicts", "commands._options", "analysis.discover"} <= replay

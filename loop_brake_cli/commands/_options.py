@@ -47,15 +47,15 @@ POLICY_HELP = (
 )
 
 
-def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
+def file_option(name: str, dest: str, help: str) -> Callable[[F], F]:
+    """An option naming one FILE (not a directory), None without it."""
     return click.option(
-        "--policy",
-        "policy_path",
-        type=click.Path(dir_okay=False),
-        default=None,
-        metavar="FILE",
-        help=help,
+        name, dest, type=click.Path(dir_okay=False), default=None, metavar="FILE", help=help
     )
+
+
+def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
+    return file_option("--policy", "policy_path", help)
 
 
 def resolve_policy(errors: Errors, explicit: str | None) -> Any:

@@ -1,26 +1,19 @@
 """``loop-brake merge``: partial reports (``replay --partial``) as the report of one run.
 
 Reading and combining is ``corpus/partial.py`` and ``analysis/report.merge``; the
-outputs are replay's own (the text summary, ``--json``, ``--html``), so a merge of
-the partials of any split of the input prints what one replay of it prints.
+outputs are replay's own (``_report_output.py``: the text summary, ``--json``,
+``--html``), so a merge of the partials of any split of the input prints what one
+replay of it prints.
 """
 
 from __future__ import annotations
 
 import click
 
-from ..analysis import parse_sweep, report_to_json, sweep
-from ..analysis.summary import SUMMARY_ROWS
+from ..analysis import sweep
 from ..core.exitcodes import ExitStatus, epilog
+from . import _report_output as output
 from ._options import Errors, JsonCommand
-from .replay import (
-    _load_prices,
-    _Rows,
-    _write_html,
-    _write_json,
-    report_problems,
-    warned_note,
-)
 
 PROG = "loop-brake merge"
 
@@ -33,38 +26,15 @@ PROG = "loop-brake merge"
 )
 @click.argument("partials", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as replay --json does.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    default=None,
-    metavar="FILE",
-    help="Also write the report as replay --html does (- for stdout, instead of the summary).",
+@output.html_option(
+    "Also write the report as replay --html does (- for stdout, instead of the summary)."
 )
-@click.option(
-    "--sweep",
-    "sweep_text",
-    metavar="LOW..HIGH",
-    default=None,
-    help="Also tabulate what each maxRepeats would deny (up to the sweep the partials "
-    "were replayed with).",
+@output.sweep_option(
+    "Also tabulate what each maxRepeats would deny (up to the sweep the partials "
+    "were replayed with)."
 )
-@click.option(
-    "--prices",
-    "prices_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Price the tokens as replay --prices does.",
-)
-@click.option(
-    "--rows",
-    "max_rows",
-    type=_Rows(1),
-    default=str(SUMMARY_ROWS),
-    show_default=True,
-    help="Rows per table of the text summary (all: every one).",
-)
+@output.prices_option("Price the tokens as replay --prices does.")
+@output.rows_option("Rows per table of the text summary (all: every one).")
 def merge_command(
     partials: tuple[str, ...],
     as_json: bool,
@@ -95,17 +65,12 @@ def merge_command(
     errors = Errors(PROG, as_json)
     if html_path == "-" and as_json:
         return errors("--html - and --json would both write to stdout: give --html a file")
-    limits = None
-    if sweep_text is not None:
-        try:
-            limits = parse_sweep(sweep_text)
-        except ValueError as exc:
-            return errors(f"--sweep: {exc}")
-    prices = None
-    if prices_path is not None:
-        prices = _load_prices(errors, prices_path)
-        if isinstance(prices, ExitStatus):
-            return prices
+    limits = output.sweep_limits(errors, sweep_text)
+    if isinstance(limits, ExitStatus):
+        return limits
+    prices = output.load_prices(errors, prices_path)
+    if isinstance(prices, ExitStatus):
+        return prices
     reports = []
     policies = set()
     for path in partials:
@@ -136,18 +101,7 @@ def merge_command(
                 f"replay them with --sweep {limits.start}..{limits.stop - 1}"
             )
         rows = sweep(report, limits)
-    report_problems(report, PROG)
-    if html_path is not None and not _write_html(report, html_path, policy, prices, PROG):
+    output.report_problems(report, PROG)
+    if not output.print_report(report, rows, prices, policy, as_json, html_path, max_rows, PROG):
         return ExitStatus.OUTPUT
-    if as_json:
-        doc = report_to_json(report, rows, prices)
-        if policy is not None:
-            doc["policy"] = policy
-        _write_json(doc)
-    elif html_path != "-":
-        from ..render.terminal import print_replay_summary
-
-        print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
-        if policy is not None:
-            click.echo(f"policy: {policy}{warned_note(report)}")
     return ExitStatus.UNREADABLE if report.unreadable else ExitStatus.OK

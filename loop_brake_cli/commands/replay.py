@@ -9,62 +9,48 @@ on stdout, ``{"error": ..., "status": N}``.
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 import click
 
-from ..analysis import Job, Report, parse_sweep, replay_files, report_to_json, sweep
+from ..analysis import Job, Report, replay_files, sweep
 from ..analysis.discover import discover
-from ..analysis.prices import Prices
 from ..analysis.summary import SUMMARY_ROWS
 from ..core.exitcodes import ExitStatus, epilog
 from ..formats import names
-from ..render.visible import visible
 from ._options import (
     Count,
     Errors,
     JsonCommand,
     config_option,
+    file_option,
     max_line_bytes_option,
     max_repeats_option,
     policy_option,
     resolve,
     resolve_policy,
 )
+from ._report_output import (
+    html_option,
+    load_prices,
+    prices_option,
+    print_report,
+    report_problems,
+    rows_option,
+    say,
+    sweep_limits,
+    sweep_option,
+    write_json,
+)
 
 PROG = "loop-brake replay"
 PIECES_PER_JOB = 4
 """A Parquet dataset is split into up to this many pieces per worker (by row group), so
 a piece that takes longer than the others does not leave the other workers idle."""
-SKIPPED_NAMED = 3
-"""Up to this many skipped files are named one a line; more are summarised in one."""
 
 
-def _fail(message: str, prog: str = PROG) -> None:
-    click.echo(f"{prog}: {visible(message, lines=True)}", err=True)
-
-
-class _Rows(Count):
-    """``--rows``: a whole number of at least 1, or ``all`` (None)."""
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "N|all"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> int | None:
-        if value is None or (isinstance(value, str) and value.strip() == "all"):
-            return None
-        return super().convert(value, param, ctx)
-
-
-def _write_json(doc: object) -> None:
-    """``doc`` as indented JSON on stdout, flushed."""
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-    sys.stdout.flush()
+def _fail(message: str) -> None:
+    say(message, PROG)
 
 
 @click.command(
@@ -106,30 +92,14 @@ def _write_json(doc: object) -> None:
     is_flag=True,
     help="Print the filter's verdict lines instead of a summary (as `filter --format X`).",
 )
-@click.option(
-    "--sweep",
-    "sweep_text",
-    metavar="LOW..HIGH",
-    default=None,
-    help="Also tabulate what each maxRepeats in LOW..HIGH (e.g. 2..10) would deny.",
+@sweep_option("Also tabulate what each maxRepeats in LOW..HIGH (e.g. 2..10) would deny.")
+@html_option(
+    "Also write the report as one self-contained HTML page to FILE (- for stdout, "
+    "instead of the summary): totals, a sortable table, a timeline of each session."
 )
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    default=None,
-    metavar="FILE",
-    help="Also write the report as one self-contained HTML page to FILE (- for stdout, "
-    "instead of the summary): totals, a sortable table, a timeline of each session.",
-)
-@click.option(
-    "--rows",
-    "max_rows",
-    type=_Rows(1),
-    default=str(SUMMARY_ROWS),
-    show_default=True,
-    help="Rows per table of the summary (all: every one); beyond them, the sessions the "
-    "brake stopped first, and one line says how many more (all of them in --json, --html).",
+@rows_option(
+    "Rows per table of the summary (all: every one); beyond them, the sessions the "
+    "brake stopped first, and one line says how many more (all of them in --json, --html)."
 )
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call would be denied.")
 @click.option("--expect-deny", is_flag=True, help="Exit 1 unless at least one call would be.")
@@ -149,31 +119,20 @@ def _write_json(doc: object) -> None:
 )
 @max_line_bytes_option("Longer lines are unreadable records (and are never held in memory whole).")
 @policy_option()
-@click.option(
+@file_option(
     "--compare-policy",
     "compare_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Instead of the summary: per session, what the seed's brake (maxRepeats only) "
+    "Instead of the summary: per session, what the seed's brake (maxRepeats only) "
     "and the policy in FILE would each deny, side by side (--json for a document).",
 )
-@click.option(
-    "--prices",
-    "prices_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Price the tokens in the summary at the prices per million tokens in this TOML "
-    "file (per model-name glob; see samples/prices.example.toml). Never guessed.",
+@prices_option(
+    "Price the tokens in the summary at the prices per million tokens in this TOML "
+    "file (per model-name glob; see samples/prices.example.toml). Never guessed."
 )
-@click.option(
+@file_option(
     "--partial",
     "partial_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Also write this replay as a partial report to FILE, for `loop-brake merge` "
+    "Also write this replay as a partial report to FILE, for `loop-brake merge` "
     "(a corpus replayed in pieces, reported once); the summary is printed as usual.",
 )
 def replay_command(
@@ -234,12 +193,9 @@ def replay_command(
         return errors(
             "-j cannot be combined with --continue-sessions (streaks would cross workers)"
         )
-    limits = None
-    if sweep_text is not None:
-        try:
-            limits = parse_sweep(sweep_text)
-        except ValueError as exc:
-            return errors(f"--sweep: {exc}")
+    limits = sweep_limits(errors, sweep_text)
+    if isinstance(limits, ExitStatus):
+        return limits
     if compare_path is not None and (verdicts or sweep_text is not None):
         return errors("--compare-policy is its own output: not with --verdicts or --sweep")
     if html_path is not None and (verdicts or compare_path is not None):
@@ -267,11 +223,9 @@ def replay_command(
     policy = resolve_policy(errors, compare_path or policy_path)
     if isinstance(policy, ExitStatus):
         return policy
-    prices = None
-    if prices_path is not None:
-        prices = _load_prices(errors, prices_path)
-        if isinstance(prices, ExitStatus):
-            return prices
+    prices = load_prices(errors, prices_path)
+    if isinstance(prices, ExitStatus):
+        return prices
 
     files: list[str] = []
     in_directory: set[str] = set()
@@ -340,34 +294,18 @@ def replay_command(
             timeline=html_path is not None or partial_path is not None,
         )
         report.warns = policy is not None and policy.uses_warn
-        report_problems(report)
+        report_problems(report, PROG)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
         rows = sweep(report, limits) if limits else None
         policy_file = policy.path if policy is not None else None
         if partial_path is not None and not _write_partial(report, partial_path, policy_file):
             return ExitStatus.OUTPUT
-        if html_path is not None and not _write_html(report, html_path, policy_file, prices):
+        if not print_report(report, rows, prices, policy_file, as_json, html_path, max_rows, PROG):
             return ExitStatus.OUTPUT
-        if as_json:
-            doc = report_to_json(report, rows, prices)
-            if policy is not None:
-                doc["policy"] = policy.path
-            _write_json(doc)
-        elif html_path != "-":  # with --html -, the page is stdout's only content
-            from ..render.terminal import print_replay_summary
-
-            print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
-            if policy is not None:
-                click.echo(f"policy: {policy.path}{warned_note(report)}")
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
     return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
-
-
-def warned_note(report: Report) -> str:
-    """What the ``policy:`` line adds under a policy with ``warn_at`` (else nothing)."""
-    return f"; {report.warned} call(s) warned" if report.warns else ""
 
 
 def _write_partial(report: Report, target: str, policy: str | None) -> bool:
@@ -396,68 +334,6 @@ def _not_a_summary(
     if html_path == "-":
         return "--html - (the page lists every session)"
     return None
-
-
-def _load_prices(errors: Errors, path: str) -> Prices | ExitStatus:
-    """The user's prices, or the exit status after ``errors`` gave each located mistake:
-    3 for a file that cannot be opened (as for --config), else 2; before any input is read."""
-    from ..analysis.prices import PricesError, load_prices
-
-    try:
-        return load_prices(path)
-    except PricesError as exc:
-        return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
-
-
-def _write_html(
-    report: Report, target: str, policy: str | None, prices: Prices | None, prog: str = PROG
-) -> bool:
-    """The HTML report to ``target`` (``-``: stdout), written atomically; False after
-    saying on stderr why it could not be. ``policy``: the policy file's path, or None."""
-    from ..render.html import HtmlWriteError, page_data, render_page, write_html
-
-    page = render_page(page_data(report, policy, prices))
-    try:
-        write_html(page, target)
-    except HtmlWriteError as exc:
-        _fail(str(exc), prog)
-        return False
-    if target != "-":
-        _fail(f"wrote {target}", prog)  # on stderr: stdout keeps the summary (or JSON) alone
-    return True
-
-
-def report_problems(report: Report, prog: str = PROG) -> None:
-    """Each unreadable file or record, and each skipped file, once on stderr (``merge``
-    says them as the replay of the same input would)."""
-
-    def _fail(message: str) -> None:
-        click.echo(f"{prog}: {visible(message, lines=True)}", err=True)
-
-    unopened = {info.file for info in report.files if not info.opened}
-    for info in report.files:
-        if info.warning is not None:
-            _fail(f"{info.file}: {info.warning}")
-    for error in report.errors:
-        if error.file in unopened and error.line is None and error.path is None:
-            reason = error.message.removeprefix("cannot open: ")
-            _fail(f"cannot open {error.file}: {reason}")
-        else:
-            _fail(str(error))
-    if report.unreadable > len(report.errors):
-        _fail(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)")
-    loud = [skipped for skipped in report.skipped if not skipped.quiet]
-    if len(loud) <= SKIPPED_NAMED:
-        for skipped in loud:
-            _fail(f"{skipped.file}: skipped: {skipped.reason}")
-        return
-    # A directory of transcripts beside other files: one line, not one per file.
-    named = ", ".join(skipped.file for skipped in loud[:SKIPPED_NAMED])
-    _fail(
-        f"skipped {len(loud)} files found in the directories that are not transcripts: "
-        f"{named} and {len(loud) - SKIPPED_NAMED} more (--json lists each with its reason; "
-        "--strict makes them unreadable)"
-    )
 
 
 def _status(
@@ -583,7 +459,7 @@ def _compare(
     for error in result.errors:
         _fail(error)
     if as_json:
-        _write_json(result.to_json())
+        write_json(result.to_json())
     else:
         sys.stdout.write(render_comparison(result))
         sys.stdout.flush()

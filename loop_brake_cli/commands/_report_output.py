@@ -1,0 +1,193 @@
+"""A replay's report as people and programs get it, shared by ``replay`` and ``merge``.
+
+``merge`` promises to print what one replay of all its partials' inputs prints, so
+both commands take the report's options (``--sweep``, ``--html``, ``--prices``,
+``--rows``) with the same types and defaults, say the report's problems on stderr
+alike, and draw it with one function: the text summary and its ``policy:`` line,
+``--json`` or ``--html``. Only each command's help text and name differ.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..analysis import Report, parse_sweep, report_to_json
+from ..analysis.prices import Prices
+from ..analysis.summary import SUMMARY_ROWS
+from ..core.exitcodes import ExitStatus
+from ..render.visible import visible
+from ._options import Count, Errors, F, file_option
+
+SKIPPED_NAMED = 3
+"""Up to this many skipped files are named one a line; more are summarised in one."""
+
+
+def say(message: str, prog: str) -> None:
+    """One line for people on stderr, its identifiers made visible."""
+    click.echo(f"{prog}: {visible(message, lines=True)}", err=True)
+
+
+class Rows(Count):
+    """``--rows``: a whole number of at least 1, or ``all`` (None)."""
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "N|all"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | None:
+        if value is None or (isinstance(value, str) and value.strip() == "all"):
+            return None
+        return super().convert(value, param, ctx)
+
+
+def rows_option(help: str) -> Callable[[F], F]:
+    return click.option(
+        "--rows",
+        "max_rows",
+        type=Rows(1),
+        default=str(SUMMARY_ROWS),
+        show_default=True,
+        help=help,
+    )
+
+
+def sweep_option(help: str) -> Callable[[F], F]:
+    return click.option("--sweep", "sweep_text", metavar="LOW..HIGH", default=None, help=help)
+
+
+def html_option(help: str) -> Callable[[F], F]:
+    return click.option(
+        "--html",
+        "html_path",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        default=None,
+        metavar="FILE",
+        help=help,
+    )
+
+
+def prices_option(help: str) -> Callable[[F], F]:
+    return file_option("--prices", "prices_path", help)
+
+
+def sweep_limits(errors: Errors, text: str | None) -> range | None | ExitStatus:
+    """The maxRepeats values ``--sweep`` asks for (None without it), or the exit status 2
+    after ``errors`` said why ``text`` is not LOW..HIGH."""
+    if text is None:
+        return None
+    try:
+        return parse_sweep(text)
+    except ValueError as exc:
+        return errors(f"--sweep: {exc}")
+
+
+def load_prices(errors: Errors, path: str | None) -> Prices | None | ExitStatus:
+    """The user's prices (None without ``--prices``), or the exit status after ``errors``
+    gave each located mistake: 3 for a file that cannot be opened (as for --config),
+    else 2; before any input is read."""
+    if path is None:
+        return None
+    from ..analysis.prices import PricesError
+    from ..analysis.prices import load_prices as read_prices
+
+    try:
+        return read_prices(path)
+    except PricesError as exc:
+        return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
+
+
+def write_json(doc: object) -> None:
+    """``doc`` as indented JSON on stdout, flushed."""
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
+
+
+def warned_note(report: Report) -> str:
+    """What the ``policy:`` line adds under a policy with ``warn_at`` (else nothing)."""
+    return f"; {report.warned} call(s) warned" if report.warns else ""
+
+
+def write_html(
+    report: Report, target: str, policy: str | None, prices: Prices | None, prog: str
+) -> bool:
+    """The HTML report to ``target`` (``-``: stdout), written atomically; False after
+    saying on stderr why it could not be. ``policy``: the policy file's path, or None."""
+    from ..render.html import HtmlWriteError, page_data, render_page
+    from ..render.html import write_html as write_page
+
+    page = render_page(page_data(report, policy, prices))
+    try:
+        write_page(page, target)
+    except HtmlWriteError as exc:
+        say(str(exc), prog)
+        return False
+    if target != "-":
+        say(f"wrote {target}", prog)  # on stderr: stdout keeps the summary (or JSON) alone
+    return True
+
+
+def print_report(
+    report: Report,
+    rows: Any,
+    prices: Prices | None,
+    policy: str | None,
+    as_json: bool,
+    html_path: str | None,
+    max_rows: int | None,
+    prog: str,
+) -> bool:
+    """The report as asked: ``--html`` first, then ``--json`` or the text summary with its
+    ``policy:`` line (none with ``--html -``: the page is stdout's only content); False
+    after saying on stderr why the page could not be written. ``rows``: the sweep's
+    table, or None; ``policy``: the policy file's path, or None."""
+    if html_path is not None and not write_html(report, html_path, policy, prices, prog):
+        return False
+    if as_json:
+        doc = report_to_json(report, rows, prices)
+        if policy is not None:
+            doc["policy"] = policy
+        write_json(doc)
+    elif html_path != "-":
+        from ..render.terminal import print_replay_summary
+
+        print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
+        if policy is not None:
+            click.echo(f"policy: {policy}{warned_note(report)}")
+    return True
+
+
+def report_problems(report: Report, prog: str) -> None:
+    """Each unreadable file or record, and each skipped file, once on stderr (``merge``
+    says them as the replay of the same input would)."""
+    unopened = {info.file for info in report.files if not info.opened}
+    for info in report.files:
+        if info.warning is not None:
+            say(f"{info.file}: {info.warning}", prog)
+    for error in report.errors:
+        if error.file in unopened and error.line is None and error.path is None:
+            reason = error.message.removeprefix("cannot open: ")
+            say(f"cannot open {error.file}: {reason}", prog)
+        else:
+            say(str(error), prog)
+    if report.unreadable > len(report.errors):
+        say(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)", prog)
+    loud = [skipped for skipped in report.skipped if not skipped.quiet]
+    if len(loud) <= SKIPPED_NAMED:
+        for skipped in loud:
+            say(f"{skipped.file}: skipped: {skipped.reason}", prog)
+        return
+    # A directory of transcripts beside other files: one line, not one per file.
+    named = ", ".join(skipped.file for skipped in loud[:SKIPPED_NAMED])
+    say(
+        f"skipped {len(loud)} files found in the directories that are not transcripts: "
+        f"{named} and {len(loud) - SKIPPED_NAMED} more (--json lists each with its reason; "
+        "--strict makes them unreadable)",
+        prog,
+    )
