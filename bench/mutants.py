@@ -1023,7 +1023,7 @@ MUTANTS: tuple[Mutant, ...] = (
         'a custom_tool_call without input hashes as ""',
     ),
     M(
-        "formats/codex.py",
+        "formats/_common.py",
         "cached is not None and cached <= total_input:",
         "cached is not None and cached < total_input:",
         ("test_formats_edges.py", "test_formats_codex.py"),

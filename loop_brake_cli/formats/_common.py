@@ -18,6 +18,7 @@ __all__ = [
     "TurnUsage",
     "file_calls",
     "file_session",
+    "fill_codex_usage",
     "json_path",
     "load_json_line",
     "make_call",
@@ -290,6 +291,22 @@ def tokens(value: Any) -> int | None:
     if value.__class__ is int and value >= 0:
         return value
     return None
+
+
+def fill_codex_usage(usage: Usage, figures: dict[str, Any]) -> None:
+    """Set a turn's figures from the Codex CLI's counts, named alike in the rollout's
+    ``token_count`` and in ``codex exec``'s ``turn.completed``: OpenAI-style, so
+    ``input_tokens`` includes ``cached_input_tokens`` (without the total, or with a
+    cached part larger than it, the fresh input is left unset)."""
+    total_input = tokens(figures.get("input_tokens"))
+    cached = tokens(figures.get("cached_input_tokens"))
+    if total_input is not None and cached is not None and cached <= total_input:
+        usage.input_tokens = total_input - cached
+    elif cached is None:
+        usage.input_tokens = total_input
+    usage.cache_read_tokens = cached
+    usage.output_tokens = tokens(figures.get("output_tokens"))
+    usage.reasoning_tokens = tokens(figures.get("reasoning_output_tokens"))
 
 
 _FIGURES = (

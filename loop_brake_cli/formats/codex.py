@@ -78,7 +78,7 @@ from ..core.brake import DEFAULT_SESSION
 from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn
 from ..readers.reader import Source
 from . import FormatInfo
-from ._common import RecentIds, parse_arguments, tokens
+from ._common import RecentIds, fill_codex_usage, parse_arguments, tokens
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 from ._stream_lines import event_lines
 
@@ -223,7 +223,7 @@ class _Reader:
             yield usage
         usage.line = number
         usage.path = "$.payload.info.last_token_usage"
-        _fill(usage, last)
+        fill_codex_usage(usage, last)
 
     def call(self, item: dict[str, Any], number: int, path: str | None) -> Iterator[Record]:
         kind = item["type"]
@@ -317,19 +317,6 @@ def _difference(total: Any, before: Any) -> dict[str, Any]:
         if tokens(value) is not None and tokens(old) is not None and value >= old:
             out[key] = value - old
     return out
-
-
-def _fill(usage: Usage, figures: dict[str, Any]) -> None:
-    """Set a turn's figures from OpenAI-style counts (input includes the cached part)."""
-    total_input = tokens(figures.get("input_tokens"))
-    cached = tokens(figures.get("cached_input_tokens"))
-    if total_input is not None and cached is not None and cached <= total_input:
-        usage.input_tokens = total_input - cached
-    elif cached is None:
-        usage.input_tokens = total_input
-    usage.cache_read_tokens = cached
-    usage.output_tokens = tokens(figures.get("output_tokens"))
-    usage.reasoning_tokens = tokens(figures.get("reasoning_output_tokens"))
 
 
 # A line that holds a call, a result, usage, the model or the session id contains one of these.

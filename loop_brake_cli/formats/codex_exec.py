@@ -57,7 +57,7 @@ from ..core.brake import DEFAULT_SESSION
 from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
 from ..readers.reader import Source
 from . import FormatInfo
-from ._common import RecentIds, tokens
+from ._common import RecentIds, fill_codex_usage
 from ._sniff import UNICODE_ESCAPE, head_objects, mentions
 from ._stream_lines import event_lines
 
@@ -178,15 +178,7 @@ class _Reader:
             yield record
         record.line = number
         record.path = "$.usage"
-        total_input = tokens(usage.get("input_tokens"))
-        cached = tokens(usage.get("cached_input_tokens"))
-        if total_input is not None and cached is not None and cached <= total_input:
-            record.input_tokens = total_input - cached
-        elif cached is None:
-            record.input_tokens = total_input
-        record.cache_read_tokens = cached
-        record.output_tokens = tokens(usage.get("output_tokens"))
-        record.reasoning_tokens = tokens(usage.get("reasoning_output_tokens"))
+        fill_codex_usage(record, usage)
 
 
 def _call(
