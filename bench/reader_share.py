@@ -1,6 +1,8 @@
 """How many event lines made from real transcripts the C reader answers.
 
-    python bench/reader_share.py [SAMPLES_DIR]   (default ../shared/samples-real)
+    python bench/reader_share.py [SAMPLES_DIR]
+
+SAMPLES_DIR: default ``$LOOP_BRAKE_SAMPLES``, else ``../shared/samples-real``.
 
 Each tool call the adapters find in a real transcript becomes an event line three
 ways: the four members alone; with the other top-level members of the transcript
@@ -17,6 +19,7 @@ is printed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -69,8 +72,15 @@ def _event(call: ToolCall, meta: dict) -> dict:
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    root = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(os.environ.get("LOOP_BRAKE_SAMPLES", DEFAULT))
+    )
     files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".md")]
+    if not files:
+        print(f"no transcripts under {root}: give SAMPLES_DIR (or $LOOP_BRAKE_SAMPLES)")
+        sys.exit(2)
     ways = {
         "tool/args/sessionId/callId only": lambda c, m: orjson.dumps(_event(c, {})),
         "with the line's metadata, json.dumps (ASCII)": lambda c, m: json.dumps(

@@ -380,7 +380,7 @@ def _script(name: str, *args: str) -> list[str]:
         lines.append(line.rstrip("\n"))
         print(f"  {name}: {lines[-1]}", flush=True)
     if proc.wait() not in (0, 1):
-        row(name, "n/a", f"exited {proc.returncode}")
+        row(name, "n/a", f"exited {proc.returncode}: {lines[-1] if lines else ''}")
     return lines
 
 
