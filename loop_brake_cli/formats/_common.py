@@ -25,6 +25,7 @@ __all__ = [
     "never_raises",
     "parse_arguments",
     "read_values",
+    "split_input",
     "tokens",
     "values_calls",
 ]
@@ -293,18 +294,22 @@ def tokens(value: Any) -> int | None:
     return None
 
 
-def fill_codex_usage(usage: Usage, figures: dict[str, Any]) -> None:
-    """Set a turn's figures from the Codex CLI's counts, named alike in the rollout's
-    ``token_count`` and in ``codex exec``'s ``turn.completed``: OpenAI-style, so
-    ``input_tokens`` includes ``cached_input_tokens`` (without the total, or with a
-    cached part larger than it, the fresh input is left unset)."""
-    total_input = tokens(figures.get("input_tokens"))
-    cached = tokens(figures.get("cached_input_tokens"))
+def split_input(usage: Usage, total_input: int | None, cached: int | None) -> None:
+    """Set the fresh input and the cache read from an OpenAI-style input count, which
+    includes its cached part (without the total, or with a cached part larger than
+    it, the fresh input is left unset)."""
     if total_input is not None and cached is not None and cached <= total_input:
         usage.input_tokens = total_input - cached
     elif cached is None:
         usage.input_tokens = total_input
     usage.cache_read_tokens = cached
+
+
+def fill_codex_usage(usage: Usage, figures: dict[str, Any]) -> None:
+    """Set a turn's figures from the Codex CLI's counts, named alike in the rollout's
+    ``token_count`` and in ``codex exec``'s ``turn.completed``."""
+    input_tokens = tokens(figures.get("input_tokens"))
+    split_input(usage, input_tokens, tokens(figures.get("cached_input_tokens")))
     usage.output_tokens = tokens(figures.get("output_tokens"))
     usage.reasoning_tokens = tokens(figures.get("reasoning_output_tokens"))
 

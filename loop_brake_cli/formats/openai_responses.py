@@ -44,7 +44,16 @@ from typing import Any
 from ..core.records import BadRecord, Record, ToolResult, Usage
 from ..readers.reader import Source
 from . import FormatInfo
-from ._common import CallLedger, TurnUsage, file_calls, json_path, make_call, never_raises, tokens
+from ._common import (
+    CallLedger,
+    TurnUsage,
+    file_calls,
+    json_path,
+    make_call,
+    never_raises,
+    split_input,
+    tokens,
+)
 from ._sniff import foreign, head_text, mentions
 from .openai_chat import response_turn
 
@@ -130,14 +139,9 @@ def response_usage(
     record = response_turn(response, session, line, parts)
     usage = response.get("usage")
     if isinstance(usage, dict):
-        total_input = tokens(usage.get("input_tokens"))
         details = usage.get("input_tokens_details")
         cached = tokens(details.get("cached_tokens")) if isinstance(details, dict) else None
-        if total_input is not None and cached is not None and cached <= total_input:
-            record.input_tokens = total_input - cached
-        elif cached is None:
-            record.input_tokens = total_input
-        record.cache_read_tokens = cached
+        split_input(record, tokens(usage.get("input_tokens")), cached)
         record.output_tokens = tokens(usage.get("output_tokens"))
         details = usage.get("output_tokens_details")
         if isinstance(details, dict):
