@@ -295,3 +295,21 @@ def resolve(
         return resolve_max_repeats(explicit)
     except InvalidMaxRepeatsError as exc:
         return errors(str(exc))
+
+
+def resolve_settings(
+    errors: Errors,
+    explicit: int | None,
+    policy_path: str | None,
+    config_paths: Sequence[str] = (),
+) -> tuple[int, str, Any] | ExitStatus:
+    """maxRepeats, where it came from, and the policy (or None); or the exit status after
+    ``errors`` said why not: maxRepeats first (``resolve``), then the policy
+    (``resolve_policy``), so every braking command reports a bad setting alike."""
+    resolved = resolve(errors, explicit, config_paths)
+    if isinstance(resolved, ExitStatus):
+        return resolved
+    policy = resolve_policy(errors, policy_path)
+    if isinstance(policy, ExitStatus):
+        return policy
+    return resolved[0], resolved[1], policy

@@ -30,8 +30,7 @@ from ._options import (
     max_repeats_option,
     open_shared_store,
     policy_option,
-    resolve,
-    resolve_policy,
+    resolve_settings,
     store_options,
 )
 
@@ -132,13 +131,10 @@ def filter_command(
     goes on. Arguments never appear in the output.
     """
     errors = Errors(PROG)
-    resolved = resolve(errors, max_repeats, config_paths)
-    if isinstance(resolved, ExitStatus):
-        return resolved
-    value, source = resolved
-    policy = resolve_policy(errors, policy_path)
-    if isinstance(policy, ExitStatus):
-        return policy
+    settings = resolve_settings(errors, max_repeats, policy_path, config_paths)
+    if isinstance(settings, ExitStatus):
+        return settings
+    value, source, policy = settings
     store = open_shared_store(errors, store_url, idle_ttl, _say)
     if isinstance(store, ExitStatus):
         return store

@@ -16,8 +16,7 @@ from ._options import (
     open_shared_store,
     policy_option,
     remote_headers,
-    resolve,
-    resolve_policy,
+    resolve_settings,
     shadow_option,
     store_options,
     timeout_options,
@@ -130,13 +129,10 @@ def mcp_gateway_command(
     With --store redis://... several gateways behind one address share streaks.
     """
     errors = Errors(PROG)
-    resolved = resolve(errors, max_repeats)
-    if isinstance(resolved, ExitStatus):
-        return resolved
-    limit, _source = resolved
-    policy = resolve_policy(errors, policy_path)
-    if isinstance(policy, ExitStatus):
-        return policy
+    settings = resolve_settings(errors, max_repeats, policy_path)
+    if isinstance(settings, ExitStatus):
+        return settings
+    limit, _source, policy = settings
     stdio: list[str] | None = None
     if upstream == "--":  # --upstream -- CMD ARGS: click took the -- as the value
         if not server_command:

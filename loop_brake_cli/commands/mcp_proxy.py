@@ -26,8 +26,7 @@ from ._options import (
     open_shared_store,
     policy_option,
     remote_headers,
-    resolve,
-    resolve_policy,
+    resolve_settings,
     shadow_option,
     store_options,
     timeout_options,
@@ -135,13 +134,10 @@ def mcp_proxy_command(
     # the log or a pipe to the server (see mcp_proxy/streams.py).
     fill_closed((0, 2))
     errors = Errors(PROG)
-    resolved = resolve(errors, max_repeats)
-    if isinstance(resolved, ExitStatus):
-        return resolved
-    limit, _source = resolved
-    policy = resolve_policy(errors, policy_path)
-    if isinstance(policy, ExitStatus):
-        return policy
+    settings = resolve_settings(errors, max_repeats, policy_path)
+    if isinstance(settings, ExitStatus):
+        return settings
+    limit, _source, policy = settings
     store = open_shared_store(errors, store_url, idle_ttl, _note)
     if isinstance(store, ExitStatus):
         return store

@@ -27,8 +27,7 @@ from ._options import (
     max_line_bytes_option,
     max_repeats_option,
     policy_option,
-    resolve,
-    resolve_policy,
+    resolve_settings,
 )
 from ._report_output import (
     html_option,
@@ -216,13 +215,10 @@ def replay_command(
         other = _not_a_summary(as_json, verdicts, compare_path, html_path)
         if other is not None:
             return errors(f"--rows bounds the text summary's tables, not {other}")
-    resolved = resolve(errors, max_repeats, config_paths)
-    if isinstance(resolved, ExitStatus):
-        return resolved
-    value, source = resolved
-    policy = resolve_policy(errors, compare_path or policy_path)
-    if isinstance(policy, ExitStatus):
-        return policy
+    settings = resolve_settings(errors, max_repeats, compare_path or policy_path, config_paths)
+    if isinstance(settings, ExitStatus):
+        return settings
+    value, source, policy = settings
     prices = load_prices(errors, prices_path)
     if isinstance(prices, ExitStatus):
         return prices
