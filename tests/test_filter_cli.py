@@ -64,10 +64,15 @@ def one_bad_line(bad: bytes, **kwargs: object) -> tuple[dict, dict]:
         (b'{"tool":"x","sessionId":5}', "sessionId is not a string"),
         (b'{"tool":"x","agentId":{"a":1}}', "agentId is not a string"),
         (b'{"tool":"x","callId":1.5}', "callId is not a string or an integer"),
-        (b'{"tool":"x","args":' + b"[" * 100000 + b"]" * 100000 + b"}", "nested too deep"),
-        (
+        pytest.param(
+            b'{"tool":"x","args":' + b"[" * 100000 + b"]" * 100000 + b"}",
+            "nested too deep",
+            id="arrays-100000-deep",  # a readable id: the line itself is 200 kB
+        ),
+        pytest.param(
             b'{"tool":"x","args":' + b'{"a":' * 100000 + b"1" + b"}" * 100000 + b"}",
             "nested too deep",
+            id="objects-100000-deep",
         ),
     ],
 )
