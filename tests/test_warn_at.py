@@ -330,11 +330,15 @@ def _events(tmp: Path, n: int = 4) -> Path:
     return path
 
 
+def _policy_and_events(tmp_path: Path, name: str, text: str) -> tuple[Path, Path, dict]:
+    """A policy file, the events file of ``_events`` and an environment naming no policy."""
+    policy = tmp_path / name
+    policy.write_text(text)
+    return policy, _events(tmp_path), cli_env(LOOP_BRAKE_POLICY="")
+
+
 def test_filter_marks_a_warned_call_and_counts_it(tmp_path: Path) -> None:
-    policy = tmp_path / "warn.toml"
-    policy.write_text("warn_at = 2\n")
-    events = _events(tmp_path)
-    env = cli_env(LOOP_BRAKE_POLICY="")
+    policy, events, env = _policy_and_events(tmp_path, "warn.toml", "warn_at = 2\n")
     done = run_cli("filter", "--policy", str(policy), "--summary", str(events), env=env)
     assert done.returncode == 0
     lines = [json.loads(line) for line in done.stdout.splitlines()]
@@ -360,10 +364,7 @@ def test_filter_marks_a_warned_call_and_counts_it(tmp_path: Path) -> None:
 
 
 def test_filter_only_warn_prints_the_warned_calls_alone(tmp_path: Path) -> None:
-    policy = tmp_path / "warn.toml"
-    policy.write_text("warn_at = 2\n")
-    events = _events(tmp_path)
-    env = cli_env(LOOP_BRAKE_POLICY="")
+    policy, events, env = _policy_and_events(tmp_path, "warn.toml", "warn_at = 2\n")
     warned = run_cli("filter", "--policy", str(policy), "--only", "warn", str(events), env=env)
     assert warned.returncode == 0
     assert [json.loads(line)["line"] for line in warned.stdout.splitlines()] == [2]
@@ -382,10 +383,8 @@ def test_filter_only_warn_prints_the_warned_calls_alone(tmp_path: Path) -> None:
 def test_a_rules_own_warn_at_alone_is_counted_in_the_summaries(tmp_path: Path) -> None:
     """No global warn_at, only a rule's: filter's and replay's summaries still count the
     warned calls (``Policy.uses_warn`` looks at the rules too)."""
-    policy = tmp_path / "rule-warn.toml"
-    policy.write_text('[[tools]]\nmatch = "grep"\nwarn_at = 2\n')
-    events = _events(tmp_path)
-    env = cli_env(LOOP_BRAKE_POLICY="")
+    rule = '[[tools]]\nmatch = "grep"\nwarn_at = 2\n'
+    policy, events, env = _policy_and_events(tmp_path, "rule-warn.toml", rule)
     filtered = run_cli("filter", "--policy", str(policy), "--summary", str(events), env=env)
     assert filtered.returncode == 0
     assert filtered.stderr.decode().splitlines()[-1].endswith(f"policy: {policy}; 1 warned")
