@@ -391,3 +391,59 @@ def test_same_error_denies_the_tools_next_call_after_identical_errors() -> None:
     text = denial.content[0].text
     assert text.startswith('loop brake: tool "edit" returned the same error 2 times in a row')
     assert CANARY not in text + str(meta) and "no such file" not in text
+
+
+# -- issue 36.5: a stdio server's one client, in the SDK's default mode too ----------
+
+STDIO_SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from mcp.server.mcpserver import MCPServer
+from loop_brake_cli.integrations.mcp import attach
+
+server = MCPServer("tools")
+ran = open({ran!r}, "a", encoding="utf-8")
+
+
+@server.tool()
+def search(q: str) -> str:
+    ran.write("ran\\n")
+    ran.flush()
+    return "results"
+
+
+attach(server)  # the default limit, 3
+server.run()
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_stdio_server_brakes_its_one_client_in_the_sdk_s_default_mode(
+    tmp_path: Any, mode: str
+) -> None:
+    """A real server process on real stdio, the SDK's own client: under ``mode="auto"``
+    (the 2026-07-28 protocol, a connection per request) c40a10b ran 6 of 6 identical
+    calls, each request a session alone; the stream is the one client, so 2 of 6 run.
+    The canary in the arguments reaches no result and nothing the server wrote."""
+    import sys
+    from pathlib import Path
+
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    ran, errors = tmp_path / "ran", tmp_path / "stderr"
+    script = tmp_path / "server.py"
+    root = str(Path(__file__).resolve().parent.parent)
+    script.write_text(STDIO_SERVER.format(root=root, ran=str(ran)), encoding="utf-8")
+    params = StdioServerParameters(command=sys.executable, args=[str(script)])
+
+    async def main() -> list[Any]:
+        with errors.open("w", encoding="utf-8") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+                return [await client.call_tool("search", {"q": CANARY}) for _ in range(6)]
+
+    results = anyio.run(main)
+    assert [r.is_error for r in results] == [False, False, True, True, True, True]
+    assert ran.read_text(encoding="utf-8").count("ran") == 2
+    assert results[2].meta["loop-brake/denial"]["count"] == 3
+    shown = [r.model_dump_json() for r in results] + [errors.read_text(encoding="utf-8")]
+    assert all(CANARY not in text for text in shown)

@@ -17,10 +17,12 @@ result's ``_meta`` under ``"loop-brake/denial"``. MCP has no way for a server to
 end a client's run, so a policy's stop is a denial carrying the stop message.
 
 The session is the MCP session: the transport's session id (``Mcp-Session-Id``
-over Streamable HTTP) when there is one, else the connection, which is one
-client on stdio or in memory and one request in the stateless modes (the
-2026-07-28 single-exchange protocol, the SDK's default ``Client(server)``, and
-stateless HTTP). A stateless request therefore never shares a streak with
+over Streamable HTTP) when there is one, else the client's stream: a stdio
+server's one client in either protocol (the 2026-07-28 one makes a connection
+per request, all on the one stream), one SSE connection, an in-memory handshake
+client; else one request, in the stateless modes (the in-process 2026-07-28
+single-exchange protocol, the SDK's default ``Client(server)``, and stateless
+HTTP). A stateless request therefore never shares a streak with
 another request, and so is never denied: the server cannot tell two clients
 apart, and a shared streak would let one client's calls deny another's (and tell
 it what the other called). To brake stateless clients, pass ``session_key=`` (a
@@ -107,14 +109,22 @@ class LoopBrakeMiddleware:
         )
 
     def _default_key(self, ctx: Any) -> str:
-        """The transport session id, else the connection (per request when stateless)."""
+        """The transport session id, else the client's stream, else the request alone.
+
+        A duplex stream (stdio, one SSE connection) is one client in either protocol:
+        the handshake era makes one ``Connection`` for it, the 2026-07-28 era a new
+        ``Connection`` per request, all sharing the stream's one ``outbound`` channel,
+        which therefore keys the client. Without a channel (stateless HTTP, the
+        single-exchange entry) nothing lasts beyond the request."""
         connection = getattr(getattr(ctx, "session", None), "_connection", None)
         if connection is None:  # nothing lasts beyond this request
             return self.seam.scoped_key(ctx, "mcp-request")
         session_id = getattr(connection, "session_id", None)
         if session_id is not None:
             return str(session_id)
-        return self.seam.scoped_key(connection, "mcp")
+        if getattr(connection, "has_standalone_channel", False):
+            return self.seam.scoped_key(connection.outbound, "mcp")  # the client's stream
+        return self.seam.scoped_key(connection, "mcp-request")
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         params = ctx.params
