@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "mcp-proxy": "loop_brake_cli.commands.mcp_proxy:mcp_proxy_command",
     "merge": "loop_brake_cli.commands.merge:merge_command",
     "replay": "loop_brake_cli.commands.replay:replay_command",
+    "run": "loop_brake_cli.commands.run:run_command",
     "state": "loop_brake_cli.commands.state:state_command",
 }
 

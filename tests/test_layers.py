@@ -23,7 +23,7 @@ LAYERS = (
     # transcripts, corpora and what a replay makes of them; output drawn for people
     {"formats", "corpus", "analysis", "render"},
     # the live front-ends: the public API's attach(), hooks, MCP proxy/gateway, frameworks
-    {"__init__", "hook", "mcp_proxy", "mcp_gateway", "integrations"},
+    {"__init__", "hook", "mcp_proxy", "mcp_gateway", "integrations", "run"},
     {"commands", "cli", "entry", "__main__"},  # the click CLI, thin
 )
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}

@@ -22,11 +22,14 @@ class ExitStatus(IntEnum):
     UNREADABLE = 3  # input that could not be read (a missing file, a file not in its format)
     NOT_FOUND = 4  # the thing to check is not there (e.g. no loop-brake row)
     OUTPUT = 5  # standard output could not be written: closed, disk full, file size limit
+    STOPPED = 6  # run: the brake ended the agent (a policy stop, or denials it ignored)
+    NOT_INSTALLED = 7  # run: the brake could not be put in front of the agent
     INTERNAL = 70  # a bug in loop-brake (EX_SOFTWARE); stderr names the exception's type only
+    NO_AGENT = 127  # run: the agent's program was not found or could not be started
     INTERRUPTED = 130  # Ctrl-C
 
 
-COMMANDS = ("filter", "replay", "merge", "check-config", "hash", "state")
+COMMANDS = ("filter", "replay", "merge", "check-config", "hash", "state", "run")
 """The commands that follow this table (``hook`` and ``mcp-proxy`` document their own)."""
 
 
@@ -54,6 +57,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
         (
             Part("ok"),
             Part("denials alone do not fail a run unless asked", ("filter", "replay")),
+            Part("the brake did not end the agent: the agent's own status", ("run",)),
         ),
     ),
     (
@@ -123,8 +127,20 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
         ),
     ),
     (
+        ExitStatus.STOPPED,
+        (Part("the brake ended the agent (a `[stop]`, `--stop-after`)", ("run",)),),
+    ),
+    (
+        ExitStatus.NOT_INSTALLED,
+        (Part("the brake could not be installed; the agent was not started", ("run",)),),
+    ),
+    (
         ExitStatus.INTERNAL,
         (Part("a bug: stderr names the exception's type only (`LOOP_BRAKE_TRACEBACK=1`)"),),
+    ),
+    (
+        ExitStatus.NO_AGENT,
+        (Part("the agent could not be started", ("run",)),),
     ),
     (ExitStatus.INTERRUPTED, (Part("interrupted (Ctrl-C)"),)),
 )

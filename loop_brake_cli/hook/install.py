@@ -62,6 +62,7 @@ from .settings_edit import EditError, add_hook_entry, remove_hook_entries
 from .settings_file import SettingsFile, SettingsFileError, read_settings, replace_settings
 
 __all__ = [
+    "PROGRAM",
     "USAGE",
     "InstallError",
     "InstallPlan",
@@ -70,6 +71,7 @@ __all__ = [
     "install_target",
     "plan_install",
     "plan_uninstall",
+    "running_program",
     "settings_path",
     "shell_command",
     "write_plan",
@@ -104,6 +106,28 @@ class InstallPlan:
     command: str = ""  # the entry's command (install only)
 
 
+PROGRAM = "loop-brake"
+"""The console script's name."""
+
+
+def running_program() -> str | None:
+    """The absolute path of the ``loop-brake`` program running now, or None when it cannot
+    be told (run as ``python -m loop_brake_cli`` outside an environment that has the
+    script). A bare ``loop-brake`` in an agent's settings resolves through the agent's
+    PATH, which need not hold the venv it was installed from (the hook then exits 127
+    and fails open): the path written is this one. A symbolic link on PATH (pipx) is
+    kept as it is, not resolved, so it follows upgrades."""
+    import sys
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) in (PROGRAM, PROGRAM + ".exe") and os.path.isfile(argv0):
+        return os.path.abspath(argv0)
+    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), PROGRAM)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return None
+
+
 def install_target(agent: str) -> Install:
     """The agent module's install target; InstallError if it has none."""
     try:
@@ -135,9 +159,12 @@ def settings_path(
     return os.path.join(home or os.path.expanduser("~"), *target.user.split("/"))
 
 
-def shell_command(executable: str, agent: str, policy: str | None = None) -> str:
+def shell_command(
+    executable: str, agent: str, policy: str | None = None, extra: tuple[str, ...] = ()
+) -> str:
     """The handler's ``command``: ``executable`` as one word for the agent's shell, and
-    ``--policy PATH`` (one word too) when a policy file is given."""
+    ``--policy PATH`` (one word too) when a policy file is given; ``extra``: more hook
+    options, each word quoted (``loop-brake run`` adds its store and log)."""
     if not executable:
         raise InstallError("--command is empty", USAGE)
     try:
@@ -148,17 +175,22 @@ def shell_command(executable: str, agent: str, policy: str | None = None) -> str
     command = f"{quote(executable)} hook --agent {agent}"
     if policy is not None:
         command += f" --policy {quote(policy)}"
+    for word in extra:
+        command += f" {quote(word)}"
     return command
 
 
 def hook_entry(
-    agent: str, executable: str = "loop-brake", policy: str | None = None
+    agent: str,
+    executable: str = "loop-brake",
+    policy: str | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The matcher group this adds to the agent's pre-tool event list."""
     target = install_target(agent)
     handler: dict[str, Any] = {
         "type": "command",
-        "command": shell_command(executable, agent, policy),
+        "command": shell_command(executable, agent, policy, extra),
     }
     handler.update(target.handler_fields)
     if target.matcher is None:

@@ -119,7 +119,11 @@ Options:
   --shadow                Never deny: append the verdict a denial would have
                           been to --log and let the call run.
   --log FILE              Append one verdict JSON line per denied (or, with
-                          --shadow, would-be denied) or warned call.
+                          --shadow, would-be denied) or warned call, and one
+                          error line each time the brake fails open.
+  --session KEY           Count every call under session KEY (a subagent's
+                          under KEY/<agent id>) instead of the agent's own
+                          session id (what `loop-brake run --session` passes).
   -h, --help              Show this message and exit.
 
   Failures never print a traceback: one line on stderr, and the call is
@@ -142,6 +146,7 @@ _VALUE_OPTIONS = {
     "--max-input-bytes": "max_input_bytes",
     "--log": "log",
     "--policy": "policy",
+    "--session": "session",
 }
 _FLAG_OPTIONS = {"--fail-closed": "fail_closed", "--shadow": "shadow"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -304,6 +309,7 @@ class _Hook:
             return self.not_ended(reason)
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
+            self.log_error(reason)
             return 0
         if agent is None:
             why: str | None = "the agent cannot be told"
@@ -358,6 +364,23 @@ class _Hook:
             reason = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
             self.warn(f"could not append to --log {path}: {reason}")
 
+    def log_error(self, reason: str) -> None:
+        """One error line in ``--log`` for a call the brake could not judge."""
+        path = self.opts.get("log")
+        if not path:
+            return
+        from ..readers.output import json_line
+
+        try:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(path, flags, 0o600)
+            try:
+                os.write(fd, json_line({"verdict": "error", "error": reason}))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the stderr line is said already
+
     def read(
         self, data: bytes
     ) -> tuple[ModuleType | None, ToolCall | ToolResult | UserTurn | BadRecord | None]:
@@ -372,6 +395,9 @@ class _Hook:
         agent = forced or (agents.detect(payload) if isinstance(payload, dict) else None)
         if agent is None:
             return None, BadRecord("hook input is not a JSON object")
+        session = self.opts.get("session")
+        if session is not None and isinstance(payload, dict):
+            payload["conversation_id" if agent.NAME == "cursor" else "session_id"] = session
         call = agent.decode(payload)
         if isinstance(call, BadRecord):
             return agent, BadRecord(f"hook input: {call.message}")
