@@ -1,5 +1,6 @@
-"""Imports point one way, package by package: commands -> front-ends -> formats,
-analysis, render -> agents, config -> readers -> core.
+"""Imports point one way, package by package: commands -> front-ends -> mcp_shared ->
+formats, analysis, render -> agents, config -> readers -> core; and no front-end
+imports a sibling front-end.
 
 Read from the source with ``ast`` (not by importing), so a lazy import inside a
 function counts as much as one at the top of a module.
@@ -14,6 +15,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "loop_brake_cli"
 
+FRONT_ENDS = frozenset({"hook", "mcp_proxy", "mcp_gateway", "integrations", "run"})
+"""Siblings: each stands on the layers below, never on another (what two of them
+share goes below them, as ``mcp_shared`` under the MCP proxy and gateway)."""
+
+SIBLING_USES = {"run": {"hook"}}
+"""The one front-end built on another by design: ``loop-brake run`` installs the hook
+into the agent it starts and checks it with one decision."""
+
 LAYERS = (
     # the brake: the hash contract, the streak rule, verdicts, policies, progress;
     # and where streaks live between processes (LoopBrake(store=...) counts through one)
@@ -22,8 +31,10 @@ LAYERS = (
     {"agents", "config"},  # the agents' hook dialects; the max_repeats configuration
     # transcripts, corpora and what a replay makes of them; output drawn for people
     {"formats", "corpus", "analysis", "render"},
+    # what the MCP front-ends share: spans, JSON-RPC answers, denial notes, headers, logs, pipes
+    {"mcp_shared"},
     # the live front-ends: the public API's attach(), hooks, MCP proxy/gateway, frameworks
-    {"__init__", "hook", "mcp_proxy", "mcp_gateway", "integrations", "run"},
+    FRONT_ENDS | {"__init__"},
     {"commands", "cli", "entry", "__main__"},  # the click CLI, thin
 )
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
@@ -40,7 +51,12 @@ def top_name(path: Path) -> str:
 
 def imported_tops(path: Path) -> set[str]:
     """The package's own top-level modules that ``path`` imports, at any depth."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return imported_tops_of(path.read_text(encoding="utf-8"), path)
+
+
+def imported_tops_of(source: str, path: Path) -> set[str]:
+    """``imported_tops`` of ``source`` as if it were the module at ``path``."""
+    tree = ast.parse(source)
     package_parts = path.relative_to(PACKAGE).parent.parts
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -71,6 +87,28 @@ def test_imports_point_one_way(path: Path) -> None:
     for target in imported_tops(path):
         theirs = layer_of(target)
         assert theirs <= mine, f"{path.name} (layer {mine}) imports {target} (layer {theirs})"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if top_name(p) in FRONT_ENDS],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_front_end_imports_a_sibling(path: Path) -> None:
+    """The MCP gateway once climbed into the proxy's internals eight times; what two
+    front-ends share lives in a package below both."""
+    mine = top_name(path)
+    siblings = (imported_tops(path) & FRONT_ENDS) - {mine} - SIBLING_USES.get(mine, set())
+    assert not siblings, f"{path.relative_to(PACKAGE)} imports its sibling {sorted(siblings)}"
+
+
+def test_the_sibling_check_sees_a_sibling() -> None:
+    """The checker itself: the gateway's old import of the proxy's spans is a sibling."""
+    module = PACKAGE / "mcp_gateway" / "old_decide.py"
+    source = "from ..mcp_proxy.spans import member_span\nfrom ..mcp_shared import spans\n"
+    tops = imported_tops_of(source, module)
+    assert tops == {"mcp_proxy", "mcp_shared"}
+    assert (tops & FRONT_ENDS) - {top_name(module)} == {"mcp_proxy"}
 
 
 def test_the_top_level_is_packages() -> None:

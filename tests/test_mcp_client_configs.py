@@ -19,7 +19,7 @@ import click
 from conftest import ROOT
 
 from loop_brake_cli.cli import cli
-from loop_brake_cli.mcp_proxy.headers import parse_headers
+from loop_brake_cli.mcp_shared.headers import parse_headers
 
 PAGE = ROOT / "docs" / "mcp-proxy.md"
 BLOCK = re.compile(r"```json\n(.*?)```", re.DOTALL)

@@ -1,4 +1,4 @@
-"""mcp_proxy.spans: byte offsets of batch elements and of an object's member.
+"""mcp_shared.spans: byte offsets of batch elements and of an object's member.
 
 Checked against the parser on random JSON written with random whitespace and
 escapes: each span's bytes parse to the value the parser gave, and nothing
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.core.canonical import parse_json
-from loop_brake_cli.mcp_proxy.spans import array_element_spans, member_span
+from loop_brake_cli.mcp_shared.spans import array_element_spans, member_span
 
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\]}[{,: \n\u00e9\U0001f600'), max_size=6)
 _VALUES = st.recursive(

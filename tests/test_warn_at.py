@@ -525,7 +525,7 @@ def test_under_shadow_the_hook_logs_the_warning_and_prints_nothing(tmp_path: Pat
 
 
 def test_append_warning_splices_a_block_and_keeps_the_servers_bytes() -> None:
-    from loop_brake_cli.mcp_proxy.routing import append_warning
+    from loop_brake_cli.mcp_shared.answers import append_warning
 
     data = b'{"jsonrpc":"2.0","id":12345678901234567891,"result":{"content":[{"type":"text",'
     data += b'"text":"x"}],"isError":false}}'

@@ -164,7 +164,7 @@ def remote_headers(
     """The headers ``--header`` gives for the remote server at ``url``, or the exit status 2
     after one line: ``url`` (given by ``option``) is not http(s), or a header is malformed.
     The line shows the URL without its credentials and never a header's value."""
-    from ..mcp_proxy.headers import HeaderError, parse_headers, safe_url
+    from ..mcp_shared.headers import HeaderError, parse_headers, safe_url
 
     if not url.startswith(("http://", "https://")) or safe_url(url).endswith("://"):
         return errors(f"{option} must be an http:// or https:// URL, got {safe_url(url)!r}")

@@ -149,7 +149,7 @@ def mcp_gateway_command(
     try:
         from ..mcp_gateway.app import GatewayConfig
         from ..mcp_gateway.serve import ListenError, is_loopback, parse_listen, run_gateway
-        from ..mcp_proxy.verdict_log import LogOpenError
+        from ..mcp_shared.verdict_log import LogOpenError
     except ImportError:
         return errors("mcp-gateway needs the MCP SDK: pip install 'loop-brake-cli[mcp]'")
     try:

@@ -37,11 +37,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from ..core.canonical import JSONInputError, parse_json
-from ..mcp_proxy.headers import safe_url
-from ..mcp_proxy.remote import transport_problem
-from ..mcp_proxy.routing import append_warning
-from ..mcp_proxy.spans import member_span
-from .decide import INVALID_REQUEST, GatewayBrake, request_error
+from ..mcp_shared.answers import INVALID_REQUEST, append_warning, request_error
+from ..mcp_shared.headers import safe_url
+from ..mcp_shared.spans import member_span
+from ..mcp_shared.transport import transport_problem
+from .decide import GatewayBrake
 
 __all__ = ["DEFAULT_MAX_BODY", "Gateway", "GatewayConfig"]
 

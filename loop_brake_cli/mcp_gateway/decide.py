@@ -4,13 +4,13 @@ No verdict logic of its own: a ``tools/call`` is decoded by ``wire.mcp.decode_ca
 and judged by ``pipeline.judge`` over one ``LoopBrake`` whose sessions are the
 keys of ``keys.session_key``; its verdict line is ``records.verdict_record`` with
 ``sessionSource`` added, and a denial is answered with the stdio proxy's
-``denial_answer`` (a tool error, ``isError: true``, for the same id). Anything
-else is forwarded as it came (bytes unchanged); so is a body that is not JSON
+``mcp_shared.answers.denial_answer`` (a tool error, ``isError: true``, for the
+same id). Anything else is forwarded as it came (bytes unchanged); so is a body that is not JSON
 (the server answers it), after an error line in the log.
 
 A call a policy's ``warn_at`` warns is forwarded, and ``warned`` holds its id and
 the warning until the next decision: the application adds the warning to the
-upstream's response to that id (``mcp_proxy.routing.append_warning``).
+upstream's response to that id (``mcp_shared.answers.append_warning``).
 
 A JSON-RPC batch (removed from MCP in 2025-06-18) is forwarded unless it holds a
 ``tools/call``: that is refused, as one decision per body is all the gateway makes.
@@ -24,25 +24,17 @@ from typing import Any
 from ..core.brake import LoopBrake
 from ..core.canonical import JSONInputError, parse_json
 from ..core.records import BadRecord, ToolCall, error_record, verdict_record
-from ..mcp_proxy.routing import denial_answer, describe_denial, is_modern
-from ..mcp_proxy.spans import member_span
-from ..readers.output import json_line
+from ..mcp_shared.answers import INVALID_REQUEST, denial_answer, is_modern, request_error
+from ..mcp_shared.denials import describe_denial
+from ..mcp_shared.spans import member_span
 from ..readers.pipeline import judge
 from ..readers.wire.mcp import continues_call, decode_call
 from .keys import SessionNameError, call_scope, session_key
 
-__all__ = ["Answer", "GatewayBrake", "INVALID_REQUEST", "request_error"]
-
-INVALID_REQUEST = -32600
+__all__ = ["Answer", "GatewayBrake"]
 
 Answer = tuple[int, bytes]
 """The gateway's own answer: an HTTP status and a JSON body."""
-
-
-def request_error(id_bytes: bytes, code: int, message: str) -> bytes:
-    """A JSON-RPC error response with the request's id as the client wrote it."""
-    error = json_line({"code": code, "message": message})[:-1]
-    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"error":' + error + b"}"
 
 
 NO_KEY = (

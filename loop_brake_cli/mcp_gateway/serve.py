@@ -18,9 +18,9 @@ from typing import Any
 
 import uvicorn
 
-from ..mcp_proxy.headers import safe_url
-from ..mcp_proxy.pipes import write_all
-from ..mcp_proxy.verdict_log import VerdictLog
+from ..mcp_shared.headers import safe_url
+from ..mcp_shared.pipes import write_all
+from ..mcp_shared.verdict_log import VerdictLog
 from .app import Gateway, GatewayConfig
 from .decide import GatewayBrake
 

@@ -21,21 +21,23 @@ brake, same verdict lines in ``--log``. Nothing here prints arguments.
 Modules, by responsibility:
 
 * ``routing``: the decision for each client line (decoder, brake, log, answers);
-* ``spans``: byte offsets of JSON values, so forwarded bytes stay the client's;
-* ``pipes``: lines in and out over raw file descriptors;
-* ``verdict_log``: the ``--log`` file (created 0600, never through a symlink);
 * ``streams``: the proxy's own stdin/stdout/stderr checked (and closed ones
   filled with ``/dev/null``) before anything is opened;
 * ``client_end``: the client's side, alike for both: the router and its log,
   one-line writes, fail-open routing and relaying;
 * ``process``: the server process, the copy threads, signals and shutdown.
-* ``bridge``, ``remote``, ``headers``: ``--url``, a remote server over Streamable
-  HTTP instead of a process (imported only then: they need the ``mcp`` extra).
+* ``bridge``, ``remote``: ``--url``, a remote server over Streamable HTTP instead
+  of a process (imported only then: they need the ``mcp`` extra).
+
+What it shares with ``mcp-gateway`` (spans, the JSON-RPC answers, the denial
+note, ``--header``, the ``--log`` file, pipes) is ``mcp_shared``, below both.
 """
 
 from __future__ import annotations
 
-from .pipes import iter_lines
+from ..mcp_shared.answers import denial_answer
+from ..mcp_shared.pipes import iter_lines
+from ..mcp_shared.verdict_log import LogOpenError
 from .process import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -44,9 +46,8 @@ from .process import (
     SpawnError,
     run_proxy,
 )
-from .routing import ClientRouter, Routed, denial_answer
+from .routing import ClientRouter, Routed
 from .streams import OutputError, fill_closed
-from .verdict_log import LogOpenError
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT",

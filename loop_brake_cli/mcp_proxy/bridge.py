@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.canonical import JSONInputError, parse_json
+from ..mcp_shared.pipes import iter_lines
+from ..mcp_shared.spans import member_span
 from .client_end import ClientEnd
-from .pipes import iter_lines
 from .process import DEFAULT_SHUTDOWN_TIMEOUT, OUTPUT_FAILED
 from .remote import RemoteServer
-from .spans import member_span
 
 __all__ = ["BridgeOptions", "DEFAULT_READ_TIMEOUT", "DEFAULT_TIMEOUT", "run_bridge"]
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..mcp_shared.pipes import write_all
+from ..mcp_shared.verdict_log import VerdictLog
 from ..render.visible import visible
-from .pipes import write_all
 from .routing import ClientRouter, Routed
 from .streams import OutputError, output_problem, quiet_write_error
-from .verdict_log import VerdictLog
 
 __all__ = ["ClientEnd"]
 

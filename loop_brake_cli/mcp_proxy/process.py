@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.exitcodes import ExitStatus
+from ..mcp_shared.pipes import iter_lines, write_all
 from .client_end import ClientEnd
-from .pipes import iter_lines, write_all
 from .streams import OutputError
 
 __all__ = [

@@ -41,16 +41,12 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.canonical import JSONInputError, parse_json
+from ..mcp_shared.answers import error_line
+from ..mcp_shared.headers import safe_url
+from ..mcp_shared.transport import transport_problem
 from ..readers.output import json_line
-from .headers import safe_url
 
-__all__ = [
-    "MAX_EVENT_BYTES",
-    "RemoteServer",
-    "UNREACHABLE",
-    "error_line",
-    "transport_problem",
-]
+__all__ = ["MAX_EVENT_BYTES", "RemoteServer", "UNREACHABLE"]
 
 MAX_EVENT_BYTES = 64 << 20  # one SSE event (one server message): larger is an error
 UNREACHABLE = -32000  # the MCP SDK's CONNECTION_CLOSED: no answer can come
@@ -58,30 +54,6 @@ HTTP_FAILED = -32603  # INTERNAL_ERROR: the server answered with an HTTP error
 SESSION_HEADER = "mcp-session-id"
 MAX_ERROR_BYTES = 1 << 20  # an error body read to hand its JSON-RPC error on
 GET_RETRY_DELAY = 1.0  # seconds before the GET stream is opened again
-
-
-def error_line(id_bytes: bytes, code: int, message: str) -> bytes:
-    """A JSON-RPC error response for the request with ``id_bytes`` (as the client wrote it)."""
-    error = json_line({"code": code, "message": message})[:-1]
-    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"error":' + error + b"}\n"
-
-
-def transport_problem(exc: BaseException, read_timeout: float) -> str:
-    """What went wrong with the connection, in words: never the exception's own text
-    (an HTTP library may quote a URL with its query in it)."""
-    if isinstance(exc, httpx2.ConnectTimeout):
-        return "timed out while connecting"
-    if isinstance(exc, httpx2.ConnectError):
-        return "cannot connect (refused or unreachable)"
-    if isinstance(exc, httpx2.ReadTimeout):
-        return f"no data for {read_timeout:g} s"
-    if isinstance(exc, httpx2.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx2.SSEError):
-        return "the server's event stream is malformed or an event is too large"
-    if isinstance(exc, httpx2.RemoteProtocolError | httpx2.ReadError):
-        return "the connection broke off"
-    return f"transport error ({type(exc).__name__})"
 
 
 def _flatten(chunk: bytes) -> bytes:

@@ -40,7 +40,6 @@ it agrees; a response itself is never held.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -50,23 +49,14 @@ from typing import Any
 from ..core.brake import LoopBrake
 from ..core.canonical import JSONInputError, canonical_json, parse_json
 from ..core.records import BadRecord, ToolCall, error_record, verdict_record
-from ..core.verdicts import Verdict
-from ..readers.output import json_line
+from ..mcp_shared.answers import append_warning, denial_answer, is_modern
+from ..mcp_shared.denials import describe_denial
+from ..mcp_shared.spans import array_element_spans, member_span
 from ..readers.pipeline import judge
 from ..readers.reader import JSON_WHITESPACE
 from ..readers.wire.mcp import DEFAULT_LABEL, Connections, messages
-from .spans import array_element_spans, member_span
 
-__all__ = [
-    "ClientRouter",
-    "append_warning",
-    "MAX_ANSWERED_IDS",
-    "RESULT_WAIT",
-    "Routed",
-    "denial_answer",
-    "describe_denial",
-    "is_modern",
-]
+__all__ = ["ClientRouter", "MAX_ANSWERED_IDS", "RESULT_WAIT", "Routed"]
 
 MAX_ANSWERED_IDS = 4096  # ids answered by the proxy, remembered to drop their cancellations
 RESULT_WAIT = 1.0  # seconds a client line waits for a response being written or read
@@ -78,49 +68,6 @@ class Routed:
 
     forward: bytes | None
     answer: bytes | None = None
-
-
-MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
-"""The ``params._meta`` key of a 2026-07-28 (or later) request, whose results
-must say ``"resultType": "complete"`` (the SDK's clients reject one that does not)."""
-
-
-def denial_answer(id_bytes: bytes, message: str, modern: bool = False) -> bytes:
-    """The JSON-RPC answer to a denied call, without a line end: a successful
-    response carrying a tool execution error, with the request's id spliced in as
-    the client wrote it. A tool error rather than a JSON-RPC error, because
-    clients hand tool errors to the model (which should change course) and may
-    treat protocol errors as a broken server. ``modern``: the request carried the
-    2026-07-28 envelope, so the result says it is complete."""
-    result: dict[str, Any] = {"content": [{"type": "text", "text": message}], "isError": True}
-    if modern:
-        result["resultType"] = "complete"
-    line = json_line(result)
-    return b'{"jsonrpc":"2.0","id":' + id_bytes + b',"result":' + line[:-1] + b"}"
-
-
-def append_warning(data: bytes, warning: str, start: int = 0) -> bytes:
-    """The JSON-RPC response at ``start`` of ``data`` (parsed by ``parse_json`` already)
-    with a text block holding ``warning`` added last to ``result.content``; ``data``
-    itself when there is no such array. The other bytes are the server's own."""
-    result = member_span(data, "result", start)
-    if result is None or data[result[0] : result[0] + 1] != b"{":
-        return data
-    content = member_span(data, "content", result[0])
-    if content is None or data[content[0] : content[0] + 1] != b"[":
-        return data
-    block = json_line({"type": "text", "text": warning})[:-1]
-    if array_element_spans(data, content[0]):
-        block = b"," + block
-    close = content[1] - 1  # the array's "]"
-    return data[:close] + block + data[close:]
-
-
-def is_modern(message: Any) -> bool:
-    """Whether a request carries the 2026-07-28 per-request envelope in ``params._meta``."""
-    params = message.get("params") if isinstance(message, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and MODERN_META_KEY in meta
 
 
 def _id_key(request_id: Any) -> str:
@@ -374,16 +321,3 @@ class ClientRouter:
         self.answered[key] = self.answered.pop(key, 0) + 1
         if len(self.answered) > MAX_ANSWERED_IDS:
             self.answered.popitem(last=False)
-
-
-def describe_denial(id_bytes: bytes, verdict: Verdict) -> str:
-    """The call for a stderr note: the id as sent, the tool, the prefix; no arguments."""
-    name = json.dumps(verdict.tool_name, ensure_ascii=False)
-    if verdict.rule is None:
-        rule = f"count {verdict.count}, limit {verdict.max_repeats}"
-    else:  # under a policy: the rule that decided and its limit
-        rule = f"count {verdict.count}, rule {verdict.rule}, limit {verdict.limit}"
-    return (
-        f"tools/call id {id_bytes.decode('utf-8', 'replace')} (tool {name}, "
-        f"{'policy hash' if verdict.policy_hash else 'call'} {verdict.hash_prefix}, {rule})"
-    )
