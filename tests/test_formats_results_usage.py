@@ -900,6 +900,7 @@ CANARY_FILES = [
     ("codex", CODEX / "synthetic--results-usage.jsonl"),
     ("openhands", OPENHANDS / "synthetic--results-usage.json"),
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
+    ("mini-swe-agent", FIXTURES / "mini-swe-agent" / "synthetic--results-usage.traj.json"),
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
     ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
     ("otel", FIXTURES / "otel" / "synthetic--results-usage.json"),

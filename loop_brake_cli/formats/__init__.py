@@ -60,6 +60,7 @@ FORMATS: dict[str, str] = {
     "opencode-run": "opencode_run",
     "openhands": "openhands",
     "swe-agent": "swe_agent",
+    "mini-swe-agent": "mini_swe_agent",
     # Chat-shaped formats last: their sniffs are the most general.
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",

@@ -82,6 +82,9 @@ class Source:
         # ``formats.parse_records``): adapters yield them only then, so a library caller
         # and every run without that key see exactly the records they saw before.
         self.user_turns = False
+        # How many model messages (assistant turns) an adapter read, where it counts them:
+        # a file that gives no tool call says so with what was read (analysis/replay.py).
+        self.model_turns = 0
 
     def close(self) -> None:
         if self.name != "<stdin>":
