@@ -184,3 +184,112 @@ def test_canary_reaches_no_result_or_log(
     out, err = capfd.readouterr()
     shown = [d.model_dump_json() for d in denials] + [caplog.text, out, err]
     assert all(CANARY not in text for text in shown)
+
+
+# -- issue 36.6: a team's run ends at a stop with a real, token-linked model client ----
+
+
+def openai_agent(server: Any, ran: list[str], policy: Path, how: str, **kw: Any) -> Any:
+    """An agent whose model is autogen-ext's OpenAIChatCompletionClient (which links its
+    HTTP request to the run's CancellationToken), talking to the fake server; braked by
+    ``attach`` or by a hand-built workbench whose guarded client it gets."""
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    model = OpenAIChatCompletionClient(model="gpt-4o-2024-08-06", api_key="x", base_url=server.url)
+    if how == "bare":  # a hand-built workbench, the agent's own client: not guarded
+        workbench = LoopBrakeWorkbench(
+            StaticWorkbench([search_tool(ran)]), max_repeats=3, policy=str(policy)
+        )
+        agent = AssistantAgent("looper", model_client=model, workbench=workbench, **kw)
+        return agent, workbench.termination()
+    if how == "attach":
+        from loop_brake_cli.integrations.autogen import termination
+
+        agent = AssistantAgent("looper", model_client=model, tools=[search_tool(ran)], **kw)
+        attach(agent, max_repeats=3, policy=str(policy))
+        return agent, termination(agent)
+    workbench = LoopBrakeWorkbench(
+        StaticWorkbench([search_tool(ran)]), max_repeats=3, policy=str(policy)
+    )
+    agent = AssistantAgent(
+        "looper", model_client=workbench.model_client(model), workbench=workbench, **kw
+    )
+    return agent, workbench.termination()
+
+
+async def ends_or_breaks(run: Any) -> Any:
+    """The run's result, awaited until it completes or a participant's message handler
+    fails (AutoGen's runtime logs it), after which AgentChat's team waits forever."""
+    broken = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            loop.call_soon_threadsafe(broken.set)
+
+    watch = Watch(logging.ERROR)
+    logging.getLogger("autogen_core").addHandler(watch)
+    try:
+        task = asyncio.ensure_future(run)
+        failed = asyncio.ensure_future(broken.wait())
+        await asyncio.wait({task, failed}, return_when=asyncio.FIRST_COMPLETED)
+        failed.cancel()
+        assert task.done(), "a participant's handler failed: team.run() would never return"
+        return task.result()
+    finally:
+        logging.getLogger("autogen_core").removeHandler(watch)
+
+
+@pytest.mark.parametrize("how", ["attach", "workbench", "bare"])
+@pytest.mark.parametrize("reflect", [False, True], ids=["loop", "reflect"])
+def test_a_teams_run_returns_at_the_stop_with_a_token_linked_client(
+    tmp_path: Path, how: str, reflect: bool
+) -> None:
+    """On c40a10b the stop cancelled the agent's token: the OpenAI client's next model
+    call in the same turn (the tool loop's, or the reflection on the result) raised
+    CancelledError, which AgentChat's container does not report to the team, and
+    ``team.run()`` never returned. Now nothing is cancelled: the guarded client answers
+    the stop text (the agent's turn ends) and the termination ends the run. With the
+    guard the model was offered tools 4 times (2 calls ran, 2 denied, the second the
+    stop) and never asked again; without it (``bare``), the run still returns."""
+    from fake_openai_server import FakeOpenAI, text, tool_call
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[stop]\nafter_denials = 2\n")
+    ran: list[str] = []
+    answers = [tool_call("search", {"q": CANARY}, f"call_{n}") for n in range(20)]
+    options = {"reflect_on_tool_use": True} if reflect else {"max_tool_iterations": 10}
+    with FakeOpenAI(answers, without_tools=text("noted") if reflect else None) as server:
+        agent, stops = openai_agent(server, ran, policy, how, **options)
+        team = RoundRobinGroupChat([agent], termination_condition=stops | MaxMessageTermination(60))
+        task = asyncio.run(ends_or_breaks(team.run(task="go")))
+        offered = sum(1 for r in server.requests if r.get("tools"))
+        reflections = len(server.requests) - offered
+    assert ran == [CANARY, CANARY]
+    assert task.stop_reason.startswith("loop brake: ")
+    assert "calls in a row were denied" in task.stop_reason
+    ours = [r.model_dump_json() for r in results(task) if r.is_error] + [task.stop_reason]
+    ours += [m.model_dump_json() for m in task.messages if m.type in ("TextMessage", "StopMessage")]
+    assert all(CANARY not in text for text in ours)
+    if how == "bare":
+        return
+    assert offered == 4 and reflections == (3 if reflect else 0)  # none after the stop
+    assert [r.is_error for r in results(task)] == [False, False, True, True]
+    assert task.stop_reason.startswith("loop brake: 2 calls in a row were denied")
+
+
+def test_a_single_agent_run_ends_with_the_stop_text(tmp_path: Path) -> None:
+    from fake_openai_server import FakeOpenAI, tool_call
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[stop]\nafter_denials = 2\n")
+    ran: list[str] = []
+    answers = [tool_call("search", {"q": "w"}, f"call_{n}") for n in range(20)]
+    with FakeOpenAI(answers) as server:
+        agent, _ = openai_agent(server, ran, policy, "attach", max_tool_iterations=10)
+        task = asyncio.run(ends_or_breaks(agent.run(task="go")))
+        asked = len(server.requests)
+    assert ran == ["w", "w"] and asked == 4
+    assert task.messages[-1].content.startswith("loop brake: 2 calls in a row were denied")
+    dispose(agent)  # the agent's own model client is back
+    assert type(agent._model_client).__name__ == "OpenAIChatCompletionClient"

@@ -168,3 +168,71 @@ def test_dispose_restores_the_runner() -> None:
     responses = asyncio.run(run(runner))
     assert ran == ["weather"] * 3 and all("result" in r for r in responses)
     assert plugin not in runner.plugin_manager.plugins and len(plugin.brake) == 0
+
+
+# -- issue 36.6: a warned call skips no other after_tool_callback -------------------
+
+
+@pytest.mark.parametrize("returns", ["str", "dict"])
+def test_a_warned_call_runs_every_later_after_tool_callback_and_keeps_its_warning(
+    returns: str,
+) -> None:
+    """On c40a10b the brake's after_tool_callback returned the warned response, which
+    ends ADK's plugin chain: a later plugin's and the agent's own after_tool_callback
+    never ran for that call. Now both run (the later plugin replaces the response, as
+    it may) and the model still reads the warning beside the final response."""
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    from loop_brake_cli.core.policy import parse_policy
+
+    seen: list[tuple[str, str]] = []
+
+    class Later(BasePlugin):
+        async def after_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+        ) -> Any:
+            seen.append(("plugin", tool_args["q"]))
+            return {"result": "checked"}
+
+    def agent_callback(tool: Any, args: Any, tool_context: Any, tool_response: Any) -> None:
+        seen.append(("agent", args["q"]))
+
+    def search(q: str) -> Any:
+        """Search the web."""
+        return {"hits": 1} if returns == "dict" else "one hit"
+
+    policy, _ = parse_policy("warn_at = 2\n", "inline.toml")
+    plugin = LoopBrakePlugin(max_repeats=3, policy=policy)
+    model = script(*[call(CANARY) for _ in range(2)])
+    agent = LlmAgent(name="looper", model=model, tools=[search], after_tool_callback=agent_callback)
+    runner = Runner(
+        app=App(name="app", root_agent=agent, plugins=[plugin, Later(name="later")]),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+    responses = asyncio.run(run(runner))
+    # The plugin's replacement is the response; ADK skips the agent's callback then.
+    assert seen == [("plugin", CANARY), ("plugin", CANARY)]
+    warning = LoopBrake(3, policy=policy)
+    for _ in range(2):
+        told = warning.check("search", {"q": CANARY}).warning
+    assert responses == [{"result": "checked"}, {"result": "checked", "loop_brake_warning": told}]
+    last = [part.function_response for part in model.requests[2].contents[-1].parts]
+    assert last[0].response["loop_brake_warning"] == told and CANARY not in told  # model read it
+    alone = LoopBrakePlugin(max_repeats=3, policy=policy)  # no later plugin: the agent's runs
+    model = script(*[call("w") for _ in range(2)])
+    seen.clear()
+    agent = LlmAgent(name="looper", model=model, tools=[search], after_tool_callback=agent_callback)
+    runner = Runner(
+        app=App(name="app", root_agent=agent, plugins=[alone]),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+    responses = asyncio.run(run(runner))
+    assert seen == [("agent", "w"), ("agent", "w")]
+    own = {"hits": 1} if returns == "dict" else {"result": "one hit"}
+    reference = LoopBrake(3, policy=policy)
+    for _ in range(2):
+        told = reference.check("search", {"q": "w"}).warning
+    assert responses == [own, {**own, "loop_brake_warning": told}]
+    assert not alone._warnings  # each warning went with its event

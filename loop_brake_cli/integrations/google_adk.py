@@ -14,10 +14,13 @@ callbacks; a dict it returns is the tool's response and the tool never runs. A
 denied call answers ``{"error": <the core's denial text>}``, as ADK reports a tool
 that failed (an unknown tool, bad arguments), and the model reads it on its next
 turn. ``after_tool_callback`` hands the result of a call that ran to the policy's
-progress mode; for a call a policy's ``warn_at`` warns it returns the tool's
-response with ``"loop_brake_warning": <the warning>`` added (a response that is
-not a dict becomes ``{"result": ...}`` first, as ADK wraps it), which the model
-reads with the result. At a policy's ``[stop]`` the stop text is the call's error and the
+progress mode and returns nothing, so the plugins after this one and the agent's own
+``after_tool_callback`` run as without the brake (a plugin's returned value would end
+that chain). A call a policy's ``warn_at`` warns gets the warning in its function
+response event, which ``on_event_callback`` sees before the runner stores it for the
+model: ``"loop_brake_warning": <the warning>`` beside the final response's own keys
+(ADK's ``{"result": ...}`` for a tool that returned no dict), which the model reads
+with the result. At a policy's ``[stop]`` the stop text is the call's error and the
 invocation ends: the event skips the model's summary (``skip_summarization``) and
 the run ends there, the model is not asked again.
 
@@ -76,6 +79,9 @@ class LoopBrakePlugin(BasePlugin):
         # The verdict of each call that ran, until its result comes back: held by the
         # call's ToolContext, so a call that never returns takes its entry with it.
         self._running: weakref.WeakKeyDictionary[Any, Verdict] = weakref.WeakKeyDictionary()
+        # The warning of each warned call whose result came back, until its function
+        # response event: keyed by the invocation and the function call id.
+        self._warnings: dict[tuple[str, str], str] = {}
 
     async def before_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
@@ -101,15 +107,33 @@ class LoopBrakePlugin(BasePlugin):
         if verdict is None:
             return None
         self.seam.feed(verdict, result)
-        if verdict.warning is None:
-            return None
-        response = result if isinstance(result, dict) else {"result": result}
-        return {**response, WARNING_KEY: verdict.warning}
+        if verdict.warning is not None:  # told in its response event, on_event_callback
+            key = (tool_context.invocation_id, tool_context.function_call_id)
+            self._warnings[key] = verdict.warning
+        return None  # never a value: that would skip the later plugins' and the agent's
 
     async def on_tool_error_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
     ) -> None:
         self._running.pop(tool_context, None)  # a failed call reported no result
+        return None
+
+    async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+        """A warned call's function response gets the warning beside its own keys,
+        in place, before the runner stores the event for the model."""
+        if not self._warnings:
+            return None
+        for response in event.get_function_responses():
+            warning = self._warnings.pop((event.invocation_id, response.id), None)
+            if warning is not None:
+                response.response = {**(response.response or {}), WARNING_KEY: warning}
+        return None
+
+    async def after_run_callback(self, *, invocation_context: Any) -> None:
+        """The run ended: forget the warnings of its calls that never got an event."""
+        ended = invocation_context.invocation_id
+        for key in [key for key in self._warnings if key[0] == ended]:
+            del self._warnings[key]
         return None
 
 
