@@ -36,6 +36,7 @@ class Job:
     policy: Any = None  # a policy.Policy, or None: the seed's rule
     timeline: bool = False  # also keep every call (SessionStats.timeline)
     row_groups: tuple[int, ...] | None = None  # a Parquet dataset's piece (None: all of it)
+    stop_after: int | None = None  # keep each session's stop points (analysis/stops.py)
 
 
 def replay_file(
@@ -212,10 +213,38 @@ def _position(raw: Any, source: Any) -> int:
         return int(source.bytes_read)
 
 
+def new_analyzer(
+    max_repeats: int,
+    max_repeats_source: str,
+    cap: int,
+    timeline: bool = False,
+    stop_after: int | None = None,
+    policy: Any = None,
+) -> Analyzer:
+    """The analyzer a replay needs: one that also keeps each session's stop points when
+    ``stop_after`` is given (``replay --outcomes``; with the ``policy``'s ``[stop]``),
+    else the plain one."""
+    if stop_after is None:
+        return Analyzer(max_repeats, max_repeats_source, cap, timeline)
+    from .stops import StopAnalyzer
+
+    stop = getattr(policy, "stop", None)
+    return StopAnalyzer(
+        max_repeats,
+        max_repeats_source,
+        cap,
+        timeline,
+        stop_after=stop_after,
+        in_a_row=None if stop is None else stop.after_denials,
+    )
+
+
 def replay_job(job: Job) -> Report:
     """Replay one file as its own run (the worker-process entry point of ``replay -j``)."""
     brake = LoopBrake(job.max_repeats, source=job.max_repeats_source, policy=job.policy)
-    analyzer = Analyzer(job.max_repeats, job.max_repeats_source, job.cap, job.timeline)
+    analyzer = new_analyzer(
+        job.max_repeats, job.max_repeats_source, job.cap, job.timeline, job.stop_after, job.policy
+    )
     replay_file(
         job.path,
         brake,
@@ -244,20 +273,24 @@ def replay_files(
     strict: bool = False,
     policy: Any = None,
     timeline: bool = False,
+    stop_after: int | None = None,
 ) -> Report:
     """Replay files in this process, in order; each its own run unless sessions continue.
 
     ``in_directory``: the paths found by searching a directory (see ``replay_file``);
     ``policy``: a ``policy.Policy`` or None (the seed's rule); ``timeline``: keep
-    every call of every session (``SessionStats.timeline``, for ``replay --html``)."""
+    every call of every session (``SessionStats.timeline``, for ``replay --html``);
+    ``stop_after``: keep each session's stop points (``SessionStats.stops``)."""
     brake = LoopBrake(max_repeats, source=max_repeats_source, policy=policy)
-    analyzer = Analyzer(max_repeats, max_repeats_source, cap, timeline)
+    analyzer = new_analyzer(max_repeats, max_repeats_source, cap, timeline, stop_after, policy)
     reports: list[Report] = []
     for index, path in enumerate(paths):
         if index and not continue_sessions:
             reports.append(analyzer.finish())
             brake.reset()
-            analyzer = Analyzer(max_repeats, max_repeats_source, cap, timeline)
+            analyzer = new_analyzer(
+                max_repeats, max_repeats_source, cap, timeline, stop_after, policy
+            )
         info = replay_file(
             path,
             brake,

@@ -18,6 +18,7 @@ from .waste import Cost, Turn, Waste
 from .where import Where
 
 if TYPE_CHECKING:
+    from .stop_point import StopPoint
     from .timeline import TimelineCall
 
 DENIALS_KEPT = 10_000
@@ -119,6 +120,9 @@ class SessionStats:
     """Every model turn of the session with recorded usage (none: no usage recorded)."""
     timeline: list[TimelineCall] | None = None
     """Every call, when asked for (analysis/timeline.py); None otherwise."""
+    stops: dict[int, StopPoint] | None = None
+    """Where each maxRepeats would have stopped the session, when asked for
+    (analysis/stops.py, ``replay --outcomes``); None otherwise."""
     # Live state, meaningless once the report is finished. The current streak,
     # alternation and same-tool run are a length and a start (0: none), made into
     # objects only when one becomes the session's longest: their calls are the last
@@ -257,6 +261,14 @@ class Report:
     """Calls that ran with a warning (a policy's ``warn_at``); duplicates not counted."""
     warns: bool = False
     """The policy has ``warn_at``: only then do summaries say how many were warned."""
+    stop_after: int | None = None
+    """The ignored denials that stop a run, when the sessions' stop points were kept
+    (analysis/stops.py, ``replay --outcomes``); None otherwise."""
+    stop_in_a_row: int | None = None
+    """With stop points kept under a policy's ``[stop]``: its denials in a row."""
+    stop_after_source: str | None = None
+    """Where ``stop_after`` came from (``--stop-after``, or the default), as the replay
+    that kept the stop points said it."""
 
     @property
     def failed_files(self) -> int:
@@ -290,7 +302,12 @@ def merge(reports: Iterable[Report]) -> Report:
         if merged is None:
             merged = report
             continue
-        if report.cap != merged.cap or report.max_repeats != merged.max_repeats:
+        if (report.cap, report.max_repeats, report.stop_after, report.stop_in_a_row) != (
+            merged.cap,
+            merged.max_repeats,
+            merged.stop_after,
+            merged.stop_in_a_row,
+        ):
             raise ValueError("reports made with different settings")
         files = report.files
         if files and files[0].part and merged.files and merged.files[-1].file == files[0].file:

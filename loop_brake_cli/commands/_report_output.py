@@ -115,14 +115,25 @@ def warned_note(report: Report) -> str:
 
 
 def write_html(
-    report: Report, target: str, policy: str | None, prices: Prices | None, prog: str
+    report: Report,
+    target: str,
+    policy: str | None,
+    prices: Prices | None,
+    prog: str,
+    outcomes: Any = None,
 ) -> bool:
     """The HTML report to ``target`` (``-``: stdout), written atomically; False after
-    saying on stderr why it could not be. ``policy``: the policy file's path, or None."""
+    saying on stderr why it could not be. ``policy``: the policy file's path, or None;
+    ``outcomes``: the sweep checked against outcomes (``--outcomes``), or None."""
     from ..render.html import HtmlWriteError, page_data, render_page
     from ..render.html import write_html as write_page
 
-    page = render_page(page_data(report, policy, prices))
+    data = page_data(report, policy, prices)
+    if outcomes is not None:
+        from ..render.html.outcomes import outcomes_data
+
+        data["outcomes"] = outcomes_data(outcomes, prices)
+    page = render_page(data)
     try:
         write_page(page, target)
     except HtmlWriteError as exc:
@@ -142,22 +153,26 @@ def print_report(
     html_path: str | None,
     max_rows: int | None,
     prog: str,
+    outcomes: Any = None,
 ) -> bool:
     """The report as asked: ``--html`` first, then ``--json`` or the text summary with its
     ``policy:`` line (none with ``--html -``: the page is stdout's only content); False
     after saying on stderr why the page could not be written. ``rows``: the sweep's
-    table, or None; ``policy``: the policy file's path, or None."""
-    if html_path is not None and not write_html(report, html_path, policy, prices, prog):
+    table, or None; ``policy``: the policy file's path, or None; ``outcomes``: the
+    sweep checked against outcomes (``analysis.outcome_sweep.OutcomeSweep``), or None."""
+    if html_path is not None and not write_html(report, html_path, policy, prices, prog, outcomes):
         return False
     if as_json:
         doc = report_to_json(report, rows, prices)
         if policy is not None:
             doc["policy"] = policy
+        if outcomes is not None:
+            doc["outcomes"] = outcomes.to_json(prices)
         write_json(doc)
     elif html_path != "-":
         from ..render.terminal import print_replay_summary
 
-        print_replay_summary(report, rows, prices=prices, max_rows=max_rows)
+        print_replay_summary(report, rows, prices=prices, max_rows=max_rows, outcomes=outcomes)
         if policy is not None:
             click.echo(f"policy: {policy}{warned_note(report)}")
     return True

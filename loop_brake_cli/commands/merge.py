@@ -14,6 +14,7 @@ from ..analysis import sweep
 from ..core.exitcodes import ExitStatus, epilog
 from . import _report_output as output
 from ._options import Errors, JsonCommand
+from ._outcomes import check, outcome_options, prepare
 
 PROG = "loop-brake merge"
 
@@ -35,6 +36,10 @@ PROG = "loop-brake merge"
 )
 @output.prices_option("Price the tokens as replay --prices does.")
 @output.rows_option("Rows per table of the text summary (all: every one).")
+@outcome_options(
+    "Check each --sweep limit against run outcomes as replay --outcomes does (the "
+    "partials must be replayed with --outcomes)."
+)
 def merge_command(
     partials: tuple[str, ...],
     as_json: bool,
@@ -42,6 +47,9 @@ def merge_command(
     sweep_text: str | None,
     prices_path: str | None,
     max_rows: int | None,
+    outcomes_path: str | None = None,
+    tolerance_text: str | None = None,
+    stop_after: int | None = None,
 ) -> int:
     """Combine the partial reports PARTIALS, in the order given, into the report that one
     replay of all their inputs in that order would have printed.
@@ -71,6 +79,9 @@ def merge_command(
     prices = output.load_prices(errors, prices_path)
     if isinstance(prices, ExitStatus):
         return prices
+    setup = prepare(errors, outcomes_path, tolerance_text, stop_after, limits is not None, PROG)
+    if isinstance(setup, ExitStatus):
+        return setup
     reports = []
     policies = set()
     for path in partials:
@@ -82,15 +93,26 @@ def merge_command(
         policies.add(policy)
     first = reports[0]
     for path, report in zip(partials, reports, strict=True):
-        if (report.max_repeats, report.max_repeats_source, report.cap) != (
-            first.max_repeats,
-            first.max_repeats_source,
-            first.cap,
-        ) or len(policies) > 1:
+        if (
+            (report.max_repeats, report.max_repeats_source, report.cap, report.stop_after)
+            != (
+                first.max_repeats,
+                first.max_repeats_source,
+                first.cap,
+                first.stop_after,
+            )
+            or report.stop_in_a_row != first.stop_in_a_row
+            or len(policies) > 1
+        ):
             return errors(
                 f"{path}: made with other settings than {partials[0]} (maxRepeats, its "
-                "source, the policy or --sweep): merge partials of one replay only"
+                "source, the policy, --sweep or --outcomes): merge partials of one replay only"
             )
+    if setup is not None and first.stop_after is None:
+        return errors(
+            "--outcomes: the partials hold no stop points: replay the pieces with "
+            "--sweep and --outcomes too"
+        )
     report = merge(reports)
     (policy,) = policies
     rows = None
@@ -102,6 +124,21 @@ def merge_command(
             )
         rows = sweep(report, limits)
     output.report_problems(report, PROG)
-    if not output.print_report(report, rows, prices, policy, as_json, html_path, max_rows, PROG):
+    checked = None
+    if setup is not None and limits is not None:
+        if stop_after is None:  # the pieces' own K, as their replay said it
+            said = report.stop_after_source or setup.stop_source  # corpus.work: not said
+            if said == "default" and first.stop_after != setup.stop_after:
+                said = "--stop-after"
+            setup = setup.with_stop(first.stop_after, said)
+        elif stop_after != first.stop_after:
+            return errors(
+                f"--stop-after {stop_after}: the partials were replayed with --stop-after "
+                f"{first.stop_after}: replay them with --stop-after {stop_after}"
+            )
+        checked = check(report, limits, setup)
+    if not output.print_report(
+        report, rows, prices, policy, as_json, html_path, max_rows, PROG, checked
+    ):
         return ExitStatus.OUTPUT
     return ExitStatus.UNREADABLE if report.unreadable else ExitStatus.OK

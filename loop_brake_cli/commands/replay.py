@@ -29,6 +29,7 @@ from ._options import (
     policy_option,
     resolve_settings,
 )
+from ._outcomes import check, outcome_options, prepare
 from ._report_output import (
     html_option,
     load_prices,
@@ -134,6 +135,10 @@ def _fail(message: str) -> None:
     "Also write this replay as a partial report to FILE, for `loop-brake merge` "
     "(a corpus replayed in pieces, reported once); the summary is printed as usual.",
 )
+@outcome_options(
+    "Check each --sweep limit against run outcomes (SWE-bench results, CSV, JSON lines): "
+    "resolved runs stopped, failed runs' calls saved, and a recommendation."
+)
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -154,6 +159,9 @@ def replay_command(
     prices_path: str | None = None,
     max_rows: int | None = SUMMARY_ROWS,
     partial_path: str | None = None,
+    outcomes_path: str | None = None,
+    tolerance_text: str | None = None,
+    stop_after: int | None = None,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -222,6 +230,9 @@ def replay_command(
     prices = load_prices(errors, prices_path)
     if isinstance(prices, ExitStatus):
         return prices
+    setup = prepare(errors, outcomes_path, tolerance_text, stop_after, bool(limits), PROG)
+    if isinstance(setup, ExitStatus):
+        return setup
 
     files: list[str] = []
     in_directory: set[str] = set()
@@ -288,8 +299,11 @@ def replay_command(
             strict,
             policy,
             timeline=html_path is not None or partial_path is not None,
+            stop_after=None if setup is None else setup.stop_after,
         )
         report.warns = policy is not None and policy.uses_warn
+        if setup is not None:
+            report.stop_after_source = setup.stop_source
         report_problems(report, PROG)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
@@ -297,7 +311,10 @@ def replay_command(
         policy_file = policy.path if policy is not None else None
         if partial_path is not None and not _write_partial(report, partial_path, policy_file):
             return ExitStatus.OUTPUT
-        if not print_report(report, rows, prices, policy_file, as_json, html_path, max_rows, PROG):
+        checked = None if setup is None or not limits else check(report, limits, setup)
+        if not print_report(
+            report, rows, prices, policy_file, as_json, html_path, max_rows, PROG, checked
+        ):
             return ExitStatus.OUTPUT
         calls, denied = report.calls, report.denied > 0
         unreadable = report.unreadable > 0 or bool(missing)
@@ -363,6 +380,7 @@ def _replay(
     strict: bool,
     policy: object = None,
     timeline: bool = False,
+    stop_after: int | None = None,
 ) -> Report:
     from ._replay_pool import progress_bar, replay_parallel
 
@@ -385,6 +403,7 @@ def _replay(
                     policy,
                     timeline,
                     piece,
+                    stop_after,
                 )
                 for path in files
                 for piece in pieces(path, jobs * PIECES_PER_JOB)
@@ -406,6 +425,7 @@ def _replay(
             strict=strict,
             policy=policy,
             timeline=timeline,
+            stop_after=stop_after,
         )
     finally:
         if progress:

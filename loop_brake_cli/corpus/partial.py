@@ -8,9 +8,11 @@ cluster, CI shards) and reported once.
 
 A partial holds what a report holds and nothing more: file names, session ids,
 tool names, 12-hex hash prefixes, counts, locations, token figures, and each
-call's timeline record (for ``--html``); never a tool argument or result. Its
-``settings`` (maxRepeats, where it came from, the histogram's cap, the policy
-file) must agree across the partials of one merge.
+call's timeline record (for ``--html``); written by ``replay --outcomes``, each
+session's stop points too (``stops``, with ``stopAfter`` in its settings); never
+a tool argument or result. Its ``settings`` (maxRepeats, where it came from, the
+histogram's cap, the policy file, the stop's K) must agree across the partials
+of one merge.
 """
 
 from __future__ import annotations
@@ -68,7 +70,30 @@ def _cost_of(value: dict[str, Any]) -> Cost:
     return cost
 
 
+def _stops(stops: dict[int, Any]) -> list[list[Any]]:
+    return [
+        [limit, stop.call, stop.turn, _where(stop.where), _cost(stop.saved)]
+        for limit, stop in sorted(stops.items())
+    ]
+
+
+def _stops_of(value: list[list[Any]]) -> dict[int, Any]:
+    from ..analysis.stop_point import StopPoint
+
+    return {
+        int(limit): StopPoint(call, turn, _where_of(where), _cost_of(saved))  # type: ignore[arg-type]
+        for limit, call, turn, where, saved in value
+    }
+
+
 def _session(stats: SessionStats) -> dict[str, Any]:
+    out = _session_fields(stats)
+    if stats.stops is not None:  # replay --outcomes only: other partials are as before
+        out["stops"] = _stops(stats.stops)
+    return out
+
+
+def _session_fields(stats: SessionStats) -> dict[str, Any]:
     longest, alt, same = stats.longest, stats.longest_alternation, stats.longest_same_tool
     waste = stats.waste
     return {
@@ -122,19 +147,26 @@ def _session_of(value: dict[str, Any]) -> SessionStats:
             TimelineCall(tool, prefix, count, verdict, _where_of(where), waste, turn)  # type: ignore[arg-type]
             for tool, prefix, count, verdict, where, waste, turn in value["timeline"]
         ]
+    if "stops" in value:
+        stats.stops = _stops_of(value["stops"])
     return stats
 
 
 def to_partial(report: Report, policy: str | None = None) -> dict[str, Any]:
     """``report`` (finished) as a partial document."""
+    settings: dict[str, Any] = {
+        "maxRepeats": report.max_repeats,
+        "maxRepeatsSource": report.max_repeats_source,
+        "cap": report.cap,
+        "policy": policy,
+    }
+    if report.stop_after is not None:  # the sessions' stop points are kept (--outcomes)
+        settings["stopAfter"] = report.stop_after
+        settings["stopInARow"] = report.stop_in_a_row
+        settings["stopAfterSource"] = report.stop_after_source
     return {
         "schema": SCHEMA,
-        "settings": {
-            "maxRepeats": report.max_repeats,
-            "maxRepeatsSource": report.max_repeats_source,
-            "cap": report.cap,
-            "policy": policy,
-        },
+        "settings": settings,
         "files": [
             [
                 i.file,
@@ -188,6 +220,9 @@ def from_partial(doc: Any) -> tuple[Report, str | None]:
         raise PartialError(f'not a loop-brake partial report (no "schema": "{SCHEMA}")')
     settings = doc["settings"]
     report = Report(settings["maxRepeats"], settings["maxRepeatsSource"], settings["cap"])
+    report.stop_after = settings.get("stopAfter")
+    report.stop_in_a_row = settings.get("stopInARow")
+    report.stop_after_source = settings.get("stopAfterSource")
     report.files = [FileInfo(*fields) for fields in doc["files"]]
     report.sessions = [_session_of(value) for value in doc["sessions"]]
     report.denials = [

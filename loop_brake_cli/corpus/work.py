@@ -27,12 +27,17 @@ def plan(
     pieces_per_file: int = 8,
     strict: bool = False,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    cap: int | None = None,
+    stop_after: int | None = None,
 ) -> list[Job]:
     """The pieces of ``paths`` (files, directories searched as replay searches them), in
     input order: each file one piece, a Parquet dataset up to ``pieces_per_file``.
 
     The settings must be the ones the single run would use (``loop-brake replay`` with
-    no ``-m`` is maxRepeats 3 from ``default``) for its report to come out the same."""
+    no ``-m`` is maxRepeats 3 from ``default``) for its report to come out the same:
+    ``cap`` is the top of its ``--sweep`` (None: none), ``stop_after`` the stop's K of
+    its ``--outcomes`` (``replay --sweep 2..8 --outcomes FILE`` is ``cap=8,
+    stop_after=2``; None: no stop points kept)."""
     from ..analysis.discover import discover
 
     jobs = []
@@ -46,12 +51,13 @@ def plan(
                     None,
                     max_repeats,
                     max_repeats_source,
-                    max_repeats,
+                    max(cap or 0, max_repeats),
                     max_line_bytes,
                     found.in_directory,
                     strict,
                     timeline=True,
                     row_groups=piece,
+                    stop_after=stop_after,
                 )
             )
     return jobs

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ..analysis import Report, SessionStats, SweepRow, Where
+    from ..analysis.outcome_sweep import OutcomeSweep
     from ..analysis.prices import Prices
 
 
@@ -74,6 +75,7 @@ def print_replay_summary(
     prices: Prices | None = None,
     *,
     max_rows: int | None,
+    outcomes: OutcomeSweep | None = None,
 ) -> None:
     """The at-a-glance answer: where the brake would have stopped these agents.
 
@@ -81,6 +83,8 @@ def print_replay_summary(
     plain ASCII drawn wide enough that no cell wraps, without trailing spaces, so
     a line can be grepped whole. A table shows at most ``max_rows`` rows (None: all),
     the sessions that matter most; one line then says how many more there are.
+    ``outcomes``: the sweep checked against outcomes (``replay --outcomes``), drawn
+    after the sweep's table.
     """
     if not report.opened_files:  # nothing was opened: the reasons are on stderr already
         return
@@ -92,12 +96,12 @@ def print_replay_summary(
 
             buffer = io.StringIO()
             plain = Console(file=buffer, width=_PLAIN_WIDTH)
-            _ReplayView(report, plain, prices, max_rows).draw(sweep_rows)
+            _ReplayView(report, plain, prices, max_rows).draw(sweep_rows, outcomes)
             lines = (line.rstrip() for line in buffer.getvalue().splitlines())
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
             return
-    _ReplayView(report, console, prices, max_rows).draw(sweep_rows)
+    _ReplayView(report, console, prices, max_rows).draw(sweep_rows, outcomes)
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:
@@ -245,7 +249,9 @@ class _ReplayView:
         if hidden:
             self.words(f"... and {_plural(hidden, what)} {where}")
 
-    def draw(self, sweep_rows: Sequence[SweepRow] | None) -> None:
+    def draw(
+        self, sweep_rows: Sequence[SweepRow] | None, outcomes: OutcomeSweep | None = None
+    ) -> None:
         self.header()
         if not self.report.calls:  # no call: nothing below would say anything
             return
@@ -256,6 +262,11 @@ class _ReplayView:
         self.not_caught()
         if sweep_rows is not None:
             self.sweep(sweep_rows)
+        if outcomes is not None and sweep_rows:
+            from .outcomes import draw_outcomes
+
+            low, high = sweep_rows[0].max_repeats, sweep_rows[-1].max_repeats
+            draw_outcomes(self, outcomes, range(low, high + 1))
 
     def header(self) -> None:
         report, e, out = self.report, _safe, self.console.print

@@ -98,13 +98,38 @@ information: the exact brake does not deny them.</p>
 """
 
 
+def _outcomes_template() -> tuple[str, dict[str, str]]:
+    """The template and fills of a page with an outcome section (``render/html/outcomes``):
+    its markup before the sessions, its script after the main one, both scripts pinned."""
+    from .outcomes import OUTCOMES_MARKUP, OUTCOMES_SCRIPT, OUTCOMES_STYLE
+
+    template = _TEMPLATE.replace("<h2>Sessions</h2>", OUTCOMES_MARKUP + "<h2>Sessions</h2>", 1)
+    template = template.replace(
+        "<script>@@script@@</script>",
+        "<script>@@script@@</script>\n<script>@@outcomes@@</script>",
+        1,
+    )
+    policy = _POLICY.replace("; base-uri", " " + _csp_hash(OUTCOMES_SCRIPT) + "; base-uri", 1)
+    fills = {
+        "policy": policy,
+        "style": STYLE + OUTCOMES_STYLE,
+        "script": SCRIPT,
+        "outcomes": OUTCOMES_SCRIPT,
+    }
+    return template, fills
+
+
 def render_page(data: dict[str, Any]) -> str:
-    """The whole document for the page data ``data`` (see ``data.page_data``).
+    """The whole document for the page data ``data`` (see ``data.page_data``); with an
+    ``outcomes`` member, the outcome section too (a page without one is unchanged).
 
     Joined piece by piece, never by a format or replace over the whole text, so
     nothing inserted can be read as a placeholder."""
-    parts = _TEMPLATE.split(_MARK)
+    template = _TEMPLATE
     fills = {"policy": _POLICY, "style": STYLE, "script": SCRIPT}
+    if "outcomes" in data:
+        template, fills = _outcomes_template()
+    parts = template.split(_MARK)
     out = []
     for index, part in enumerate(parts):
         if index % 2 == 0:
