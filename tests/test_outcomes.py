@@ -144,6 +144,15 @@ def test_no_limit_qualifies() -> None:
     assert outcomes_of(RUNS, "--sweep", "2..2", "--outcomes", RESULTS)["recommended"] is None
 
 
+def test_a_limit_that_stops_nothing_saves_nothing() -> None:
+    status, out, _ = replay(RUNS, "--sweep", "5..5", "--outcomes", RESULTS)
+    assert status == 0
+    assert (
+        "Recommended: maxRepeats 5, the smallest that stops no resolved run: it stops no "
+        "failed run either, so it saves nothing on these runs"
+    ) in out
+
+
 def test_stop_after_three() -> None:
     """K = 3: the third ignored denial, over the whole run."""
     doc = outcomes_of(RUNS, "--sweep", "2..4", "--outcomes", RESULTS, "--stop-after", "3")

@@ -87,6 +87,11 @@ def recommendation_line(sweep: OutcomeSweep, limits: range, prices: Prices | Non
     stopped = ""
     if allowed:
         stopped = f"{_plural(best.resolved_stopped, 'resolved run')} and "
+    if not best.failed_stopped:
+        return (
+            f"Recommended: maxRepeats {best.max_repeats}, the smallest that stops {at_most}: "
+            f"it stops {stopped}no failed run either, so it saves nothing on these runs"
+        )
     return (
         f"Recommended: maxRepeats {best.max_repeats}, the smallest that stops {at_most}: "
         f"it stops {stopped}{best.failed_stopped:,} of {sweep.failed:,} failed runs, "
