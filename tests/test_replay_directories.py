@@ -74,7 +74,11 @@ def test_a_directory_of_agent_folders_replays_with_exit_0(agents: Path) -> None:
     assert doc["totals"]["filesFailed"] == 0 and doc["totals"]["calls"] > 0
     err = done.stderr.decode()
     reason = "skipped: not a transcript in any format loop-brake reads"
+    sidechain = agents / "claude/projects/-home-me-app/agent-sidechain.jsonl"
     assert err.splitlines() == [
+        # a subagent's warm-up: one assistant message and no call, said (issue 39)
+        f"loop-brake replay: {sidechain}: warning: no tool call in its 1 assistant message "
+        "(read as claude-code)",
         f"loop-brake replay: {agents / 'claude/settings.json'}: {reason}",
         f"loop-brake replay: {agents / 'openhands/basic/metadata.json'}: {reason}",
     ]

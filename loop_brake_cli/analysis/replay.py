@@ -67,6 +67,7 @@ def replay_file(
     from ..corpus.rows import container
     from ..formats import parse_records
     from ..formats._detect import choose
+    from ..formats._sniff import head_text
     from ..readers.fastpath import relaxed_gc
     from ..readers.pipeline import judge
     from ..readers.reader import UnreadableInputError, open_source
@@ -98,6 +99,7 @@ def replay_file(
             analyzer.file_error(choice.error or "not a transcript")
             return info
         adapter, check = choice.adapter, choice.check
+        content = bool(head_text(source.head()))
         mismatch = check.mismatch() if check is not None else None
         info.format = adapter.INFO.name
         add = analyzer.add
@@ -120,6 +122,8 @@ def replay_file(
             analyzer.file_error(mismatch)  # --strict: read, and counted unreadable
         elif mismatch is not None:
             info.warning = mismatch  # forced, and read: said, not an error
+        if info.calls == 0 and info.error is None and not info.unreadable and content:
+            _said_zero(analyzer, info, adapter.INFO.name, source, strict)
     except UnreadableInputError as exc:
         after = f" (after call {info.calls})" if info.calls else ""
         analyzer.file_error(f"unreadable{after}: {exc}")
@@ -130,6 +134,19 @@ def replay_file(
         if on_progress is not None:
             on_progress(size)
     return info
+
+
+def _said_zero(analyzer: Analyzer, info: FileInfo, name: str, source: Any, strict: bool) -> None:
+    """A file that gave no tool call is never silent (issue 39): a warning on stderr
+    (``FileInfo.zero``, not in ``--json``: outputs without a policy stay as they were)
+    that says what was read, and with ``strict`` a file-level error (exit 3)."""
+    from ..formats._detect import rereadable, zero_calls
+
+    said = zero_calls(name, rereadable(source.name), source.model_turns)
+    if strict:
+        analyzer.file_error(said)
+    else:
+        info.zero = said
 
 
 def _errors_held(judged: Iterator[Judged]) -> Iterator[Judged]:

@@ -202,6 +202,9 @@ class FileInfo:
     part: int = 0
     """A later piece of a dataset split by row group (its first row group): merged into
     the piece before it, so a split file is one file in the merged report."""
+    zero: str | None = None
+    """The file gave no tool call (issue 39): what was read instead, said on stderr only
+    (``--json`` stays as it was; with ``--strict`` it is the file's ``error``)."""
 
     def to_json(self) -> dict[str, Any]:
         out = {

@@ -26,7 +26,8 @@ def print_verdicts(
     (unreadable, calls, denied), or None when every file was skipped."""
     from ..analysis import internal_error
     from ..formats import parse_records
-    from ..formats._detect import choose
+    from ..formats._detect import choose, rereadable, zero_calls
+    from ..formats._sniff import head_text
     from ..readers.output import LineWriter
     from ..readers.pipeline import Tally, write_verdicts
     from ..readers.reader import UnreadableInputError, cannot_open, open_source
@@ -49,7 +50,7 @@ def print_verdicts(
             continue
         file_label = src.name if label else None
         name = format_name
-        before = tally.calls
+        before, errors = tally.calls, tally.errors
         try:
             choice = choose(src.head(), src.name, format_name, path in in_directory, strict)
             if choice.skip is not None:
@@ -68,15 +69,22 @@ def print_verdicts(
             if mismatch is not None:  # forced: read all the same, as replay's summary does
                 fail(f"{src.name}: {mismatch}")
                 unreadable = unreadable or strict
+            content = bool(head_text(src.head()))
             records = parse_records(choice.adapter, src, brake.progress, brake.user_turns)
             write_verdicts(records, brake, tally, out, file=file_label)
+            said = False
             if check is not None and tally.calls == before:
                 if mismatch is not None:
-                    unreadable = True
+                    unreadable = said = True
                 elif (nothing := check.nothing_read()) is not None:
                     out.flush()
                     fail(f"{src.name}: {nothing}")
-                    unreadable = True
+                    unreadable = said = True
+            if tally.calls == before and tally.errors == errors and content and not said:
+                out.flush()  # issue 39: a file that gave no tool call is never silent
+                zero = zero_calls(name, rereadable(path), src.model_turns)
+                fail(f"{src.name}: {zero}" if strict else f"{src.name}: warning: {zero}")
+                unreadable = unreadable or strict
         except UnreadableInputError as exc:
             out.flush()
             fail(f"{src.name}: {exc}")

@@ -18,6 +18,7 @@ import click
 
 from ..analysis import Report, parse_sweep, report_to_json
 from ..analysis.prices import Prices
+from ..analysis.report import FileInfo
 from ..analysis.summary import SUMMARY_ROWS
 from ..core.exitcodes import ExitStatus
 from ..render.visible import visible
@@ -178,6 +179,21 @@ def print_report(
     return True
 
 
+def say_zero(files: list[FileInfo], prog: str) -> None:
+    """Each file that gave no tool call, once on stderr with what was read (issue 39); a
+    directory of many such files in one line."""
+    if len(files) <= SKIPPED_NAMED:
+        for info in files:
+            say(f"{info.file}: warning: {info.zero}", prog)
+        return
+    named = ", ".join(info.file for info in files[:SKIPPED_NAMED])
+    say(
+        f"warning: {len(files)} files gave no tool call: {named} and "
+        f"{len(files) - SKIPPED_NAMED} more (--strict makes them unreadable)",
+        prog,
+    )
+
+
 def report_problems(report: Report, prog: str) -> None:
     """Each unreadable file or record, and each skipped file, once on stderr (``merge``
     says them as the replay of the same input would)."""
@@ -193,6 +209,7 @@ def report_problems(report: Report, prog: str) -> None:
             say(str(error), prog)
     if report.unreadable > len(report.errors):
         say(f"... and {report.unreadable - len(report.errors)} more unreadable record(s)", prog)
+    say_zero([info for info in report.files if info.zero is not None], prog)
     loud = [skipped for skipped in report.skipped if not skipped.quiet]
     if len(loud) <= SKIPPED_NAMED:
         for skipped in loud:

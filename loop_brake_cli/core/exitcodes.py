@@ -97,8 +97,8 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
             ),
             Part(
                 "any unreadable record; a file named on the command line that is not a "
-                "transcript (in a directory such a file is skipped, unless `--strict`); with "
-                "`--format`, a file that gave no tool call (one that looks like another "
+                "transcript (skipped in a directory, unless `--strict`); with `--format` "
+                "or `--strict`, a file that gave no tool call (one that looks like another "
                 "format is read, with a warning; unreadable with `--strict`)",
                 ("replay",),
             ),

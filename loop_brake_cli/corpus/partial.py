@@ -180,6 +180,7 @@ def to_partial(report: Report, policy: str | None = None) -> dict[str, Any]:
                 i.opened,
                 i.warning,
                 i.part,
+                i.zero,
             ]
             for i in report.files
         ],  # fmt: skip

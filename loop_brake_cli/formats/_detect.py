@@ -36,6 +36,7 @@ __all__ = [
     "peek",
     "reads",
     "rereadable",
+    "zero_calls",
 ]
 
 
@@ -157,6 +158,43 @@ class FormatCheck:
         return (
             f"no tool call read as {read_as}; it looks like {_named(found)}: use --format {found}"
         )
+
+
+# A model's message, as the chat-shaped formats and the agents' transcripts mark it (once
+# each: a Claude Code line's ``"type": "assistant"`` repeats its message's role).
+_ASSISTANT = re.compile(rb'"role"\s*:\s*"(?:assistant|model)"|"type"\s*:\s*"gemini"')
+
+
+def zero_calls(name: str, path: str | None, model_turns: int = 0) -> str:
+    """What to say of an input read as format ``name`` that gave no tool call (issue 39:
+    no silent zero): how many assistant messages it holds (``model_turns`` as the adapter
+    counted them, else the model-message markers of the file at ``path``, read again),
+    or that nothing in it is one. Names the format, never content."""
+    turns = model_turns or _assistant_messages(path)
+    read_as = _read_as(name)
+    if turns:
+        plural = "s" if turns != 1 else ""
+        return f"no tool call in its {turns} assistant message{plural} (read as {read_as})"
+    return f"no tool call and no assistant message (read as {read_as})"
+
+
+def _assistant_messages(path: str | None) -> int:
+    """How many model-message markers the file at ``path`` holds (0: none, or it cannot be
+    read again: a live stream)."""
+    if path is None:
+        return 0
+    from ..readers.reader import open_source
+
+    try:
+        source = open_source(path)
+    except OSError:
+        return 0
+    try:
+        return len(_ASSISTANT.findall(source.read_all()))
+    except Exception:  # an unreadable file says so elsewhere; here: no count
+        return 0
+    finally:
+        source.close()
 
 
 def reads(adapter: ModuleType, path: str | None) -> bool:
