@@ -121,9 +121,10 @@ def _text_of(body: bytes) -> str:
 
 
 def _index(obj: dict[str, Any]) -> int | str | None:
-    """A stream's ``index`` field, if it can key a table (input decides its type)."""
+    """A stream's ``index`` field, if it can key a table (input decides its type): a
+    number or a string, never ``true`` (which would key the same entry as ``1``)."""
     index = obj.get("index")
-    return index if isinstance(index, (int, str)) else None
+    return index if isinstance(index, (int, str)) and index.__class__ is not bool else None
 
 
 def _at(records: Iterator[Record], where: str) -> Iterator[Record]:
