@@ -135,17 +135,17 @@ def test_v2_user_turns_are_the_users_own_messages() -> None:
 def test_v2_text_based_and_responses_runs() -> None:
     _, records = read(MINI / "synthetic--v2-textbased.traj.json")
     assert [c.args["command"] for c in calls(records)] == [
-        "grep -n Helo hello.py", "grep -n Helo hello.py", "sed -i 's/Helo/Hello/' hello.py"
+        "grep -n Helo hello.py", "grep -n Helo hello.py", "sed -i 's/Helo/Hello/' hello.py",
+        "rm -rf build",
     ]  # fmt: skip
-    assert [r.path for r in records if isinstance(r, ToolResult)] == [
-        "$.messages[3]",
-        "$.messages[6]",
-        "$.messages[9]",
-    ]  # fmt: skip  (the interruption at [7] is the user's, not an observation)
+    # the interruption at [7] and the rejection at [11] (the call at [10] never ran) are
+    # the user's words, not observations
+    results = [r.path for r in records if isinstance(r, ToolResult)]
+    assert results == ["$.messages[3]", "$.messages[6]", "$.messages[9]"]
     usage = [r for r in records if isinstance(r, Usage)]
     assert [(u.turn, u.output_tokens, u.reasoning_tokens) for u in usage] == [
         ("chatcmpl-b1", 80, 40), ("chatcmpl-b2", 4096, None),
-        ("chatcmpl-b3", 60, 30), ("chatcmpl-b4", 60, 30),
+        ("chatcmpl-b3", 60, 30), ("chatcmpl-b4", 60, 30), ("chatcmpl-b5", 60, 30),
     ]  # fmt: skip
     _, records = read(MINI / "synthetic--v2-responses.traj.json")
     assert [(c.args["command"], c.call_id) for c in calls(records)] == [
