@@ -1173,7 +1173,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "formats/mini_swe_agent.py",
-        "if (code.__class__ is int and code != 0) or extra.get(\"exception_info\"):",
+        'if (code.__class__ is int and code != 0) or extra.get("exception_info"):',
         "if code.__class__ is int and code > 0:",
         ("test_formats_mini_swe_agent.py",),
         "a command not executed (returncode -1, exception_info) is an error",
