@@ -1109,8 +1109,8 @@ MUTANTS: tuple[Mutant, ...] = (
     # issue 42's format holes and their neighbours (tests/test_formats_holes.py)
     M(
         "core/progress.py",
-        'and isinstance(result.get("content"), list)\n',
-        "\n",
+        'and isinstance(result.get("content"), list)',
+        "and True",
         ("test_formats_holes.py", "test_progress_rule.py"),
         "a result whose content is not a list keeps its _meta in the digest",
     ),
