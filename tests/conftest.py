@@ -62,6 +62,16 @@ def spawn_cli(
     )
 
 
+@pytest.fixture(autouse=True)
+def _own_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test its own ``$XDG_STATE_HOME``: the default store and the hook's fail-open
+    notices (``hook/notice.py``) live there, per user; tests run in parallel and in
+    any order, so none may share the real one."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+
+
 SHARED_SKIP = (
     "needs the workplace's real samples, shared/samples-real: absent here; "
     "set LOOP_BRAKE_SHARED=/path/to/shared to run it (see docs/DEVELOPING.md)"

@@ -10,9 +10,11 @@ line, through ``loop-brake replay --verdicts --format claude-hooks -m 3``:
 * the hook denies exactly where replay's verdict is deny, with the agent's deny
   JSON around replay's message, and is silent where it is pass;
 * where replay's verdict is error, the hook allows the call with one stderr
-  line (it fails open);
+  line (it fails open), and the first time in a session with the agent's
+  fail-open notice (``hook/notice.py``);
 * an input replay gives no verdict for (not a pre-tool event) is allowed silently;
-* ``--log`` (enforcing, and with ``--shadow``) holds replay's deny lines.
+* ``--log`` (enforcing, and with ``--shadow``) holds replay's deny lines, and
+  one error line per call it failed open on.
 
 A canary secret in the arguments appears in no output, log or store file.
 """
@@ -155,6 +157,7 @@ def test_the_hook_decides_as_replay_of_its_inputs(agent: str, tmp_path: Path) ->
 
     enforced, log = run_hook(tmp_path / "enforce", inputs)
     deny_output = agents.get(agent).deny_output
+    told: set[str] = set()
     for number, (kind, (stdout, stderr)) in enumerate(zip(kinds, enforced, strict=True), 1):
         assert CANARY not in stdout.decode() + stderr
         assert "Traceback" not in stderr
@@ -162,16 +165,43 @@ def test_the_hook_decides_as_replay_of_its_inputs(agent: str, tmp_path: Path) ->
             assert json.loads(stdout) == deny_output(expected[number]["message"]), number
             assert stderr == ""
         elif kind == "error":
-            assert stdout == b"", number
             assert stderr.count("\n") == 1 and "the call was allowed" in stderr, number
+            assert stdout == fail_open_answer(agent, inputs[number - 1], stderr, told), number
         else:  # pass, or not a pre-tool event
             assert (stdout, stderr) == (b"", ""), number
     denials = [compared(v) for v in expected.values() if v["verdict"] == "deny"]
-    assert [compared(v) for v in verdicts(log.read_bytes())] == denials
+    logged = verdicts(log.read_bytes())
+    assert [compared(v) for v in logged if v["verdict"] != "error"] == denials
+    # one error line per call it failed open on, where replay's verdict is error
+    assert sum(v["verdict"] == "error" for v in logged) == kinds.count("error")
 
+    # the same user: each session was told once already, in the run above
     shadowed, shadow_log = run_hook(tmp_path / "shadow", inputs, "--shadow")
-    assert all(stdout == b"" for stdout, _ in shadowed)
-    assert [compared(v) for v in verdicts(shadow_log.read_bytes())] == denials
+    for payload, (stdout, stderr) in zip(inputs, shadowed, strict=True):
+        if "the call was allowed" in stderr:
+            assert stdout == fail_open_answer(agent, payload, stderr, told)
+        else:
+            assert stdout == b""
+    shadow_logged = verdicts(shadow_log.read_bytes())
+    assert [compared(v) for v in shadow_logged if v["verdict"] != "error"] == denials
+    assert sum(v["verdict"] == "error" for v in shadow_logged) == kinds.count("error")
+
+
+def fail_open_answer(agent: str, payload: bytes, stderr: str, told: set[str]) -> bytes:
+    """What a call the hook failed open on prints: the agent's fail-open notice for the
+    first of its session (every time without a string session id; hook/notice.py),
+    else nothing; ``told`` holds the sessions told so far."""
+    notice = agents.get(agent).notice_output
+    session = json.loads(payload).get("conversation_id" if agent == "cursor" else "session_id")
+    if notice("") is None or session in told:
+        return b""
+    if isinstance(session, str):
+        told.add(session)
+    reason = stderr.removeprefix("loop-brake hook: ").removesuffix(
+        "; the call was allowed (the brake fails open)\n"
+    )
+    answer = notice(f"loop brake is off for this session: {reason}")
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def test_a_log_of_all_four_agents_replays_as_each_alone(tmp_path: Path) -> None:

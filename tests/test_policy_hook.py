@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env, run_cli
+from hook_helpers import assert_fail_open_notice
 
 from loop_brake_cli.hook.runner import main as hook_main
 
@@ -62,7 +63,8 @@ def test_bad_policy_is_a_brake_failure(tmp_path: Path) -> None:
     bad = tmp_path / "p.toml"
     bad.write_text("[stop]\nafter_denial = 2\n")
     status, out, err = hook(tmp_path, "claude-code", "grep", "--policy", str(bad))
-    assert status == 0 and out == ""
+    assert status == 0
+    assert_fail_open_notice(out.encode())
     assert f'unusable policy: {bad}:2:1: unknown key "after_denial" in [stop]' in err
     assert "the call was allowed (the brake fails open)" in err
     status, out, err = hook(tmp_path, "claude-code", "grep", "--policy", str(bad), "--fail-closed")

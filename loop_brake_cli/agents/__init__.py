@@ -22,6 +22,9 @@ reader ``formats/hook_log.py`` use nothing else):
 * ``warn_output(message) -> dict | None``: the answer to an allowed call a
   policy's ``warn_at`` warns, in the agent's documented field that lets the call
   go on through its usual permission flow, or None where the protocol has none;
+* ``notice_output(message) -> dict | None``: the answer that tells the user, once
+  per session, that the brake failed open (a field shown to the user, no
+  decision), or None where the protocol has none (``hook/notice.py``);
 * ``INSTALL``: an ``Install`` (settings file, event key, matcher, the result and
   user-turn events added under a policy that needs them), or None with
   the reason in ``NO_INSTALL``.

@@ -23,6 +23,10 @@ Warning (policy ``warn_at``): ``{"hookSpecificOutput": {"hookEventName":
 Claude's context before the tool runs; no ``permissionDecision``, so the
 call goes through the user's permission rules as if nothing were printed.
 
+Fail-open notice (the hook could not judge a call): ``{"systemMessage": "..."}``
+("Optional warning message shown to the user"), no decision: the call goes
+through the user's permission rules; once per session (``hook/notice.py``).
+
 Install: ``.claude/settings.json`` (project) or ``~/.claude/settings.json``
 (user), ``hooks.PreToolUse``; matcher ``*`` is every tool. Under a policy that
 uses progress, the same entry in ``hooks.PostToolUse`` and
@@ -48,7 +52,7 @@ payload no other agent claims is read as Claude Code's (registered last).
 from __future__ import annotations
 
 from ..core.records import Record
-from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop
+from ._common import Install, decode_input, pre_tool_use_deny, pre_tool_use_stop, system_message
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
@@ -102,3 +106,6 @@ stop_output = pre_tool_use_stop
 def warn_output(message: str) -> dict[str, Any]:
     """``additionalContext`` without a decision: Claude reads the warning, the call runs."""
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
+
+
+notice_output = system_message

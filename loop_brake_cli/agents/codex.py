@@ -21,6 +21,9 @@ refuses it there ("PreToolUse hook returned unsupported additionalContext")
 and the hook's answer is then dropped; ``systemMessage`` is a universal field
 it accepts. So under Codex the user sees the warning, the model does not.
 
+Fail-open notice: ``systemMessage`` too (a universal output field), shown to
+the user; no decision, so the call runs as with no answer.
+
 Install: ``.codex/hooks.json`` (project) or ``~/.codex/hooks.json`` (user; or
 ``$CODEX_HOME/hooks.json``), ``hooks.PreToolUse``. Codex also reads inline
 ``[hooks]`` tables in ``config.toml``; the JSON form is written, whose root may
@@ -85,3 +88,5 @@ STOPS = True
 stop_output = pre_tool_use_stop
 
 warn_output = system_message
+
+notice_output = system_message

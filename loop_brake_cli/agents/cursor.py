@@ -28,6 +28,9 @@ approval of the call (as an explicit allow does in Claude Code); there is no
 documented field for text beside an undecided call. The hook prints nothing,
 as before; its ``--log`` line still carries the warning.
 
+Fail-open notice: none, for the same reason (``notice_output`` is None): the
+hook's stderr line only.
+
 Install: not written by ``hook install`` (``INSTALL = None``): Cursor's
 ``hooks.json`` is another shape (``{"version": 1, "hooks": {"<event>":
 [{"command": ...}]}}``, flat handlers, two events) that has not been checked
@@ -122,4 +125,9 @@ def stop_output(message: str) -> dict[str, Any]:
 
 def warn_output(message: str) -> None:
     """No warning form (see above): the call runs as if nothing were printed."""
+    return None
+
+
+def notice_output(message: str) -> None:
+    """No field a person sees without a decision (see above): stderr only."""
     return None

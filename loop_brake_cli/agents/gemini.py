@@ -20,6 +20,9 @@ immediately to the user in the terminal"), no decision: the call runs.
 ``hookSpecificOutput`` only overrides ``tool_input``), so under Gemini CLI the
 user sees the warning, the model does not.
 
+Fail-open notice: ``systemMessage`` too ("displayed immediately to the user"),
+no decision.
+
 Install: ``.gemini/settings.json`` (project) or ``~/.gemini/settings.json``
 (user), ``hooks.BeforeTool``; the matcher is a regex and is left out (every
 tool); the handler carries a ``name`` and a ``description``.
@@ -101,3 +104,5 @@ def stop_output(message: str) -> dict[str, Any]:
 
 
 warn_output = system_message
+
+notice_output = system_message

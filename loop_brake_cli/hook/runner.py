@@ -127,8 +127,10 @@ Options:
   -h, --help              Show this message and exit.
 
   Failures never print a traceback: one line on stderr, and the call is
-  allowed (or denied with --fail-closed). A denial that cannot be written to
-  stdout exits 2 (agents block the call) with the reason on stderr.
+  allowed (or denied with --fail-closed); the first in a session also says
+  "loop brake is off for this session" in the agent's systemMessage. A
+  denial that cannot be written to stdout exits 2 (agents block the call)
+  with the reason on stderr.
   Arguments are never printed or stored, only the tool name, ids and a
   12-hex hash prefix.
 """
@@ -260,6 +262,7 @@ class _Hook:
         self.result = False  # the input is a post-tool event: never denied
         self.user_turn = False  # the input is a user-turn event: never denied either
         self.store: Store | None = None
+        self.payload: Any = None
 
     def warn(self, message: str) -> None:
         from ..render.visible import visible
@@ -310,6 +313,7 @@ class _Hook:
         if not self.opts["fail_closed"] or self.opts["shadow"]:
             self.warn(f"{reason}; the call was allowed (the brake fails open)")
             self.log_error(reason)
+            self.notify(agent, reason)
             return 0
         if agent is None:
             why: str | None = "the agent cannot be told"
@@ -364,6 +368,28 @@ class _Hook:
             reason = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
             self.warn(f"could not append to --log {path}: {reason}")
 
+    def notify(self, agent: ModuleType | None, reason: str) -> None:
+        """The fail-open notice in the agent's user-visible field, once per session
+        (``hook/notice.py``); the call stays allowed whatever happens here."""
+        if agent is None:
+            return
+        from ..render.visible import visible
+        from .notice import MESSAGE, first_notice
+
+        output = agent.notice_output(MESSAGE.format(reason=visible(_one_line(reason))))
+        if output is None:
+            return
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        session = payload.get("conversation_id" if agent.NAME == "cursor" else "session_id")
+        if not first_notice(agent.NAME, session):
+            return
+        from .answer import answer_line
+
+        try:
+            self.streams.out(answer_line(output))
+        except OSError:
+            pass  # the stderr line is said already
+
     def log_error(self, reason: str) -> None:
         """One error line in ``--log`` for a call the brake could not judge."""
         path = self.opts.get("log")
@@ -392,6 +418,7 @@ class _Hook:
             payload = parse_json(data)
         except JSONInputError as exc:
             return forced, BadRecord(f"hook input is {exc}")
+        self.payload = payload
         agent = forced or (agents.detect(payload) if isinstance(payload, dict) else None)
         if agent is None:
             return None, BadRecord("hook input is not a JSON object")
