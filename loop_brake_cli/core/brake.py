@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
+from .records import DEFAULT_SESSION, session_key, subagent_session_key
 from .streak import PolicySlot, Slot, ends_on_user_turn, policy_step, result_step, step
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
@@ -37,23 +38,6 @@ __all__ = [
     "with_warning",
     "wrap_execute",
 ]
-
-DEFAULT_SESSION = "default"
-
-
-def session_key(session_id: str | None = None, agent_id: str | None = None) -> str:
-    """The explicit session id, else the agent id, else "default"."""
-    if session_id is not None:
-        return session_id
-    if agent_id is not None:
-        return agent_id
-    return DEFAULT_SESSION
-
-
-def subagent_session_key(session_id: str, agent_id: str | None) -> str:
-    """A subagent's own streak: the parent session joined with the agent id."""
-    return session_id if agent_id is None else f"{session_id}/{agent_id}"
-
 
 class _Discover:
     def __repr__(self) -> str:

@@ -7,6 +7,10 @@ Adapters yield ``ToolCall`` or ``BadRecord``, and where the format records them 
 session's streaks); consumers that do not use the last three pass over them. The
 verdict line is the one JSON shape every command writes (filter, replay --verdicts,
 hook --shadow, the proxy log). It carries the tool name, ids and the 12-hex prefix, never arguments.
+
+A record names its session by a key (``session_key``, ``subagent_session_key``,
+``DEFAULT_SESSION``): they live here, beside the records, so an adapter or a wire
+decoder names a session without importing the brake.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "DEFAULT_SESSION",
     "BadRecord",
     "Record",
     "ToolCall",
@@ -28,8 +33,26 @@ __all__ = [
     "UserTurn",
     "error_record",
     "line_too_long",
+    "session_key",
+    "subagent_session_key",
     "verdict_record",
 ]
+
+DEFAULT_SESSION = "default"
+
+
+def session_key(session_id: str | None = None, agent_id: str | None = None) -> str:
+    """The explicit session id, else the agent id, else "default"."""
+    if session_id is not None:
+        return session_id
+    if agent_id is not None:
+        return agent_id
+    return DEFAULT_SESSION
+
+
+def subagent_session_key(session_id: str, agent_id: str | None) -> str:
+    """A subagent's own streak: the parent session joined with the agent id."""
+    return session_id if agent_id is None else f"{session_id}/{agent_id}"
 
 
 class ToolCall(Fields):

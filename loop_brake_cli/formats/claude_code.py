@@ -52,8 +52,17 @@ import re
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from ..core.brake import session_key, subagent_session_key
-from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn, line_too_long
+from ..core.records import (
+    BadRecord,
+    Record,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserTurn,
+    line_too_long,
+    session_key,
+    subagent_session_key,
+)
 from ..readers.reader import TOO_LONG, Source
 from . import FormatInfo
 from ._common import RecentIds, TurnUsage, json_path, load_json_line, parse_arguments

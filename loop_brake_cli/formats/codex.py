@@ -74,8 +74,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.brake import DEFAULT_SESSION
-from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn
+from ..core.records import DEFAULT_SESSION, BadRecord, Record, ToolCall, ToolResult, Usage, UserTurn
 from ..readers.reader import Source
 from . import FormatInfo
 from ._common import RecentIds, fill_codex_usage, parse_arguments, tokens

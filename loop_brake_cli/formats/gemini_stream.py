@@ -33,8 +33,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.brake import DEFAULT_SESSION
-from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
+from ..core.records import DEFAULT_SESSION, BadRecord, Record, ToolCall, ToolResult, Usage
 from ..readers.reader import Source
 from . import FormatInfo
 from ._common import RecentIds, parse_arguments, tokens

@@ -40,7 +40,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.brake import LoopBrake, LoopBrakeError, LoopBrakeStop, session_key, with_warning
+from ..core.brake import LoopBrake, LoopBrakeError, LoopBrakeStop, with_warning
+from ..core.records import session_key
 from ..core.verdicts import Verdict
 
 __all__ = ["attach", "dispose"]

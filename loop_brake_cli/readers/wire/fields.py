@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from ...core.brake import session_key, subagent_session_key
+from ...core.records import session_key, subagent_session_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
