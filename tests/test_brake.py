@@ -160,3 +160,42 @@ def test_brake_reads_env_at_construction(monkeypatch: pytest.MonkeyPatch) -> Non
         LoopBrake()
     monkeypatch.delenv("DSH_LOOP_BRAKE_MAX_REPEATS")
     assert LoopBrake().max_repeats == 3
+
+
+@pytest.mark.parametrize("bound", [None, 2])
+def test_a_reused_call_id_counts_again_once_its_call_ended(bound, tmp_path) -> None:
+    """Issue 36 item 3, in memory (unbounded, LRU-bounded, and under a policy): a call id
+    is a duplicate only while its call is open; ``end_call`` (the result or answer was
+    seen) makes the next call with that id a new call, and it is counted."""
+    policy = tmp_path / "p.toml"
+    policy.write_text("[stop]\nafter_denials = 9\n", encoding="utf-8")
+    for brake in (
+        LoopBrake(3, max_sessions=bound),
+        LoopBrake(3, max_sessions=bound, policy=policy),
+    ):
+        seen = []
+        for _ in range(4):
+            first = brake.check(*A, session_id="s", call_id="call_0")
+            twice = brake.check(*A, session_id="s", call_id="call_0")  # open: a duplicate
+            seen.append((first.count, first.denied, twice.duplicate, twice.count))
+            assert brake.end_call("s", "call_0") is True
+        assert seen == [
+            (1, False, True, 1),
+            (2, False, True, 2),
+            (3, True, True, 3),
+            (4, True, True, 4),
+        ]
+        assert brake.end_call("s", "call_0") is False  # nothing open under that id
+        assert brake.end_call("nobody", "call_0") is False
+        assert brake.end_call("s", None) is False
+
+
+def test_an_end_of_an_older_call_changes_nothing() -> None:
+    """Only the session's latest call ends: an older id (or ``"1"`` for ``1``) leaves the
+    open call a duplicate; without an end the Node plugin's rule holds."""
+    brake = LoopBrake(3)
+    brake.check(*A, session_id="s", call_id="a")
+    brake.check(*B, session_id="s", call_id=1)
+    assert brake.end_call("s", "a") is False
+    assert brake.end_call("s", "1") is False
+    assert brake.check(*B, session_id="s", call_id=1).duplicate

@@ -106,19 +106,24 @@ def test_results_pair_by_call_id_else_with_the_latest_call() -> None:
     assert b.observe_result("s", None, "x") is False  # no call in the session yet
     b.check("poll", {}, session_id="s", call_id="c0")
     assert b.observe_result("s", "other", "x") is False  # not the latest call
-    assert b.observe_result("s", None, "x") is True  # no id: the latest call
-    assert b.observe_result("s", "c0", "x") is True
     assert b.observe_result("t", "c0", "x") is False  # another session
+    assert b.observe_result("s", "c0", "x") is True
+    assert b.observe_result("s", "c0", "x") is False  # its call ended with the first
+    assert b.observe_result("s", None, "x") is True  # no id: the latest call
 
 
-def test_a_duplicate_call_after_a_restart_keeps_the_counted_calls_verdict() -> None:
+def test_a_duplicate_call_keeps_the_counted_calls_verdict_and_its_result_ends_it() -> None:
+    """A duplicate (the call seen twice before it ran) gets the counted call's verdict;
+    its result restarts the streak and ends the call, so the id counts again, as 2."""
     b = brake(max_repeats=4)
     run(b, ["a", "a"])
     counted = b.check("poll", {}, session_id="s", call_id="c2")
-    b.observe_result("s", "c2", "b")  # changed: the next call restarts
     again = b.check("poll", {}, session_id="s", call_id="c2")
     assert again.duplicate and again.count == counted.count == 3
-    assert b.check("poll", {}, session_id="s", call_id="c3").count == 2
+    b.observe_result("s", "c2", "b")  # changed: the next call restarts
+    reused = b.check("poll", {}, session_id="s", call_id="c2")
+    assert not reused.duplicate and reused.count == 2
+    assert b.check("poll", {}, session_id="s", call_id="c3").count == 3
 
 
 def test_result_step_is_pure() -> None:
@@ -127,7 +132,9 @@ def test_result_step_is_pure() -> None:
     before = state
     after, paired = result_step(state, "c0", b"r" * 32)
     assert paired and after is not state and state == before
-    assert result_step(after, "c0", b"r" * 32) == (after, True)  # the same result again
+    assert after.slot.call_id is None  # the paired call ended
+    assert result_step(after, None, b"r" * 32) == (after, True)  # the same result again
+    assert result_step(after, "c0", b"r" * 32) == (after, False)  # its call ended
     assert result_step(None, "c0", b"r" * 32) == (None, False)
 
 
@@ -246,6 +253,7 @@ class Reference:
         state = self.sessions.get(session)
         if state is None or (call_id is not None and call_id != state["id"]):
             return False
+        state["id"] = None  # a paired result ends its call: the id may count again
         if self.progress[state["key"][0]] and not state["verdict"][1]:
             state["streak"][-1] = value
         return True

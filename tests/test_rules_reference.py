@@ -108,8 +108,11 @@ class Reference:
         return out
 
     def result(self, call_id: Any, value: Any) -> None:
+        if self.after is None:
+            return  # no rule reads results: the brake reads none (LoopBrake.progress)
         if not self.history or (call_id is not None and call_id != self.last_id):
             return
+        self.last_id = None  # a paired result ends its call: the id may count again
         latest = self.history[-1]
         if latest.result is None and not latest.denied:
             latest.result = (result_digest(value), result_error(value))

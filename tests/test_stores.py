@@ -74,6 +74,7 @@ calls = st.lists(
         st.sampled_from(range(len(ARGS))),
         st.sampled_from(range(len(CALL_IDS))),
         st.sampled_from([None, 0, 1]),  # a result after the call (policy runs only)
+        st.booleans(),  # the call ends after it (its answer was seen: end_call)
     ),
     min_size=1,
     max_size=14,
@@ -85,7 +86,7 @@ SETTINGS = settings(
 
 def _run(store, brake: LoopBrake, drawn, policy=None) -> None:
     session = f"s{next(_sessions)}"
-    for tool, arg, cid, result in drawn:
+    for tool, arg, cid, result, end in drawn:
         call_id = CALL_IDS[cid]
         digest = call_digest(tool, ARGS[arg])
         got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
@@ -95,6 +96,8 @@ def _run(store, brake: LoopBrake, drawn, policy=None) -> None:
             result_digest = call_digest("result", RESULTS[result])
             paired = store.observe_result(session, call_id, result_digest, policy)
             assert paired == brake.observe_result(session, call_id, digest=result_digest)
+        if end:
+            assert store.end_call(session, call_id) == brake.end_call(session, call_id)
 
 
 @SETTINGS
@@ -138,7 +141,7 @@ def test_under_window_and_same_error_the_rule_is_policy_step(
     policy = load_policy(str(path))
     brake = LoopBrake(3, policy=policy)
     session = f"s{next(_sessions)}"
-    for (tool, arg, cid, result), error in zip(drawn, errors, strict=False):
+    for (tool, arg, cid, result, end), error in zip(drawn, errors, strict=False):
         call_id = CALL_IDS[cid]
         digest = call_digest(tool, ARGS[arg])
         got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
@@ -149,6 +152,8 @@ def test_under_window_and_same_error_the_rule_is_policy_step(
             assert paired == brake.observe_result(
                 session, call_id, digest=result_digest, error=error
             )
+        if end:
+            assert store.end_call(session, call_id) == brake.end_call(session, call_id)
 
 
 def test_a_store_counts_identical_errors_as_memory_does(store, tmp_path: Path) -> None:
@@ -238,3 +243,74 @@ def test_a_session_key_of_any_text_round_trips(store) -> None:
         assert store.count_call(session, "t\u2603", digest, None, 3).count == 2
         rows, _ = store.sessions(session)
         assert [(r.session, r.tool, r.count) for r in rows] == [(session, "t\u2603", 2)]
+
+
+def test_a_reused_id_counts_again_once_its_call_ended(store) -> None:
+    """Issue 36 item 3: an id counts once only while its call is open. A duplicate while
+    open is not counted; after ``end_call`` the same id is a new call, counted (a
+    client reusing its JSON-RPC id after each answer, a model numbering every turn's
+    calls ``call_0``)."""
+    digest = call_digest("read", {"p": 1})
+    session = f"s{next(_sessions)}"
+    first = store.count_call(session, "read", digest, "call_0", 3)
+    again = store.count_call(session, "read", digest, "call_0", 3)
+    assert (first.count, first.duplicate) == (1, False)
+    assert (again.count, again.duplicate) == (1, True)
+    assert store.end_call(session, "call_0") is True
+    assert store.end_call(session, "call_0") is False  # already ended
+    verdicts = [store.count_call(session, "read", digest, "call_0", 3)]
+    store.end_call(session, "call_0")
+    verdicts.append(store.count_call(session, "read", digest, "call_0", 3))
+    assert [(v.count, v.duplicate, v.denied) for v in verdicts] == [
+        (2, False, False),
+        (3, False, True),
+    ]
+    # the listed row no longer names the ended call
+    store.end_call(session, "call_0")
+    assert [row.call_id for row in store.sessions(session)[0]] == [None]
+
+
+def test_only_the_latest_call_ends(store) -> None:
+    """An end naming another id (an older call, ``1`` for ``"1"``), no id, or a session
+    the store does not hold changes nothing: the open call stays a duplicate."""
+    digest = call_digest("read", {})
+    session = f"s{next(_sessions)}"
+    store.count_call(session, "read", digest, "1", 3)
+    assert store.end_call(session, 1) is False
+    assert store.end_call(session, None) is False
+    assert store.end_call(f"s{next(_sessions)}", "1") is False
+    assert store.count_call(session, "read", digest, "1", 3).duplicate
+    assert store.count_call(session, "read", digest, 1, 3).count == 2
+    assert store.end_call(session, 1.0) is True  # Python finds 1.0 == 1: the same id
+
+
+def test_an_end_keeps_the_policy_state(store, tmp_path: Path) -> None:
+    """Only the id is forgotten: the consecutive denials that make a stop survive the
+    end (the SQLite policy row is stamped with its streak row's ``updated``)."""
+    path = tmp_path / "stop.toml"
+    path.write_text("[stop]\nafter_denials = 2\n", encoding="utf-8")
+    policy = load_policy(str(path))
+    digest = call_digest("read", {})
+    session = f"s{next(_sessions)}"
+    kinds = []
+    for _ in range(3):
+        verdict = store.count_call(session, "read", digest, "c", 2, policy=policy)
+        kinds.append((verdict.count, verdict.duplicate, verdict.denied, verdict.stop))
+        assert store.end_call(session, "c")
+    assert kinds == [(1, False, False, False), (2, False, True, False), (3, False, True, True)]
+
+
+def test_a_paired_result_ends_its_call(store, tmp_path: Path) -> None:
+    """Under a progress policy a result paired by its id ends the call: the id counts
+    again, and a second result with that id no longer pairs."""
+    path = tmp_path / "progress.toml"
+    path.write_text("progress = true\n", encoding="utf-8")
+    policy = load_policy(str(path))
+    digest, result = call_digest("poll", {}), call_digest("result", RESULTS[0])
+    session = f"s{next(_sessions)}"
+    assert store.count_call(session, "poll", digest, 7, 3, policy=policy).count == 1
+    assert store.count_call(session, "poll", digest, 7, 3, policy=policy).duplicate
+    assert store.observe_result(session, 7, result, policy) is True
+    assert store.observe_result(session, 7, result, policy) is False
+    again = store.count_call(session, "poll", digest, 7, 3, policy=policy)
+    assert (again.count, again.duplicate) == (2, False)

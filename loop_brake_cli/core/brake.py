@@ -18,7 +18,15 @@ from collections.abc import Callable, Mapping
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
 from .records import DEFAULT_SESSION, session_key, subagent_session_key
-from .streak import PolicySlot, Slot, ends_on_user_turn, policy_step, result_step, step
+from .streak import (
+    PolicySlot,
+    Slot,
+    call_ended,
+    ends_on_user_turn,
+    policy_step,
+    result_step,
+    step,
+)
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -38,6 +46,7 @@ __all__ = [
     "with_warning",
     "wrap_execute",
 ]
+
 
 class _Discover:
     def __repr__(self) -> str:
@@ -324,13 +333,15 @@ class LoopBrake:
         error: bool | None = None,
     ) -> bool:
         """Pair a call's result with the session's latest call (``streak.result_step``):
-        by call id, or without one; returns whether it paired (False: ignored).
+        by call id, or without one; returns whether it paired (False: ignored). A paired
+        result ends its call: its id may count again (``end_call``).
 
         ``result`` is the parsed JSON value, hashed with the policy's ignore patterns
         (``progress.result_digest``) and then forgotten; ``digest`` a 32-byte digest the
         host computed instead. ``error``: whether the call failed (None: as
         ``progress.result_error`` reads ``result``). Without the progress mode or the
-        same-error rule nothing is kept: False."""
+        same-error rule nothing is read or kept: False (a front-end that sees the
+        result ends the call with ``end_call``)."""
         if not self.progress:
             return False
         with self._lock:
@@ -373,6 +384,33 @@ class LoopBrake:
             return False
         self._store_answered()
         return paired
+
+    def end_call(self, session: str, call_id: Any) -> bool:
+        """The call ``call_id`` of ``session`` ended (its result or answer was seen): a
+        later call with the same id is a new call and is counted (``streak.call_ended``).
+        Returns whether the session's latest call was that call (False: nothing to
+        forget, no id, or a later call replaced it). Through the store when there is
+        one; a store failure is a store failure (``warn``), never raised: the id then
+        stays a duplicate until another call replaces it, as the plugin counts."""
+        if call_id is None:
+            return False
+        if self.store is not None:
+            from ..stores import StoreError
+
+            try:
+                ended = self.store.end_call(session, call_id)
+            except StoreError as exc:
+                self._store_failed(exc)
+                return False
+            self._store_answered()
+            return ended
+        with self._lock:
+            prev = self._slots.get(session)
+            state = call_ended(prev, call_id)
+            if state is prev:
+                return False
+            self._slots[session] = state  # an end is not a use: the LRU order stays
+            return True
 
     def _keep(
         self, session: str, prev: Slot | PolicySlot | None, slot: Slot | PolicySlot, duplicate: bool

@@ -15,6 +15,17 @@ and the id and tool name of the last call counted into it.
   starts a new streak at 1;
 * a call is denied when its count reaches ``max_repeats`` (denied calls count).
 
+An id counts once only while its call is open: from its first sighting until
+its result or answer is seen. A front-end that sees the end of a call says so
+(``call_ended``: ``LoopBrake.end_call``, ``Store.end_call``; a result paired by
+``result_step`` ends its call too): the slot forgets the id (when it is still
+the slot's), so a later call with the same id is a new call and is counted (a
+client that reuses its JSON-RPC id after each answer, a model that numbers its
+calls ``call_0`` every turn). Nothing else of the slot changes. A front-end
+that never sees results (``filter`` on bare events, the hook without a
+progress policy) never ends a call: there an id equal to the last counted id
+is always a duplicate, the Node plugin's rule, byte for byte.
+
 With a policy (``policy/``), ``policy_step`` is the rule: the same slot and the
 same duplicate rule, and then, in this order, one decision per counted call:
 
@@ -66,7 +77,9 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
 
 * a result pairs with the session's latest counted call when its call id equals
   that call's, or when it has no call id; any other result is ignored (the
-  caller counts it) and changes nothing;
+  caller counts it) and changes nothing. A paired result ends its call (the
+  slot forgets its id, ``call_ended``), so a second result with that id is
+  ignored;
 * the result of a call the brake denied is kept nowhere: the call did not run,
   so what came back is the denial itself (the proxy's answer, the agent's
   tool_result carrying the deny reason), never progress;
@@ -75,8 +88,8 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
   calls had one: all identical, or the streak would have restarted);
 * when the latest call's result differs from that earlier digest, the streak
   restarts: the latest call counts as 1, so the next identical call is 2. The
-  latest call's own decision stands (a duplicate of it still gets it); the
-  restart shows at the next call. Equal, or no result at all: the counting
+  latest call's own decision stands (a duplicate of it, seen before its
+  result, got it); the restart shows at the next call. Equal, or no result at all: the counting
   is exactly ``step``'s;
 * a denial by the streak rule under progress says how many results of the
   streak were identical (``Decision.results``).
@@ -104,6 +117,7 @@ __all__ = [
     "Decision",
     "PolicySlot",
     "Slot",
+    "call_ended",
     "ends_on_user_turn",
     "is_denied",
     "policy_step",
@@ -137,6 +151,23 @@ def step(prev: Slot | None, tool: str, digest: bytes, call_id: Any = None) -> tu
 
 
 _new_slot = tuple.__new__  # Slot's fields in order, without its Python-level __new__
+
+
+def call_ended(prev: Any, call_id: Any) -> Any:
+    """The session's state (a ``Slot`` or a ``PolicySlot``, or None) once the call
+    ``call_id`` ended (its result or answer was seen): the slot's id forgotten when it
+    is that call's, so the id may count again. Pure: anything else returns ``prev``
+    itself (no id, no session, another call's id: a later call already replaced it)."""
+    if prev is None or call_id is None:
+        return prev
+    if isinstance(prev, PolicySlot):
+        slot = prev.slot
+        if slot.call_id is None or call_id != slot.call_id:
+            return prev
+        return prev._replace(slot=slot._replace(call_id=None))
+    if prev.call_id is None or call_id != prev.call_id:
+        return prev
+    return prev._replace(call_id=None)
 
 
 def is_denied(count: int, max_repeats: int) -> bool:
@@ -340,13 +371,14 @@ def result_step(
 ) -> tuple[PolicySlot | None, bool]:
     """The session's state after a result arrives, and whether it paired with the
     session's latest call (by call id, or without one). Pure: an unpaired result
-    returns ``prev`` itself, and so does a result of a call whose tool is not in
-    progress mode or that was denied (paired, but nothing to keep). ``error``:
+    returns ``prev`` itself, and so does a paired result with nothing to keep (its
+    call has no id to forget, and its tool is not in progress mode or it was
+    denied); a paired result ends its call (``call_ended``). ``error``:
     the result says the call failed (``progress.result_error``); only the
     same-error rule reads it."""
     if prev is None or (call_id is not None and call_id != prev.slot.call_id):
         return prev, False
-    state = prev
+    state = call_ended(prev, prev.slot.call_id)  # the paired call has ended
     if prev.awaiting:  # the first result of a call the same-error rule let run
         if not error:
             state = state._replace(awaiting=False, error_digest=None, errors=0)

@@ -4,7 +4,8 @@ A store keeps, per session, what ``streak.step`` (and under a policy
 ``streak.policy_step``) needs between calls: the 32-byte digest, the count, the
 last call id, the tool name and the policy part; never an argument or a result.
 A decision is atomic: no lost update, no two calls given the same count, a
-call whose id equals the slot's is a duplicate and is not counted. A backend is
+call whose id equals the slot's is a duplicate and is not counted, until the
+call ends (``end_call``, or a paired result). A backend is
 correct when the shared store suite (``tests/test_stores.py``) passes against
 it, not when its own tests do.
 
@@ -76,6 +77,13 @@ class Store(Protocol):
         """Pair a result's digest (and ``error``: whether the call failed) with the
         session's latest call (``streak.result_step``); returns whether it paired.
         Creates nothing for a session the store lacks."""
+        ...
+
+    def end_call(self, session: str, call_id: Any, now: float | None = None) -> bool:
+        """The call ``call_id`` of ``session`` ended (its result or answer was seen):
+        atomically, forget the session's call id when it equals ``call_id`` (as
+        ``streak.call_ended``), so a later call with that id is counted; returns
+        whether it did. Nothing else changes (count, stamp, expiry)."""
         ...
 
     def sessions(self, session: str | None = None) -> tuple[list[SessionRow], int]:

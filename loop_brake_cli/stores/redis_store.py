@@ -22,6 +22,8 @@ A decision is atomic:
   its read and its write) it backs off with jitter and reads afresh, so the
   others drain and it gets its turn. A result (``streak.result_step``) is
   written the same way.
+* a call's end (``end_call``) is ``redis_end.lua``: the id fields go when they
+  are the ended call's, and the version is bumped.
 
 Idle sessions expire (the key's TTL, ``idle_ttl``, refreshed by every counted
 call) instead of being pruned; there is no session cap.
@@ -149,6 +151,7 @@ class RedisStore:
         self._client: Any = None
         self._step: Any = None
         self._cas: Any = None
+        self._end: Any = None
         if importlib.util.find_spec("redis") is None:
             raise StoreError(
                 f"redis store {self.label}: redis-py is not installed "
@@ -177,6 +180,7 @@ class RedisStore:
             self.timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
             self._step = client.register_script(_script("redis_step.lua"))
             self._cas = client.register_script(_script("redis_cas.lua"))
+            self._end = client.register_script(_script("redis_end.lua"))
             self._client = client
         return self._client
 
@@ -367,6 +371,14 @@ class RedisStore:
             raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
 
         return self._ask(work)
+
+    def end_call(self, session: str, call_id: Any, now: float | None = None) -> bool:
+        """Forget the session's call id when it is ``call_id`` (``redis_end.lua``, one
+        atomic step comparing ``rows.call_id_key``s); returns whether it did."""
+        if call_id is None:
+            return False
+        key, id_key = _key(session), call_id_key(call_id)
+        return bool(self._ask(lambda client: self._end(keys=[key], args=[id_key])))
 
     # -- state list / reset -----------------------------------------------------
 

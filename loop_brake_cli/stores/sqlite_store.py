@@ -33,8 +33,10 @@ A result (a post-tool event, under a policy that uses progress) is one more
 ``BEGIN IMMEDIATE`` transaction: the session's state is read as for a call,
 ``streak.result_step`` pairs the result's digest with the latest call, and
 only the policy row is written back (stamped with its streak row's
-``updated``, which stays as it is: a result is not a call). A result for a
-session with no live streak, or that does not pair, writes nothing.
+``updated``, which stays as it is: a result is not a call), and the streak
+row's call id is cleared (the call ended). A result for a session with no live
+streak, or that does not pair, writes nothing. ``end_call`` (a front-end saw a
+call's answer) clears that id alone, in a transaction of its own.
 
 Durability is traded for start-up time on purpose: ``synchronous = OFF`` (see
 ``_open``). A lost count after a power cut costs at most one extra repeat.
@@ -45,7 +47,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ..core.streak import PolicySlot, Slot, policy_step, result_step, step
+from ..core.streak import PolicySlot, Slot, call_ended, policy_step, result_step, step
 from ..core.verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
 from .rows import (
@@ -111,6 +113,7 @@ _UPSERT = (
     " count = excluded.count, call_id_json = excluded.call_id_json, tool = excluded.tool,"
     " updated = excluded.updated"
 )
+_END_CALL = "UPDATE streaks SET call_id_json = NULL WHERE session = ?"
 # SQLite result codes that mean "this file is not a usable database".
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
@@ -321,6 +324,33 @@ class StateStore:
 
         return self._run(work, create=False, absent=False)
 
+    def end_call(self, session: str, call_id: Any, now: float | None = None) -> bool:
+        """Forget the session's call id when it is ``call_id`` (``streak.call_ended``),
+        in one ``BEGIN IMMEDIATE`` transaction; only that column changes (the row's
+        ``updated`` stamps its policy row). Returns whether it did; nothing is created."""
+        if call_id is None:
+            return False
+        key = to_column(session)
+
+        def work(conn: sqlite3.Connection) -> bool:
+            at = time.time() if now is None else now
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                assert self._file is not None
+                claim(conn, self._file, _SCHEMA)
+                slot = self._live_slot(self._read_row(conn, key), at)
+                ended = call_ended(slot, call_id) is not slot
+                if ended:
+                    conn.execute(_END_CALL, (key,))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return ended
+
+        return self._run(work, create=False, absent=False)
+
     def _record_result(
         self,
         conn: sqlite3.Connection,
@@ -341,6 +371,8 @@ class StateStore:
             conn.execute(
                 policy_rows.POLICY_UPSERT, (key, policy_rows.encode_policy_state(state, row[4]))
             )
+            if state.slot.call_id is None and slot.call_id is not None:  # the call ended
+                conn.execute(_END_CALL, (key,))
         return paired
 
     def _read_row(self, conn: sqlite3.Connection, key: str | bytes) -> Any:
