@@ -33,6 +33,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "check_target",
     "is_redis",
     "open_store",
     "store_target",
@@ -74,20 +75,59 @@ def is_redis(target: str) -> bool:
     return _scheme(target) in _REDIS
 
 
+_KNOWN = ("sqlite", "redis", "rediss", "unix", "valkey", "valkeys")
+_FORMS = "a path, sqlite:///path, redis://, rediss:// or unix://"
+
+
+def _mistyped(target: str) -> str | None:
+    """The head of a target that looks like a URL but is not one of ours, else None.
+
+    Scheme-like (issue 36: a typo must not become a SQLite file named like a URL):
+    ``NAME:...`` where NAME could be a URL scheme (a letter, then letters, digits,
+    ``+``, ``-``, ``.``: ``redis:/host:6379``, ``redis:host:6379``, ``valkey:...``),
+    anything with ``://`` and no ``/`` before it, and a store's scheme name followed
+    by ``//`` (``redis//host``). A path with a ``/`` before its first ``:`` (``./redis:x``,
+    ``/var/lib/x``) never is. Only the head is returned: the rest may hold a password."""
+    if _scheme(target) is not None:
+        return None  # a well-formed scheme://; open_store says whether it is ours
+    head, colon, _ = target.partition(":")
+    if colon and head[:1].isalpha() and set(head.lower()) <= _SCHEME_CHARS:
+        return head + ":"
+    before, sep, _ = target.partition("://")
+    if sep and "/" not in before:
+        return before + "://"
+    lowered = target.lower()
+    for name in _KNOWN:
+        if lowered.startswith(name + "//"):
+            return target[: len(name) + 2]
+    return None
+
+
+def check_target(target: str) -> None:
+    """A ValueError for a target that looks like a URL but is not a store URL we read
+    (``_mistyped``): never a SQLite file of that name. Names only the head."""
+    head = _mistyped(target)
+    if head is not None:
+        raise ValueError(
+            f"{head!r}... is not a store URL ({_FORMS}); "
+            "to use a file of that name, start the path with ./"
+        )
+
+
 def sqlite_path(target: str) -> str:
     """The file a SQLite target names: a path, or ``sqlite:///path``. Any other
-    ``scheme://`` is a ValueError naming the forms understood."""
+    ``scheme://``, or a target that looks like a URL (``check_target``), is a
+    ValueError naming the forms understood."""
     scheme = _scheme(target)
     if scheme is None:
+        check_target(target)
         return target
     if scheme == "sqlite":
         path = target.partition("://")[2]
         if path.startswith("/") and len(path) > 1:
             return path
         raise ValueError(f"a sqlite store URL is sqlite:///absolute/path, not {target!r}")
-    raise ValueError(
-        f"unknown store {scheme}://... (use a path, sqlite:///path, redis://, rediss:// or unix://)"
-    )
+    raise ValueError(f"unknown store {scheme}://... (use {_FORMS}; Valkey is redis://)")
 
 
 def open_store(
@@ -100,8 +140,9 @@ def open_store(
     """The store a target names (see ``store_target``). ``idle_ttl``: seconds a session
     may stay idle before its streak is forgotten. ``sqlite_options``: ``max_sessions``
     and ``lock_timeout`` of the SQLite store (Redis has no session cap: keys expire).
-    Raises ValueError for a target that is neither, StoreError when redis-py is
-    missing. Connects on first use."""
+    Raises ValueError for a target that is neither (a URL we do not read, or one
+    mistyped: ``check_target``), StoreError when redis-py is missing. Connects on
+    first use."""
     if is_redis(target):
         from .redis_store import RedisStore
 
