@@ -34,6 +34,7 @@ FRAMEWORKS = [
     "autogen_core",
     "autogen_ext",
     "llama_index",
+    "crewai",
 ]
 
 
@@ -92,7 +93,12 @@ def test_example_runs_and_prints_what_the_doc_shows(
         text=True,
         timeout=120,
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "", "PYTHONIOENCODING": "utf-8"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "OPENAI_API_KEY": "",
+            "PYTHONIOENCODING": "utf-8",
+            "HOME": str(tmp_path / "home"),  # what a framework keeps there (CrewAI) is this test's
+        },
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == expected

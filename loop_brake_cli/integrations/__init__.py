@@ -22,6 +22,7 @@ an optional extra (``pip install 'loop-brake-cli[langchain]'``); importing
 * ``loop_brake_cli.integrations.strands``: a Strands hook provider.
 * ``loop_brake_cli.integrations.autogen``: an AutoGen AgentChat workbench.
 * ``loop_brake_cli.integrations.llama_index``: a LlamaIndex workflow agent's tool calls.
+* ``loop_brake_cli.integrations.crewai``: CrewAI's tool-call hooks (every agent).
 
 Every one counts through ``LoopBrake`` (so ``streak.step``) and hands the model
 the core's ``Verdict.message``: never the arguments. What they share (the brake,
