@@ -337,7 +337,7 @@ def test_bad_lines_are_located_and_the_rest_is_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "status", "message"),
     [
-        (["--outcomes", RESULTS], 2, "--outcomes checks the limits of a sweep: give --sweep"),
+        (["--outcomes", RESULTS], 2, "--outcomes checks the limits of a sweep (or weighs"),
         (["--sweep", "2..4", "--tolerance", "1"], 2, "--tolerance applies to --outcomes FILE"),
         (["--sweep", "2..4", "--stop-after", "2"], 2, "--stop-after applies to --outcomes"),
         (["--sweep", "2..4", "--outcomes", RESULTS, "--tolerance", "-1"], 2, "--tolerance:"),

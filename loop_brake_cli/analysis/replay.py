@@ -37,6 +37,7 @@ class Job:
     timeline: bool = False  # also keep every call (SessionStats.timeline)
     row_groups: tuple[int, ...] | None = None  # a Parquet dataset's piece (None: all of it)
     stop_after: int | None = None  # keep each session's stop points (analysis/stops.py)
+    suggest: bool = False  # gather the evidence for a policy (analysis/suggest.py)
 
 
 def replay_file(
@@ -103,7 +104,8 @@ def replay_file(
         mismatch = check.mismatch() if check is not None else None
         info.format = adapter.INFO.name
         add = analyzer.add
-        judged = judge(parse_records(adapter, source, brake.progress, brake.user_turns), brake)
+        results = brake.progress or getattr(analyzer, "wants_results", False)
+        judged = judge(parse_records(adapter, source, results, brake.user_turns), brake)
         if mismatch is not None:
             judged = _errors_held(judged)
         with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
@@ -237,10 +239,15 @@ def new_analyzer(
     timeline: bool = False,
     stop_after: int | None = None,
     policy: Any = None,
+    suggest: bool = False,
 ) -> Analyzer:
     """The analyzer a replay needs: one that also keeps each session's stop points when
     ``stop_after`` is given (``replay --outcomes``; with the ``policy``'s ``[stop]``),
-    else the plain one."""
+    one that gathers the evidence for a policy with ``suggest``, else the plain one."""
+    if suggest:
+        from .suggest import SuggestAnalyzer
+
+        return SuggestAnalyzer(max_repeats, max_repeats_source, cap, timeline)
     if stop_after is None:
         return Analyzer(max_repeats, max_repeats_source, cap, timeline)
     from .stops import StopAnalyzer
@@ -260,7 +267,13 @@ def replay_job(job: Job) -> Report:
     """Replay one file as its own run (the worker-process entry point of ``replay -j``)."""
     brake = LoopBrake(job.max_repeats, source=job.max_repeats_source, policy=job.policy)
     analyzer = new_analyzer(
-        job.max_repeats, job.max_repeats_source, job.cap, job.timeline, job.stop_after, job.policy
+        job.max_repeats,
+        job.max_repeats_source,
+        job.cap,
+        job.timeline,
+        job.stop_after,
+        job.policy,
+        job.suggest,
     )
     replay_file(
         job.path,
@@ -291,22 +304,26 @@ def replay_files(
     policy: Any = None,
     timeline: bool = False,
     stop_after: int | None = None,
+    suggest: bool = False,
 ) -> Report:
     """Replay files in this process, in order; each its own run unless sessions continue.
 
     ``in_directory``: the paths found by searching a directory (see ``replay_file``);
     ``policy``: a ``policy.Policy`` or None (the seed's rule); ``timeline``: keep
     every call of every session (``SessionStats.timeline``, for ``replay --html``);
-    ``stop_after``: keep each session's stop points (``SessionStats.stops``)."""
+    ``stop_after``: keep each session's stop points (``SessionStats.stops``);
+    ``suggest``: gather the evidence for a policy (``SessionStats.suggest``)."""
     brake = LoopBrake(max_repeats, source=max_repeats_source, policy=policy)
-    analyzer = new_analyzer(max_repeats, max_repeats_source, cap, timeline, stop_after, policy)
+    analyzer = new_analyzer(
+        max_repeats, max_repeats_source, cap, timeline, stop_after, policy, suggest
+    )
     reports: list[Report] = []
     for index, path in enumerate(paths):
         if index and not continue_sessions:
             reports.append(analyzer.finish())
             brake.reset()
             analyzer = new_analyzer(
-                max_repeats, max_repeats_source, cap, timeline, stop_after, policy
+                max_repeats, max_repeats_source, cap, timeline, stop_after, policy, suggest
             )
         info = replay_file(
             path,

@@ -18,6 +18,7 @@ from .waste import Cost, Turn, Waste
 from .where import Where
 
 if TYPE_CHECKING:
+    from .evidence import Evidence
     from .stop_point import StopPoint
     from .timeline import TimelineCall
 
@@ -123,6 +124,9 @@ class SessionStats:
     stops: dict[int, StopPoint] | None = None
     """Where each maxRepeats would have stopped the session, when asked for
     (analysis/stops.py, ``replay --outcomes``); None otherwise."""
+    suggest: Evidence | None = None
+    """The evidence for a policy (analysis/suggest.py, ``replay --suggest-policy``);
+    None otherwise."""
     # Live state, meaningless once the report is finished. The current streak,
     # alternation and same-tool run are a length and a start (0: none), made into
     # objects only when one becomes the session's longest: their calls are the last

@@ -85,7 +85,10 @@ def prepare(
             return errors(f"{used} applies to --outcomes FILE: give the outcomes too")
         return None
     if not has_sweep:
-        return errors("--outcomes checks the limits of a sweep: give --sweep LOW..HIGH too")
+        return errors(
+            "--outcomes checks the limits of a sweep (or weighs --suggest-policy): give "
+            "--sweep LOW..HIGH too"
+        )
     from ..analysis.outcome_sweep import Tolerance, parse_tolerance
     from ..analysis.outcomes import OutcomeError, load_outcomes
     from ..analysis.stops import DEFAULT_STOP_AFTER

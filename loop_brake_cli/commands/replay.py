@@ -42,6 +42,7 @@ from ._report_output import (
     sweep_option,
     write_json,
 )
+from ._suggest import conflict, print_suggestion, suggest_option
 
 PROG = "loop-brake replay"
 PIECES_PER_JOB = 4
@@ -139,6 +140,7 @@ def _fail(message: str) -> None:
     "Check each --sweep limit against run outcomes (SWE-bench results, CSV, JSON lines): "
     "resolved runs stopped, failed runs' calls saved, and a recommendation."
 )
+@suggest_option()
 def replay_command(
     paths: tuple[str, ...],
     max_repeats: int | None,
@@ -162,6 +164,7 @@ def replay_command(
     outcomes_path: str | None = None,
     tolerance_text: str | None = None,
     stop_after: int | None = None,
+    suggest_policy: bool = False,
 ) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
@@ -203,6 +206,18 @@ def replay_command(
     limits = sweep_limits(errors, sweep_text)
     if isinstance(limits, ExitStatus):
         return limits
+    if suggest_policy and (
+        clash := conflict(
+            as_json,
+            verdicts,
+            sweep_text is not None,
+            compare_path is not None,
+            html_path is not None,
+            partial_path is not None,
+            prices_path is not None,
+        )
+    ):
+        return errors(clash)
     if compare_path is not None and (verdicts or sweep_text is not None):
         return errors("--compare-policy is its own output: not with --verdicts or --sweep")
     if html_path is not None and (verdicts or compare_path is not None):
@@ -230,7 +245,9 @@ def replay_command(
     prices = load_prices(errors, prices_path)
     if isinstance(prices, ExitStatus):
         return prices
-    setup = prepare(errors, outcomes_path, tolerance_text, stop_after, bool(limits), PROG)
+    setup = prepare(
+        errors, outcomes_path, tolerance_text, stop_after, bool(limits) or suggest_policy, PROG
+    )
     if isinstance(setup, ExitStatus):
         return setup
 
@@ -299,7 +316,8 @@ def replay_command(
             strict,
             policy,
             timeline=html_path is not None or partial_path is not None,
-            stop_after=None if setup is None else setup.stop_after,
+            stop_after=None if setup is None or suggest_policy else setup.stop_after,
+            suggest=suggest_policy,
         )
         report.warns = policy is not None and policy.uses_warn
         if setup is not None:
@@ -307,6 +325,10 @@ def replay_command(
         report_problems(report, PROG)
         if not report.files:
             return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
+        if suggest_policy:
+            print_suggestion(report, setup)
+            unreadable = report.unreadable > 0 or bool(missing)
+            return _status(unreadable, report.calls, report.denied > 0, fail_on_deny, expect_deny)
         rows = sweep(report, limits) if limits else None
         policy_file = policy.path if policy is not None else None
         if partial_path is not None and not _write_partial(report, partial_path, policy_file):
@@ -381,6 +403,7 @@ def _replay(
     policy: object = None,
     timeline: bool = False,
     stop_after: int | None = None,
+    suggest: bool = False,
 ) -> Report:
     from ._replay_pool import progress_bar, replay_parallel
 
@@ -404,6 +427,7 @@ def _replay(
                     timeline,
                     piece,
                     stop_after,
+                    suggest,
                 )
                 for path in files
                 for piece in pieces(path, jobs * PIECES_PER_JOB)
@@ -426,6 +450,7 @@ def _replay(
             policy=policy,
             timeline=timeline,
             stop_after=stop_after,
+            suggest=suggest,
         )
     finally:
         if progress:
