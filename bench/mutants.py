@@ -1214,6 +1214,50 @@ MUTANTS: tuple[Mutant, ...] = (
         ("test_formats_edges.py", "test_analysis.py"),
         "a call with unparsed arguments counts in unparsed_args",
     ),
+    # -- replay --outcomes and --suggest-policy (issue 38): the stop points, the table,
+    # the matching, the suggestions; tests/test_outcomes.py and test_suggest_policy.py
+    M(
+        "analysis/stops.py",
+        "for limit in range(len(stops) + 1, min(count - 1, cap) + 1):",
+        "for limit in range(len(stops) + 1, min(count, cap) + 1):",
+        ("test_outcomes.py",),
+        "an ignored denial is a call of count m + 1 or more, not m",
+    ),
+    M(
+        "analysis/stops.py",
+        "if turn.ordinal > stop.turn:",
+        "if turn.ordinal >= stop.turn:",
+        ("test_outcomes.py",),
+        "the turn that made the stop call is not saved by it",
+    ),
+    M(
+        "analysis/outcome_sweep.py",
+        "return next((row for row in self.rows if row.resolved_stopped <= allowed), None)",
+        "return next((row for row in self.rows if row.resolved_stopped < allowed), None)",
+        ("test_outcomes.py",),
+        "the recommendation may stop as many resolved runs as tolerated",
+    ),
+    M(
+        "analysis/outcomes.py",
+        'matched.by_key["unlisted"] = matched.by_key.get("unlisted", 0) + 1',
+        'matched.by_key["unlisted"] = matched.by_key.get("unlisted", 0) + 1\n            continue',
+        ("test_outcomes.py",),
+        "a leaderboard results.json counts a run it does not list as unresolved",
+    ),
+    M(
+        "analysis/suggest.py",
+        "if not shapes <= NOISE:",
+        "if False:",
+        ("test_suggest_policy.py",),
+        "a path whose values are text is never suggested for args_ignore",
+    ),
+    M(
+        "analysis/suggest.py",
+        "elif not unlabelled:",
+        "else:",
+        ("test_suggest_policy.py",),
+        "without outcomes no higher limit is suggested",
+    ),
     # -- the Redis store (stores/redis_store.py and its scripts): test_stores.py holds
     # both stores to streak.step / policy_step on drawn sequences (a real redis-server)
     M(
