@@ -1192,6 +1192,42 @@ MUTANTS: tuple[Mutant, ...] = (
         ("test_formats_mini_swe_agent.py",),
         "a command the user typed (human mode) is a user turn",
     ),
+    # Cline task histories (issue 39): tests/test_formats_cline.py
+    M(
+        "formats/cline.py",
+        "if os.path.basename(name) == HISTORY:",
+        "if False:",
+        ("test_formats_cline.py",),
+        "a task's history is the session of its folder (the task id)",
+    ),
+    M(
+        "formats/cline.py",
+        "return bool(texts) and not any(_RESULT.match(text) for text in texts)",
+        "return bool(texts)",
+        ("test_formats_cline.py",),
+        "Cline's written results are not the user speaking",
+    ),
+    M(
+        "formats/cline.py",
+        "return bool(_TASK.match(body) or _MODEL_INFO.search(body))",
+        "return bool(_MODEL_INFO.search(body))",
+        ("test_formats_cline.py",),
+        "a history without metrics (XML tool tags) is still Cline's, by its <task> opening",
+    ),
+    M(
+        "formats/cline.py",
+        "prompt - cached if cached is not None and cached <= prompt else prompt",
+        "prompt",
+        ("test_formats_cline.py",),
+        "a prompt that includes its cached part (Cline's definition) counts the rest",
+    ),
+    M(
+        "formats/_detect.py",
+        'if base in ("ui_messages.json", "task_metadata.json"):',
+        "if False:",
+        ("test_formats_cline.py",),
+        "a task's ui_messages.json is skipped without a word in a directory",
+    ),
     # no silent zero (issue 39): a file that gave no tool call is said
     M(
         "analysis/replay.py",

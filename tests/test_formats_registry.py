@@ -67,6 +67,7 @@ def test_every_sample_names_a_registered_format() -> None:
         ("openhands", "openhands.json", 4),
         ("swe-agent", "swe-agent.traj", 3),
         ("mini-swe-agent", "mini-swe-agent.traj.json", 4),
+        ("cline", "cline.json", 4),
     ],
 )
 def test_own_sample_detected(fmt: str, name: str, count: int) -> None:

@@ -901,6 +901,7 @@ CANARY_FILES = [
     ("openhands", OPENHANDS / "synthetic--results-usage.json"),
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
     ("mini-swe-agent", FIXTURES / "mini-swe-agent" / "synthetic--results-usage.traj.json"),
+    ("cline", FIXTURES / "cline" / "synthetic--1765000000000" / "api_conversation_history.json"),
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
     ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
     ("otel", FIXTURES / "otel" / "synthetic--results-usage.json"),

@@ -61,6 +61,7 @@ FORMATS: dict[str, str] = {
     "openhands": "openhands",
     "swe-agent": "swe_agent",
     "mini-swe-agent": "mini_swe_agent",
+    "cline": "cline",
     # Chat-shaped formats last: their sniffs are the most general.
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",

@@ -240,11 +240,17 @@ _GEMINI_LOG_KEYS = (rb'"sessionId"\s*:', rb'"messageId"\s*:')
 _GEMINI_TRANSCRIPT = rb'"toolCalls"\s*:'
 
 
+_CLINE_UI = rb'^\[\s*\{\s*"ts"\s*:\s*\d+\s*,\s*"type"\s*:\s*"(?:say|ask)"'
+_CLINE_METADATA = rb'^\{\s*"(?:files_in_context|model_usage|environment_history)"\s*:'
+
+
 def not_a_transcript(head: bytes, path: str) -> str | None:
     """What a file is when it is one agents keep beside transcripts, else None."""
     base = os.path.basename(path).lower()
     if base.endswith(".gz"):
         base = base[:-3]
+    if base in ("ui_messages.json", "task_metadata.json"):
+        return _cline_companion(base, head_text(head))
     if base != "logs.json":
         return None
     body = head_text(head)
@@ -253,6 +259,18 @@ def not_a_transcript(head: bytes, path: str) -> str | None:
         shaped = all(re.search(key, body) for key in _GEMINI_LOG_KEYS)
         if empty or (shaped and not re.search(_GEMINI_TRANSCRIPT, body)):
             return "Gemini CLI's prompt log (logs.json holds the user's prompts, no tool call)"
+    return None
+
+
+def _cline_companion(base: str, body: bytes) -> str | None:
+    """Cline's and Roo Code's files beside a task's api_conversation_history.json."""
+    if base == "ui_messages.json" and re.match(_CLINE_UI, body):
+        return (
+            "Cline's UI log (ui_messages.json; the task's calls are read from its "
+            "api_conversation_history.json)"
+        )
+    if base == "task_metadata.json" and re.match(_CLINE_METADATA, body):
+        return "Cline's task metadata (task_metadata.json, no tool call)"
     return None
 
 
