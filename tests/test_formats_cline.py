@@ -69,9 +69,16 @@ def user_turns(path: Path) -> list[str | None]:
     return [r.path for r in records if isinstance(r, UserTurn)]
 
 
-def test_user_turns_are_the_user_s_words_not_cline_s_results() -> None:
+def test_user_turns_are_the_user_s_words_not_cline_s_results(tmp_path: Path) -> None:
     assert user_turns(SAMPLE) == ["$[0]"]
     assert user_turns(HISTORY) == ["$[0]", "$[6]"]
+    # a written result with no call open before it (the call's message cut from the
+    # history) is still Cline's, not the user's
+    doc = json.loads(SAMPLE.read_text())
+    orphan = [doc[0], {"role": "assistant", "content": [{"type": "text", "text": "Next."}]}, doc[2]]
+    path = tmp_path / "orphan.json"
+    path.write_text(json.dumps(orphan))
+    assert user_turns(path) == ["$[0]"]
 
 
 def test_a_directory_of_tasks_skips_the_companions_quietly(tmp_path: Path) -> None:
