@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,11 @@ import pytest
 from conftest import cli_env
 
 from loop_brake_cli.hook.install import InstallError, settings_path
+
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "loop-brake")
+"""What install writes without --command: the running loop-brake's absolute path (here
+``python -m loop_brake_cli`` with the script beside the interpreter)."""
+QUOTED = shlex.quote(PROGRAM)
 
 
 def install(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
@@ -44,7 +51,7 @@ def test_install_into_a_new_user_file(tmp_path: Path, agent: str, relpath: str, 
     (group,) = document["hooks"][event]
     (handler,) = group["hooks"]
     assert handler["type"] == "command"
-    assert handler["command"] == f"loop-brake hook --agent {agent}"
+    assert handler["command"] == f"{QUOTED} hook --agent {agent}"
     if agent == "claude-code":
         assert group["matcher"] == "*"
     if agent == "codex":
@@ -118,12 +125,12 @@ def test_dry_run_prints_and_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_custom_command_and_detection_of_an_existing_entry(tmp_path: Path) -> None:
-    result = install(tmp_path, "claude-code", "--command", "/opt/venv/bin/loop-brake")
+    result = install(tmp_path, "claude-code", "--command", "/opt/venv/bin/loop-brake", "--no-check")
     assert result.returncode == 0
     path = tmp_path / "home" / ".claude" / "settings.json"
     command = json.loads(path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert command == "/opt/venv/bin/loop-brake hook --agent claude-code"
-    again = install(tmp_path, "claude-code")
+    again = install(tmp_path, "claude-code", "--command", "/opt/venv/bin/loop-brake", "--no-check")
     assert b"already installed" in again.stderr
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NODE
-from test_hook_install import install
+from test_hook_install import PROGRAM, QUOTED, install
 
 from loop_brake_cli.hook.install import hook_entry
 
@@ -76,7 +76,7 @@ def test_numbers_escapes_duplicates_and_order_survive_byte_for_byte(tmp_path: Pa
     assert piece.startswith(",\n      {")  # appended after the existing matcher group
     entries = groups(after)
     assert entries[0]["matcher"] == "Bash"
-    assert entries[1] == hook_entry("claude-code")
+    assert entries[1] == hook_entry("claude-code", PROGRAM)
     backups = [p for p in path.parent.iterdir() if ".bak-" in p.name]
     assert len(backups) == 1 and backups[0].read_bytes() == EXOTIC.encode("utf-8")
     again = install(tmp_path, "claude-code", "--project")
@@ -99,7 +99,7 @@ def test_the_agent_side_json_parse_still_reads_the_edited_file(tmp_path: Path) -
         [str(NODE), "-e", script, str(path)], capture_output=True, text=True, timeout=60
     )
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout) == [None, 2, 2, "loop-brake hook --agent claude-code"]
+    assert json.loads(shown.stdout) == [None, 2, 2, f"{QUOTED} hook --agent claude-code"]
 
 
 LAYOUTS = {
@@ -120,7 +120,7 @@ def test_the_entry_is_inserted_in_the_files_own_layout(tmp_path: Path, name: str
     result = install(tmp_path, "claude-code", "--project")
     assert result.returncode == 0, result.stderr
     after = path.read_bytes().decode("utf-8")
-    assert groups(after)[-1] == hook_entry("claude-code")
+    assert groups(after)[-1] == hook_entry("claude-code", PROGRAM)
     document = strict(after)
     for key, value in strict(before).items():  # type: ignore[union-attr]
         if key != "hooks":
@@ -147,7 +147,7 @@ def test_codex_and_gemini_get_their_own_event_and_entry(tmp_path: Path) -> None:
         assert install(tmp_path, agent, "--project").returncode == 0
         after = path.read_text()
         inserted(before, after)
-        assert groups(after, event) == [hook_entry(agent)]
+        assert groups(after, event) == [hook_entry(agent, PROGRAM)]
 
 
 REFUSED = {

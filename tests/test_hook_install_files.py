@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env
-from test_hook_install import install
+from test_hook_install import QUOTED, install
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX files and shells")
 
@@ -50,7 +50,7 @@ def test_a_symlink_is_kept_and_its_target_edited_with_its_mode(tmp_path: Path) -
     assert os.readlink(link) == os.path.relpath(target, link.parent)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert '"n": 1e400' in target.read_text()
-    assert command_of(target) == "loop-brake hook --agent claude-code"
+    assert command_of(target) == f"{QUOTED} hook --agent claude-code"
     (backup,) = [p for p in link.parent.iterdir() if ".bak-" in p.name]
     assert not backup.is_symlink() and backup.read_text() == ORIGINAL
     assert stat.S_IMODE(backup.stat().st_mode) == 0o640
@@ -76,7 +76,7 @@ def test_a_read_only_file_is_refused_not_chmodded(tmp_path: Path, mode: int) -> 
     before = path.stat()
     result = install(tmp_path, "claude-code", "--project")
     assert result.returncode == 3
-    (line,) = result.stderr.decode().splitlines()
+    (line,) = result.stderr.decode().splitlines()  # not "checked": nothing was written
     assert "read-only" in line and "left untouched" in line
     after = path.stat()
     assert path.read_text() == ORIGINAL

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_hook_install import CASES, install
+from test_hook_install import CASES, QUOTED, install
 
 POLICY = str(ROOT / "samples" / "policies" / "write-stdin.toml")
 PROGRESS = str(ROOT / "samples" / "policies" / "progress.toml")
@@ -33,7 +33,7 @@ def test_a_new_policy_replaces_the_installed_entry(
     assert install(tmp_path, agent).returncode == 0
     result = install(tmp_path, agent, "--policy", POLICY)
     assert result.returncode == 0, result.stderr
-    wanted = f"loop-brake hook --agent {agent} --policy {shlex.quote(POLICY)}"
+    wanted = f"{QUOTED} hook --agent {agent} --policy {shlex.quote(POLICY)}"
     assert commands(tmp_path, relpath) == {event: [wanted]}
     err = result.stderr.decode()
     assert f"updated the hook (its command is now `{wanted}`) in" in err, err
@@ -41,7 +41,7 @@ def test_a_new_policy_replaces_the_installed_entry(
     assert "already installed" in again.stderr.decode()
     assert commands(tmp_path, relpath) == {event: [wanted]}
     back = install(tmp_path, agent)  # without --policy: the plain entry again, said so
-    assert commands(tmp_path, relpath) == {event: [f"loop-brake hook --agent {agent}"]}
+    assert commands(tmp_path, relpath) == {event: [f"{QUOTED} hook --agent {agent}"]}
     assert "updated the hook" in back.stderr.decode()
 
 
@@ -52,7 +52,7 @@ def test_a_progress_policy_then_another_updates_every_event(tmp_path: Path) -> N
     assert set(first) == {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
     result = install(tmp_path, "claude-code", "--policy", POLICY)  # no progress
     assert result.returncode == 0, result.stderr
-    wanted = f"loop-brake hook --agent claude-code --policy {shlex.quote(POLICY)}"
+    wanted = f"{QUOTED} hook --agent claude-code --policy {shlex.quote(POLICY)}"
     assert commands(tmp_path, relpath) == {"PreToolUse": [wanted]}
 
 
@@ -66,12 +66,36 @@ def test_a_dry_run_says_it_would_update(tmp_path: Path) -> None:
 
 
 def test_without_command_the_installed_program_is_kept(tmp_path: Path) -> None:
-    program = "/opt/my tools/loop-brake"
-    assert install(tmp_path, "claude-code", "--command", program).returncode == 0
+    """A program the user chose stays while it is an executable file (it passes the
+    check: it runs the real loop-brake)."""
+    program = tmp_path / "my tools" / "loop-brake"
+    program.parent.mkdir()
+    program.write_text(f'#!/bin/sh\nexec {QUOTED} "$@"\n')
+    program.chmod(0o755)
+    assert install(tmp_path, "claude-code", "--command", str(program)).returncode == 0
     result = install(tmp_path, "claude-code", "--policy", POLICY)
-    wanted = f"{shlex.quote(program)} hook --agent claude-code --policy {shlex.quote(POLICY)}"
+    assert result.returncode == 0, result.stderr
+    wanted = f"{shlex.quote(str(program))} hook --agent claude-code --policy {shlex.quote(POLICY)}"
     assert commands(tmp_path, ".claude/settings.json") == {"PreToolUse": [wanted]}
     assert "updated the hook" in result.stderr.decode()
+
+
+@pytest.mark.parametrize("installed", ["loop-brake", "/opt/gone/bin/loop-brake"])
+def test_a_bare_or_vanished_program_is_replaced_by_this_ones_path(
+    tmp_path: Path, installed: str
+) -> None:
+    """Issue 36 item 8: an entry that names `loop-brake` bare (as install once wrote)
+    resolves through the agent's PATH; one whose program is gone cannot run. Install
+    again, without --command, writes this program's absolute path and says so."""
+    path = tmp_path / "home" / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True)
+    old = f"{installed} hook --agent claude-code"
+    path.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [{"command": old}]}]}}))
+    result = install(tmp_path, "claude-code")
+    assert result.returncode == 0, result.stderr
+    wanted = f"{QUOTED} hook --agent claude-code"
+    assert commands(tmp_path, ".claude/settings.json") == {"PreToolUse": [wanted]}
+    assert f"updated the hook (its command is now `{wanted}`)" in result.stderr.decode()
 
 
 def test_a_same_error_policy_installs_the_post_tool_events_too(tmp_path: Path) -> None:

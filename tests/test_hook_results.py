@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, run_cli
 from hook_helpers import claude_input, hook, store_bytes
+from test_hook_install import QUOTED
 
 from loop_brake_cli.core.policy import load_policy
 from loop_brake_cli.core.records import ToolResult
@@ -238,7 +239,7 @@ def test_install_adds_the_post_tool_events_only_under_progress(
     hooks = json.loads(settings.read_text())["hooks"]
     assert list(hooks) == events
     commands = {group["hooks"][0]["command"] for event in events for group in hooks[event]}
-    assert commands == {f"loop-brake hook --agent {agent}"}
+    assert commands == {f"{QUOTED} hook --agent {agent}"}
     status, stderr = install(tmp_path, agent, "--project")
     assert status == 0 and b"already installed" in stderr
     plain = tmp_path / "plain.toml"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, run_cli
 from hook_helpers import assert_fail_open_notice
+from test_hook_install import QUOTED
 
 from loop_brake_cli.hook.runner import main as hook_main
 
@@ -88,7 +89,7 @@ def test_hook_install_policy(tmp_path: Path) -> None:
     env = cli_env(HOME=str(tmp_path))
     done = run_cli("hook", "install", "claude-code", "--dry-run", "--policy", str(policy), env=env)
     assert done.returncode == 0
-    command = f"loop-brake hook --agent claude-code --policy {policy}"
+    command = f"{QUOTED} hook --agent claude-code --policy {policy}"
     assert json.dumps(command).encode() in done.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text("[cycles]\nmax_repeats = 1\n")

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from .. import agents
 from ..core.exitcodes import ExitStatus
@@ -76,7 +75,9 @@ INSTALL_EXIT_HELP = (
     "     regular file (a FIFO, a device, a directory), is not strict JSON, has\n"
     "     hooks shaped otherwise, duplicated hooks or event keys, or nesting too\n"
     "     deep, is read-only, or the new file could not be written\n"
-    "  5  standard output could not be written (--dry-run)"
+    "  5  standard output could not be written (--dry-run)\n"
+    "  7  the hook failed its check (one canary decision through the command,\n"
+    "     its store and its policy): the file was left as it was"
 )
 
 
@@ -85,17 +86,25 @@ INSTALL_EXIT_HELP = (
 @click.option(
     "--command",
     "executable",
-    default="loop-brake",
-    show_default=True,
-    help="The loop-brake program the agent should run (e.g. an absolute path); "
-    "one path, quoted for the agent's shell.",
+    help="The loop-brake program the agent runs: one path, quoted for the agent's "
+    "shell (default: this program's absolute path).",
+)
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Write the entry without first running it once with a canary call.",
 )
 @policy_option(
     "Check this policy file now (exit 2 if unusable) and add --policy with its "
     "absolute path to the hook command."
 )
 def install_command(
-    agent: str, scope: str, dry_run: bool, executable: str | None, policy_path: str | None = None
+    agent: str,
+    scope: str,
+    dry_run: bool,
+    executable: str | None,
+    no_check: bool = False,
+    policy_path: str | None = None,
 ) -> int:
     """Add `loop-brake hook --agent AGENT` to AGENT's pre-tool hooks.
 
@@ -107,7 +116,9 @@ def install_command(
     does not parse, or that cannot be edited exactly, is refused untouched;
     installing twice changes nothing; a symbolic link is kept (its target is
     edited); a read-only file is refused; the old file is kept as a timestamped
-    .bak next to it.
+    .bak next to it. The command names loop-brake by its absolute path, and is
+    run once with a canary call (its store and policy with it) before the file
+    is written.
     """
     from ..hook.install import plan_install
 
@@ -121,8 +132,6 @@ def install_command(
         loaded = _found_policy()
     progress = loaded is not None and loaded.reads_results
     user_turns = loaded is not None and loaded.reset_on_user_turn
-    if click.get_current_context().get_parameter_source("executable") is ParameterSource.DEFAULT:
-        executable = None  # the installed entry's program, if there is one
     what = _install_what(loaded, progress, user_turns)
     return _apply(
         "loop-brake hook install",
@@ -132,7 +141,35 @@ def install_command(
         dry_run,
         unchanged="already installed",
         done=f"added {what} to",
+        check=None if no_check else lambda plan: _check(plan, policy),
     )
+
+
+def _check(plan: Any, policy: str | None) -> tuple[bool, str]:
+    """One canary decision through the entry's command (``hook/check.py``): whether it
+    answered, and what was checked (or why it failed), to be said on stderr."""
+    from ..hook.check import check_command, command_store, forget
+    from ..stores import is_redis
+
+    store = command_store(plan.command)
+    result = check_command(plan.command, plan.agent)
+    forget(store, plan.agent, result.session)
+    if store is None:
+        where = "the store"
+    elif is_redis(store):
+        from ..stores.redis_store import redact
+
+        where = f"the store {redact(store)}"
+    else:
+        where = f"the store {os.path.abspath(store)}"
+    from ..core.policy.discover import find_policy_file
+
+    found = find_policy_file(policy)
+    rules = f"the policy {found}" if found else f"no policy (none found from {os.getcwd()})"
+    checked = f"`{plan.command}`, {where}, {rules}"
+    if not result.ok:
+        return False, f"the hook failed its check ({result.reason}); checked {checked}"
+    return True, f"checked with one canary decision, allowed: {checked}"
 
 
 def _install_what(policy: Any, results: bool, user_turns: bool) -> str:
@@ -205,9 +242,12 @@ def _apply(
     dry_run: bool,
     unchanged: str,
     done: str,
+    check: Callable[[Any], tuple[bool, str]] | None = None,
 ) -> int:
     """Plan the edit of AGENT's settings file, then print it (--dry-run) or write it:
-    one path for install and uninstall, so both refuse, report and back up alike."""
+    one path for install and uninstall, so both refuse, report and back up alike.
+    ``check``: run before writing (not on a dry run): whether it passed, and what it
+    says (why not, or what it checked, said after the file's outcome)."""
     from ..hook.install import USAGE, InstallError, settings_path, write_plan
 
     try:
@@ -223,8 +263,19 @@ def _apply(
             state = f"would update the hook (its command would be `{plan.command}`)"
         click.echo(f"{prog}: {path} {state} (dry run)", err=True)
         return ExitStatus.OK
+    passed, checked = check(plan) if check is not None else (True, "")
+    if not passed:
+        left = "left as it was" if plan.changed else "left as it was (it holds this entry)"
+        click.echo(
+            f"{prog}: {checked}; {path} {left}. Fix what failed, "
+            "or write the entry anyway with --no-check",
+            err=True,
+        )
+        return ExitStatus.NOT_INSTALLED
     if not plan.changed:
         click.echo(f"{prog}: {unchanged} in {path}", err=True)
+        if checked:
+            click.echo(f"{prog}: {checked}", err=True)
         return ExitStatus.OK
     try:
         backup = write_plan(plan)
@@ -239,4 +290,6 @@ def _apply(
     if getattr(plan, "updated", False):  # install over an entry with another command
         done = f"updated the hook (its command is now `{plan.command}`) in"
     click.echo(f"{prog}: {done} {path}{note}", err=True)
+    if checked:
+        click.echo(f"{prog}: {checked}", err=True)
     return ExitStatus.OK

@@ -9,8 +9,9 @@ be off with nobody told. So before the command is trusted, it is run once, here:
 ``sh -c COMMAND`` (the agents' shell on POSIX) with the agent's pre-tool input
 for a canary session on stdin. It works when it exits 0, says nothing on stderr
 (the hook's every failure is one stderr line) and answers nothing but an allow
-(an empty stdout) or valid JSON without a fail-open notice. The canary session
-is then forgotten by the store, so no streak is left behind.
+(an empty stdout) or valid JSON without a fail-open notice. The caller then
+forgets the canary session (``forget``: out of the store the command counts in,
+``command_store``, and its fail-open marker), so nothing is left behind.
 
 Nothing of the canary call is an argument of anyone's: its tool is
 ``loop-brake-check`` with ``{}``.
@@ -20,11 +21,19 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import uuid
 from dataclasses import dataclass
 
-__all__ = ["CANARY_TOOL", "CheckResult", "canary_input", "check_command"]
+__all__ = [
+    "CANARY_TOOL",
+    "CheckResult",
+    "canary_input",
+    "check_command",
+    "command_store",
+    "forget",
+]
 
 CANARY_TOOL = "loop-brake-check"
 TIMEOUT = 30.0
@@ -84,7 +93,7 @@ def check_command(command: str, agent: str, env: dict[str, str] | None = None) -
     except OSError as exc:
         return CheckResult(False, f"/bin/sh could not start it ({exc.strerror or exc})", session)
     stderr = done.stderr.decode("utf-8", "replace").strip()
-    first = stderr.splitlines()[0] if stderr else ""
+    first = _reason(stderr.splitlines()[0]) if stderr else ""
     if done.returncode != 0:
         if done.returncode == 127:
             return CheckResult(False, f"the shell cannot run it (exit 127: {first})", session)
@@ -100,3 +109,48 @@ def check_command(command: str, agent: str, env: dict[str, str] | None = None) -
         if not isinstance(answer, dict) or "loop brake is off" in str(answer.get("systemMessage")):
             return CheckResult(False, "its answer says the brake is off", session)
     return CheckResult(True, "", session)
+
+
+def _reason(line: str) -> str:
+    """The hook's failure line without its program prefix and "allowed" ending."""
+    line = line.removeprefix("loop-brake hook: ")
+    return line.removesuffix("; the call was allowed (the brake fails open)")
+
+
+def command_store(command: str, env: dict[str, str] | None = None) -> str | None:
+    """The store a hook command counts in: its own ``--store``/``--state``, else the
+    one ``env`` names (``stores.store_target``); None when the command cannot be read
+    as ``PROGRAM hook OPTIONS...``."""
+    from ..stores import store_target
+    from .runner import _parse_args
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) < 2 or words[1] != "hook":
+        return None
+    opts, _errors = _parse_args(words[2:])
+    try:
+        return store_target(opts.get("store"), opts.get("state"), env)
+    except ValueError:
+        return None
+
+
+def forget(store: str | None, agent: str, session: str, env: dict[str, str] | None = None) -> None:
+    """The canary session out of ``store`` and its fail-open marker away (best effort:
+    a session expires anyway, a marker after a week)."""
+    from ..stores import StoreError, open_store
+    from .notice import forget as forget_marker
+
+    forget_marker(agent, session, env)
+    if store is None:
+        return
+    try:
+        opened = open_store(store)
+        try:
+            opened.reset(session)
+        finally:
+            opened.close()
+    except (StoreError, ValueError, OSError):
+        pass

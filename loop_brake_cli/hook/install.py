@@ -38,9 +38,17 @@ not start the hook on every prompt for nothing.
 An entry of ours whose command differs from the one asked for (another
 ``--policy``, none, another ``--command``) is replaced, not kept beside the new
 one nor left as it was: the user who installs with ``--policy FILE`` must get
-that policy live (``InstallPlan.updated``; the command says so). Without
-``--command`` the program of the installed entry is kept (a venv path stays).
-An identical entry is left where it is: installing twice changes nothing.
+that policy live (``InstallPlan.updated``; the command says so). An identical
+entry is left where it is: installing twice changes nothing.
+
+Without ``--command`` the program written is an absolute path
+(``default_program``): the installed entry's while it names an executable file
+(a venv path the user chose stays), else the running ``loop-brake``'s
+(``running_program``). Never a bare ``loop-brake``: the agent resolves it through
+its own PATH, which need not hold the venv it was installed from, and the hook
+would exit 127 and fail open. Where the running program cannot be told, install
+refuses and says to pass ``--command``. Before the file is written, ``hook
+install`` runs the command once with a canary call (``check.check_command``).
 
 ``hook uninstall`` (``plan_uninstall``) removes every loop-brake handler from the
 agent's pre-tool, post-tool and user-turn events, by the same kind of minimal text edit
@@ -66,6 +74,7 @@ __all__ = [
     "USAGE",
     "InstallError",
     "InstallPlan",
+    "default_program",
     "hook_entry",
     "install_events",
     "install_target",
@@ -126,6 +135,29 @@ def running_program() -> str | None:
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
     return None
+
+
+def default_program(installed: str | None) -> str:
+    """The program an entry runs when ``--command`` is not given: ``installed`` (the
+    program of our entry already in the file) while it is an absolute path to an
+    executable file, else the running program's absolute path; InstallError when
+    neither can be told (see the module docstring)."""
+    if (
+        installed
+        and os.path.isabs(installed)
+        and os.path.isfile(installed)
+        and os.access(installed, os.X_OK)
+    ):
+        return installed
+    program = running_program()
+    if program is None:
+        raise InstallError(
+            "cannot tell the absolute path of this loop-brake program (run as "
+            "`python -m loop_brake_cli`?), and a bare `loop-brake` would resolve through "
+            "the agent's PATH: pass --command /absolute/path/to/loop-brake",
+            USAGE,
+        )
+    return program
 
 
 def install_target(agent: str) -> Install:
@@ -246,14 +278,14 @@ def plan_install(
     """Read ``path`` (if any) and compute the edited text; raises InstallError.
     ``progress``: the policy in effect uses progress (post-tool events too);
     ``user_turns``: it has ``reset_on_user_turn`` (user-turn events too).
-    ``executable`` None: the installed entry's program, else ``loop-brake``."""
+    ``executable`` None: ``default_program`` (an absolute path)."""
     events = install_events(agent, progress, user_turns)
     turn_events = install_target(agent).user_turn_events
     settings, original = _read_text(path)
     hint = "fix or move it and run install again, or add the entry yourself"
     try:
         if executable is None:
-            executable = _installed_program(original, agent) or "loop-brake"
+            executable = default_program(_installed_program(original, agent))
         entry = hook_entry(agent, executable, policy)
         command = entry["hooks"][0]["command"]
         # our handlers with another command (every event we may have written) go first

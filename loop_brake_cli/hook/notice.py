@@ -41,9 +41,9 @@ def marker_dir(env: dict[str, str] | None = None) -> str:
     return os.path.join(base, "loop-brake", "fail-open")
 
 
-def _marker(agent: str, session: str) -> str:
+def _marker(agent: str, session: str, env: dict[str, str] | None = None) -> str:
     digest = hashlib.sha256(f"{agent}\0{session}".encode("utf-8", "surrogatepass")).hexdigest()
-    return os.path.join(marker_dir(), digest[:32])
+    return os.path.join(marker_dir(env), digest[:32])
 
 
 def first_notice(agent: str, session: object) -> bool:
@@ -64,10 +64,10 @@ def first_notice(agent: str, session: object) -> bool:
     return True
 
 
-def forget(agent: str, session: str) -> None:
-    """Remove a session's marker (a canary session's, after a check)."""
+def forget(agent: str, session: str, env: dict[str, str] | None = None) -> None:
+    """Remove a session's marker (a canary session's, after a check run with ``env``)."""
     try:
-        os.unlink(_marker(agent, session))
+        os.unlink(_marker(agent, session, env))
     except OSError:
         pass
 

@@ -86,20 +86,6 @@ def _hook_words(opts: RunOptions, store: str, log: str) -> tuple[str, ...] | str
     return tuple(words)
 
 
-def _forget(store: str, session: str) -> None:
-    """The canary session out of the store (best effort: it expires anyway)."""
-    from ..stores import StoreError, open_store
-
-    try:
-        opened = open_store(store)
-        try:
-            opened.reset(session)
-        finally:
-            opened.close()
-    except (StoreError, ValueError, OSError):
-        pass
-
-
 def _install(opts: RunOptions, workdir: str) -> Launch | tuple[int, str]:
     """The launch with the hook injected and checked, or (status, why not)."""
     try:
@@ -129,10 +115,10 @@ def _install(opts: RunOptions, workdir: str) -> Launch | tuple[int, str]:
             return ExitStatus.USAGE, str(exc)
         return ExitStatus.NOT_INSTALLED, f"the brake could not be installed: {exc}"
     if launch.hook_command is not None:
-        from ..hook.check import check_command
+        from ..hook.check import check_command, forget
 
         check = check_command(launch.hook_command, spec.hook_agent or "", launch.env)
-        _forget(store, check.session)
+        forget(store, spec.hook_agent or "", check.session, launch.env)
         if not check.ok:
             return (
                 ExitStatus.NOT_INSTALLED,
