@@ -171,3 +171,22 @@ def test_a_str_subclass_result_feeds_the_progress_mode(tmp_path: Path) -> None:
         verdict = seam.judge("s", "poll", {"job": 1})
         assert not verdict.denied
         assert seam.feed(verdict, Text(f"tick {tick}"))
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_the_shared_options_are_checked_once_for_every_integration(name: str) -> None:
+    """Issue 40.7: every constructor takes ``brake`` and ``BrakeOptions`` through
+    ``SessionBrake.of``; a misspelt option is a TypeError naming it, as Python's own."""
+    package, build = BUILDERS[name]
+    pytest.importorskip(package)
+    module = importlib.import_module(f"loop_brake_cli.integrations.{name}")
+    with pytest.raises(
+        TypeError, match=f"integrations.{name}: unexpected keyword argument 'max_repeat'"
+    ):
+        build(module, max_repeat=3)
+    made = build(module, max_repeats=4, session_key=lambda ctx: "mine")
+    assert made.brake.max_repeats == 4 and made.seam.session(object()) == "mine"
+    mine = LoopBrake(5)
+    assert build(module, brake=mine).brake is mine
+    with pytest.raises(ValueError, match="not both"):
+        build(module, brake=mine, max_repeats=3)

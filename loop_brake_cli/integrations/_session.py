@@ -4,8 +4,9 @@ call belongs to, feeding a tool's result to the progress mode, and the stop.
 A framework integration is a thin adapter: it finds the seam where the framework
 runs a tool, and around it does exactly this (``SessionBrake`` holds the pieces)::
 
-    seam = SessionBrake(make_brake(brake, max_repeats, policy=policy),
-                        session_key=session_key, default_key=my_default, where="langchain")
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]):
+        self.seam = SessionBrake.of(brake, options, default_key=my_default, where="langchain")
+
     verdict = seam.judge(seam.session(ctx), tool_name, args, call_id)   # before the tool
     if verdict.stop:    ...end the run the framework's own way (see below)
     elif verdict.denied: ...hand the model verdict.message, do not run the tool
@@ -15,6 +16,10 @@ runs a tool, and around it does exactly this (``SessionBrake`` holds the pieces)
 
 The contract, which each integration documents in its own words:
 
+* **The options** (``BrakeOptions``): every integration's constructor and ``attach``
+  take ``brake`` (positional or keyword) and the keywords ``max_repeats``,
+  ``policy`` and ``session_key``, gathered once here (``SessionBrake.of``; any other
+  keyword is a ``TypeError``, as Python gives for an unknown parameter).
 * **The brake** (``make_brake``): the ``LoopBrake`` the user passed (so a store or any
   other option of it passes through untouched), else a new one with ``max_repeats``,
   the explicit ``policy`` (None by default: an integration never reads
@@ -52,15 +57,17 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
 from ..core.brake import LoopBrake, LoopBrakeStop
 from ..core.verdicts import Verdict
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
+    "BrakeOptions",
     "SessionBrake",
+    "brake_of",
     "fresh_call_id",
     "make_brake",
     "stop_error",
@@ -72,6 +79,16 @@ DEFAULT_MAX_SESSIONS = 1024
 
 _numbers = itertools.count(1)
 _call_numbers = itertools.count(1)
+
+
+class BrakeOptions(TypedDict, total=False):
+    """The keywords every integration takes beside ``brake`` (``**options:
+    Unpack[BrakeOptions]``): ``max_repeats`` and ``policy`` for a brake of its own
+    (``make_brake``), ``session_key`` the user's key function (``SessionBrake.session``)."""
+
+    max_repeats: object
+    policy: Any
+    session_key: Callable[[Any], str | None] | None
 
 
 def make_brake(
@@ -91,6 +108,17 @@ def make_brake(
             raise ValueError("give either brake or max_repeats/policy, not both")
         return brake
     return LoopBrake(max_repeats, max_sessions=max_sessions, policy=policy)
+
+
+def brake_of(brake: LoopBrake | None, options: Mapping[str, Any], where: str) -> LoopBrake:
+    """``make_brake`` from an integration's ``brake`` and ``options`` (``BrakeOptions``);
+    an unknown keyword is a ``TypeError`` naming it and the integration."""
+    unknown = sorted(set(options) - BrakeOptions.__annotations__.keys())
+    if unknown:
+        raise TypeError(
+            f"loop_brake_cli.integrations.{where}: unexpected keyword argument {unknown[0]!r}"
+        )
+    return make_brake(brake, options.get("max_repeats"), policy=options.get("policy"))
 
 
 def fresh_call_id() -> str:
@@ -144,6 +172,26 @@ class SessionBrake:
         # ToolNode, smolagents): a session's read-count-write must not interleave, or
         # counts are lost and a loop is never denied.
         self._lock = threading.Lock()
+
+    @classmethod
+    def of(
+        cls,
+        brake: LoopBrake | None,
+        options: Mapping[str, Any],
+        *,
+        default_key: Callable[[Any], str],
+        where: str,
+        to_json: Callable[[Any], Any] = to_json,
+    ) -> SessionBrake:
+        """The seam of an integration built with the user's ``brake`` and ``options``
+        (``BrakeOptions``, checked by ``brake_of``)."""
+        return cls(
+            brake_of(brake, options, where),
+            session_key=options.get("session_key"),
+            default_key=default_key,
+            where=where,
+            to_json=to_json,
+        )
 
     def session(self, ctx: Any) -> str:
         """The user's key for ``ctx`` when it gives one, else the integration's default."""

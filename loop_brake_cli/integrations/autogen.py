@@ -48,8 +48,8 @@ workbenches and model client back.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from autogen_agentchat.base import TerminationCondition
 from autogen_agentchat.messages import StopMessage
@@ -57,7 +57,10 @@ from autogen_core.models import ChatCompletionClient, CreateResult, RequestUsage
 from autogen_core.tools import TextResultContent, ToolResult, Workbench
 
 from ..core.brake import LoopBrake
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake, brake_of
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "LoopBrakeModelClient",
@@ -85,21 +88,14 @@ class LoopBrakeWorkbench(Workbench):
         inner: Workbench,
         brake: LoopBrake | None = None,
         *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
         owner: Any = None,
         stop: _Stop | None = None,
+        **options: Unpack[BrakeOptions],
     ) -> None:
         """``owner``: the conversation the session stands for (default: this workbench;
         ``attach`` passes the agent, and one ``stop`` for all its workbenches)."""
         self.inner = inner
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="autogen",
-        )
+        self.seam = SessionBrake.of(brake, options, default_key=self._default_key, where="autogen")
         self.brake = self.seam.brake
         self._owner = None if owner is None else weakref.ref(owner)
         self._stop = _Stop() if stop is None else stop
@@ -207,22 +203,18 @@ class LoopBrakeTermination(TerminationCondition):
 
 
 def attach(
-    agent: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    agent: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Wrap each workbench of an ``AssistantAgent`` (its ``tools=`` too) in one
     ``LoopBrakeWorkbench`` brake, and guard its model client; returns the brake."""
-    brake = make_brake(brake, max_repeats, policy=policy)
+    brake = brake_of(brake, options, "autogen")
+    key = options.get("session_key")
     client = agent._model_client  # AgentChat keeps it and the workbenches privately
     stop = client.stop if isinstance(client, LoopBrakeModelClient) else _Stop()
     agent._workbench = [
         wb
         if isinstance(wb, LoopBrakeWorkbench)
-        else LoopBrakeWorkbench(wb, brake, session_key=session_key, owner=agent, stop=stop)
+        else LoopBrakeWorkbench(wb, brake, session_key=key, owner=agent, stop=stop)
         for wb in agent._workbench
     ]
     if not isinstance(client, LoopBrakeModelClient):

@@ -30,15 +30,17 @@ forgets the streaks. A hook input the decoder cannot read gets no decision
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import HookMatcher
 
 from ..agents import claude_code
 from ..core.brake import LoopBrake
 from ..core.records import ToolCall, ToolResult
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeHooks", "attach", "dispose"]
 
@@ -46,19 +48,9 @@ __all__ = ["LoopBrakeHooks", "attach", "dispose"]
 class LoopBrakeHooks:
     """The brake's hook callbacks; ``hooks()`` is the ``ClaudeAgentOptions.hooks`` part."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="claude_agent_sdk",
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="claude_agent_sdk"
         )
         self.brake = self.seam.brake
         self.matchers = {
@@ -103,16 +95,11 @@ class LoopBrakeHooks:
 
 
 def attach(
-    options: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    options: Any, brake: LoopBrake | None = None, **brake_options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Add the brake's hooks to ``options.hooks``, after the user's own matchers;
     returns the brake. Several ``options`` may share one brake (``brake=``)."""
-    hooks = LoopBrakeHooks(brake, max_repeats=max_repeats, policy=policy, session_key=session_key)
+    hooks = LoopBrakeHooks(brake, **brake_options)
     merged = dict(options.hooks or {})
     for event, matchers in hooks.hooks().items():
         merged[event] = [*merged.get(event, []), *matchers]

@@ -47,8 +47,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crewai.hooks import (
     HookAborted,
@@ -62,7 +61,10 @@ from crewai.hooks import (
 
 from ..core.brake import LoopBrake
 from ..core.verdicts import Verdict
-from ._session import SessionBrake, fresh_call_id, make_brake
+from ._session import BrakeOptions, SessionBrake, fresh_call_id
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeHooks", "attach", "dispose"]
 
@@ -73,20 +75,8 @@ class LoopBrakeHooks:
     """The brake's three CrewAI hooks; ``register()`` adds them, ``unregister()`` takes
     them off."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="crewai",
-        )
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(brake, options, default_key=self._default_key, where="crewai")
         self.brake = self.seam.brake
         # The session of each agent's run of each task: agent -> {id(task): key}.
         self._runs: weakref.WeakKeyDictionary[Any, dict[int, str]] = weakref.WeakKeyDictionary()
@@ -180,16 +170,10 @@ class LoopBrakeHooks:
         unregister_before_llm_call_hook(self.before_llm_call)
 
 
-def attach(
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
-) -> LoopBrake:
+def attach(brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> LoopBrake:
     """Register the brake's hooks with CrewAI (every agent of the process); returns
     the brake."""
-    hooks = LoopBrakeHooks(brake, max_repeats=max_repeats, policy=policy, session_key=session_key)
+    hooks = LoopBrakeHooks(brake, **options)
     hooks.register()
     _attached.append(hooks)
     return hooks.brake

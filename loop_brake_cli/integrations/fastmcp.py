@@ -34,8 +34,7 @@ principal. ``dispose(server)`` removes the brake and forgets its streaks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
@@ -43,8 +42,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.brake import LoopBrake
 from ._denial import META_KEY, denial_fields
-from ._session import SessionBrake, fresh_call_id, make_brake
+from ._session import BrakeOptions, SessionBrake, fresh_call_id
 from .mcp import with_warning
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeMiddleware", "attach", "dispose"]
 
@@ -55,20 +57,8 @@ STDIO_SESSION = "fastmcp:stdio"
 class LoopBrakeMiddleware(Middleware):
     """FastMCP ``Middleware``: brakes ``tools/call`` and passes everything else on."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="fastmcp",
-        )
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(brake, options, default_key=self._default_key, where="fastmcp")
         self.brake = self.seam.brake
 
     def _default_key(self, context: Any) -> str:
@@ -101,18 +91,11 @@ class LoopBrakeMiddleware(Middleware):
 
 
 def attach(
-    server: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    server: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Brake every tool of a ``FastMCP`` server; returns the brake. The middleware is
     added last, innermost of the user's middleware."""
-    middleware = LoopBrakeMiddleware(
-        brake, max_repeats=max_repeats, policy=policy, session_key=session_key
-    )
+    middleware = LoopBrakeMiddleware(brake, **options)
     server.add_middleware(middleware)
     return middleware.brake
 

@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 
 from ..core.brake import LoopBrake
 from ..core.verdicts import Verdict
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["WARNING_KEY", "LoopBrakePlugin", "adk_session_key", "dispose"]
 
@@ -63,18 +65,11 @@ class LoopBrakePlugin(BasePlugin):
         self,
         brake: LoopBrake | None = None,
         *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
         name: str = "loop_brake",
+        **options: Unpack[BrakeOptions],
     ) -> None:
         super().__init__(name=name)
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=adk_session_key,
-            where="google_adk",
-        )
+        self.seam = SessionBrake.of(brake, options, default_key=adk_session_key, where="google_adk")
         self.brake = self.seam.brake
         # The verdict of each call that ran, until its result comes back: held by the
         # call's ToolContext, so a call that never returns takes its entry with it.

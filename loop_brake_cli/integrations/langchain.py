@@ -38,7 +38,7 @@ is the ``LoopBrake``; its session table is bounded (``integrations._session``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain.agents.middleware.types import PrivateStateAttr
@@ -48,8 +48,11 @@ from typing_extensions import NotRequired  # typing has it from 3.11 only
 
 from ..core.brake import LoopBrake
 from ..core.verdicts import Verdict
-from ._session import SessionBrake, fresh_call_id, make_brake
+from ._session import BrakeOptions, SessionBrake, fresh_call_id
 from .langgraph import denial_message, thread_session_key, with_warning
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeMiddleware", "LoopBrakeState", "thread_session_key", "with_warning"]
 
@@ -66,19 +69,12 @@ class LoopBrakeMiddleware(AgentMiddleware):
 
     state_schema = LoopBrakeState
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
         super().__init__()
-        self.brake = make_brake(brake, max_repeats, policy=policy)
-        self.seam = SessionBrake(
-            self.brake, session_key=session_key, default_key=self._default_key, where="langchain"
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="langchain"
         )
+        self.brake = self.seam.brake
 
     @staticmethod
     def _default_key(request: Any) -> str:

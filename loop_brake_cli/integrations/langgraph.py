@@ -35,7 +35,7 @@ runs without a thread never share a streak. ``session_key=`` (a function of the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphInterrupt
@@ -44,7 +44,10 @@ from langgraph.types import Interrupt
 from ..core.brake import LoopBrake
 from ..core.verdicts import Verdict
 from ._denial import denial_fields
-from ._session import SessionBrake, fresh_call_id, make_brake
+from ._session import BrakeOptions, SessionBrake, fresh_call_id
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeWrapper", "denial_message", "thread_session_key", "with_warning"]
 
@@ -91,19 +94,9 @@ class LoopBrakeWrapper:
     """A ``ToolNode`` ``wrap_tool_call``: deny the ``max_repeats``-th identical tool
     call in a row of a thread."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="langgraph",
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="langgraph"
         )
         self.brake = self.seam.brake
 

@@ -31,13 +31,15 @@ yourself. ``dispose(agent)`` puts the method back and forgets the streaks.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.tools import ToolOutput
 
 from ..core.brake import LoopBrake
-from ._session import SessionBrake, make_brake, stop_error
+from ._session import BrakeOptions, SessionBrake, stop_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["attach", "dispose"]
 
@@ -45,19 +47,14 @@ _attached: weakref.WeakKeyDictionary[Any, SessionBrake] = weakref.WeakKeyDiction
 
 
 def attach(
-    agent: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    agent: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Brake every tool call of a LlamaIndex workflow agent; returns the brake."""
     if agent in _attached:
         raise ValueError("loop_brake_cli.integrations.llama_index: the agent is braked already")
-    seam = SessionBrake(
-        make_brake(brake, max_repeats, policy=policy),
-        session_key=session_key,
+    seam = SessionBrake.of(
+        brake,
+        options,
         # Each step gets a Context of its own; the run's state store is one per run.
         default_key=lambda ctx: seam.scoped_key(ctx.store, "llama-index"),
         where="llama_index",

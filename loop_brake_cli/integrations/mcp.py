@@ -42,11 +42,14 @@ Each call's result feeds the policy's progress mode. The brake is bounded
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.brake import LoopBrake
 from ._denial import META_KEY, denial_fields
-from ._session import SessionBrake, fresh_call_id, make_brake, to_json
+from ._session import BrakeOptions, SessionBrake, fresh_call_id, to_json
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeMiddleware", "attach", "dispose", "principal_session_key", "with_warning"]
 
@@ -91,22 +94,11 @@ def with_warning(result: Any, warning: str) -> Any:
 class LoopBrakeMiddleware:
     """``ServerMiddleware``: brakes ``tools/call`` and passes everything else on."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.brake = make_brake(brake, max_repeats, policy=policy)
-        self.seam = SessionBrake(
-            self.brake,
-            session_key=session_key,
-            default_key=self._default_key,
-            where="mcp",
-            to_json=_result_json,
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="mcp", to_json=_result_json
         )
+        self.brake = self.seam.brake
 
     def _default_key(self, ctx: Any) -> str:
         """The transport session id, else the client's stream, else the request alone.
@@ -150,20 +142,13 @@ class LoopBrakeMiddleware:
 
 
 def attach(
-    server: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    server: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Brake every tool of ``server`` (``MCPServer`` or ``Server``); returns the brake.
 
     The middleware is appended to ``server.middleware``, innermost of the user's
     middleware, so one added earlier sees the call before the brake does."""
-    middleware = LoopBrakeMiddleware(
-        brake, max_repeats=max_repeats, policy=policy, session_key=session_key
-    )
+    middleware = LoopBrakeMiddleware(brake, **options)
     server.middleware.append(middleware)
     return middleware.brake
 

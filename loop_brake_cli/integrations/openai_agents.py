@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from agents import (
     Agent,
@@ -64,7 +64,10 @@ from ..core.brake import LoopBrake
 from ..core.canonical import parse_arguments
 from ..core.verdicts import Verdict
 from ._denial import denial_fields
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeGuardrail", "run_session_key"]
 
@@ -82,21 +85,11 @@ def run_session_key(context: Any) -> str | None:
 class LoopBrakeGuardrail:
     """Tool guardrails that deny the ``max_repeats``-th identical call in a row."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.brake = make_brake(brake, max_repeats, policy=policy)
-        self.seam = SessionBrake(
-            self.brake,
-            session_key=session_key,
-            default_key=self._default_key,
-            where="openai_agents",
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="openai_agents"
         )
+        self.brake = self.seam.brake
         self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check, name="loop_brake"
         )

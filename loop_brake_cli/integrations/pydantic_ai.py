@@ -40,9 +40,8 @@ calls yourself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import ModelRetry, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
@@ -50,7 +49,10 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_core import to_jsonable_python
 
 from ..core.brake import LoopBrake
-from ._session import SessionBrake, fresh_call_id, make_brake, stop_error
+from ._session import BrakeOptions, SessionBrake, fresh_call_id, stop_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeCapability", "LoopBrakeToolset", "conversation_session_key"]
 
@@ -60,17 +62,9 @@ def conversation_session_key(ctx: Any) -> str:
     return getattr(ctx, "conversation_id", None) or getattr(ctx, "run_id", None) or fresh_call_id()
 
 
-def _seam(
-    brake: LoopBrake | None,
-    max_repeats: object,
-    policy: Any,
-    session_key: Callable[[Any], str | None] | None,
-) -> SessionBrake:
-    return SessionBrake(
-        make_brake(brake, max_repeats, policy=policy),
-        session_key=session_key,
-        default_key=conversation_session_key,
-        where="pydantic_ai",
+def _seam(brake: LoopBrake | None, options: BrakeOptions) -> SessionBrake:
+    return SessionBrake.of(
+        brake, options, default_key=conversation_session_key, where="pydantic_ai"
     )
 
 
@@ -108,15 +102,8 @@ class LoopBrakeCapability(AbstractCapability[Any]):
 
     seam: SessionBrake = field(repr=False)
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = _seam(brake, max_repeats, policy, session_key)
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = _seam(brake, options)
 
     @property
     def brake(self) -> LoopBrake:
@@ -135,15 +122,9 @@ class LoopBrakeToolset(WrapperToolset[Any]):
     seam: SessionBrake = field(repr=False)
 
     def __init__(
-        self,
-        wrapped: Any,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
+        self, wrapped: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
     ) -> None:
-        self.seam = _seam(brake, max_repeats, policy, session_key)
+        self.seam = _seam(brake, options)
         self.wrapped = wrapped
 
     @property

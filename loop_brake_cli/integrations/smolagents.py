@@ -49,8 +49,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smolagents import CodeAgent
 from smolagents.utils import AgentToolExecutionError
@@ -58,7 +57,10 @@ from smolagents.utils import AgentToolExecutionError
 from ..core.brake import LoopBrake, LoopBrakeError
 from ..core.canonical import parse_arguments
 from ..core.verdicts import Verdict
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeAgent", "attach", "dispose"]
 
@@ -69,20 +71,11 @@ class LoopBrakeAgent:
     """The brake of one agent: what ``attach`` replaced and how it judges a call."""
 
     def __init__(
-        self,
-        agent: Any,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
+        self, agent: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
     ) -> None:
         self._agent = weakref.ref(agent)  # _attached holds this: never the agent itself
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=self._default_key,
-            where="smolagents",
+        self.seam = SessionBrake.of(
+            brake, options, default_key=self._default_key, where="smolagents"
         )
         self.brake = self.seam.brake
         self.tools: dict[str, Any] = {}  # a CodeAgent's own tools, while braked copies stand in
@@ -171,20 +164,13 @@ class LoopBrakeAgent:
 
 
 def attach(
-    agent: Any,
-    brake: LoopBrake | None = None,
-    *,
-    max_repeats: object = None,
-    policy: Any = None,
-    session_key: Callable[[Any], str | None] | None = None,
+    agent: Any, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]
 ) -> LoopBrake:
     """Brake every tool call of ``agent`` (a ``ToolCallingAgent`` or a ``CodeAgent``);
     returns the brake. Attaching twice is refused."""
     if agent in _attached:
         raise ValueError("loop_brake_cli.integrations.smolagents: the agent is braked already")
-    braker = LoopBrakeAgent(
-        agent, brake, max_repeats=max_repeats, policy=policy, session_key=session_key
-    )
+    braker = LoopBrakeAgent(agent, brake, **options)
     if isinstance(agent, CodeAgent):
         braker.tools = dict(agent.tools)
         agent.tools = {name: braker.braked_tool(tool) for name, tool in agent.tools.items()}

@@ -31,13 +31,15 @@ event) keys calls yourself. The tool use id is the call id. ``hooks.brake`` is t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 
 from ..core.brake import LoopBrake
-from ._session import SessionBrake, make_brake
+from ._session import BrakeOptions, SessionBrake
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["LoopBrakeHooks", "strands_session_key"]
 
@@ -51,19 +53,9 @@ def strands_session_key(event: Any) -> str:
 class LoopBrakeHooks(HookProvider):
     """Cancel the ``max_repeats``-th identical tool call in a row of a conversation."""
 
-    def __init__(
-        self,
-        brake: LoopBrake | None = None,
-        *,
-        max_repeats: object = None,
-        policy: Any = None,
-        session_key: Callable[[Any], str | None] | None = None,
-    ) -> None:
-        self.seam = SessionBrake(
-            make_brake(brake, max_repeats, policy=policy),
-            session_key=session_key,
-            default_key=strands_session_key,
-            where="strands",
+    def __init__(self, brake: LoopBrake | None = None, **options: Unpack[BrakeOptions]) -> None:
+        self.seam = SessionBrake.of(
+            brake, options, default_key=strands_session_key, where="strands"
         )
         self.brake = self.seam.brake
         # The warning of each warned call, from its BeforeToolCallEvent to its
