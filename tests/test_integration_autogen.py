@@ -293,3 +293,22 @@ def test_a_single_agent_run_ends_with_the_stop_text(tmp_path: Path) -> None:
     assert task.messages[-1].content.startswith("loop brake: 2 calls in a row were denied")
     dispose(agent)  # the agent's own model client is back
     assert type(agent._model_client).__name__ == "OpenAIChatCompletionClient"
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn; on c40a10b 6 of 6 ran (39 of 39 through the
+    OpenAI client against a local server that numbers calls per response)."""
+    call = FunctionCall(id="call_0", name="search", arguments='{"q": "weather"}')
+    turns = [
+        CreateResult(finish_reason="function_calls", content=[call], usage=USAGE, cached=False)
+        for _ in range(6)
+    ]
+    done = CreateResult(finish_reason="stop", content="done", usage=USAGE, cached=False)
+    info = {"vision": False, "function_calling": True, "json_output": False, "family": "x"}
+    model = ReplayChatCompletionClient(
+        [*turns, done], model_info={**info, "structured_output": False}
+    )
+    ran: list[str] = []
+    task = asyncio.run(agent_with(model, ran).run(task="weather?"))  # the default limit, 3
+    assert ran == ["weather", "weather"]
+    assert [r.is_error for r in results(task)] == [False, False, True, True, True, True]

@@ -84,14 +84,25 @@ class ScriptedAPI(BaseHTTPRequestHandler):
         text = first if isinstance(first, str) else json.dumps(first)
         name = next((key for key in turns if f"go:{key}" in text), "")
         script = turns.get(name, [])
-        answered = len({block["tool_use_id"] for block in results})
+        # A model numbering its calls per response ("same"): Claude Code keeps one
+        # tool use per id in the history it sends, so its turns are counted by request.
+        same = name.startswith("same")
+        if same:
+            sent = self.server.sent  # type: ignore[attr-defined]
+            sent[name] = sent.get(name, 0) + 1
+        answered = sent[name] - 1 if same else len({block["tool_use_id"] for block in results})
         turn = done = 0  # the next turn: the first whose calls are not all answered
         while turn < len(script) and done + len(script[turn]) <= answered:
             done += len(script[turn])
             turn += 1
         if turn < len(script):
             blocks = [
-                {"type": "tool_use", "id": f"toolu_{name}_{turn}_{i}", "name": TOOL, "input": q}
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{i}" if same else f"toolu_{name}_{turn}_{i}",
+                    "name": TOOL,
+                    "input": q,
+                }
                 for i, q in enumerate(script[turn])
             ]
             data = _sse(blocks, "tool_use")
@@ -109,6 +120,7 @@ def api() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedAPI)
     server.requests = []  # type: ignore[attr-defined]
     server.turns = {}  # type: ignore[attr-defined]
+    server.sent = {}  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -259,3 +271,17 @@ def test_dispose_removes_the_hooks(api: ThreadingHTTPServer, tmp_path: Path) -> 
     results = asyncio.run(converse(opts, "free"))
     assert ran == ["weather"] * 3 and not any(r.is_error for r in results)
     assert len(brake) == 0
+
+
+def test_a_model_that_reuses_its_tool_use_id_every_turn_is_braked(
+    api: ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    """Issue 36.3: the tool use id ``toolu_0`` every turn. PostToolUse ends each call,
+    so the next turn's ``toolu_0`` is a new call: 2 of 6 run at the default limit."""
+    api.turns["same"] = [[{"q": "weather"}]] * 6  # type: ignore[attr-defined]
+    ran: list[str] = []
+    opts = options(api, tmp_path / "home", ran)
+    attach(opts)  # the default limit, 3
+    results = asyncio.run(converse(opts, "same"))
+    assert ran == ["weather", "weather"]
+    assert [bool(r.is_error) for r in results] == [False, False, True, True, True, True]

@@ -185,3 +185,18 @@ def test_dispose_restores_the_server() -> None:
     results = asyncio.run(calls(server, ["weather"] * 3))
     assert [r.is_error for r in results] == [False] * 3 and len(ran) == 4
     assert len(brake) == 0
+
+
+def test_a_client_that_reuses_its_request_id_is_braked(tmp_path: Path) -> None:
+    """Issue 36.3: six identical calls all with JSON-RPC id 1 over real stdio: the
+    third and later are denied (the brake gives each call an id of its own)."""
+    from jsonrpc_stdio import calls_with_one_id
+
+    script = tmp_path / "server.py"
+    root = str(Path(__file__).resolve().parent.parent)
+    script.write_text(textwrap.dedent(SERVER.format(root=root)))
+    answers = calls_with_one_id(
+        [sys.executable, str(script)], [("search", {"q": "weather"})] * 6, tmp_path / "stderr"
+    )
+    assert [a["result"].get("isError", False) for a in answers] == [False, False] + [True] * 4
+    assert answers[2]["result"]["content"][0]["text"] == denial(3)

@@ -236,3 +236,13 @@ def test_a_warned_call_runs_every_later_after_tool_callback_and_keeps_its_warnin
         told = reference.check("search", {"q": "w"}).warning
     assert responses == [own, {**own, "loop_brake_warning": told}]
     assert not alone._warnings  # each warning went with its event
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn (ADK keeps an id the model gave)."""
+    part = types.Part(function_call=types.FunctionCall(id="call_0", name="search", args={"q": "w"}))
+    model = script(*[types.Content(role="model", parts=[part]) for _ in range(6)])
+    ran: list[str] = []
+    responses = asyncio.run(run(make_runner(model, ran, LoopBrakePlugin())))
+    assert ran == ["w", "w"]
+    assert ["error" in r for r in responses] == [False, False, True, True, True, True]

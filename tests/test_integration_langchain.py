@@ -208,3 +208,18 @@ def test_a_policy_stop_ends_the_run() -> None:
     assert isinstance(last, AIMessage) and last.content == replies[2].content
     assert last.content.startswith("loop brake: 2 calls in a row were denied")
     assert all(CANARY not in m.content for m in [*replies[1:], last])
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: a model numbering its calls per response (``call_0`` every turn).
+    On c40a10b an id equal to the last counted one was never counted: 6 of 6 ran."""
+    ran: list[str] = []
+    call = {"name": "search", "args": {"q": "weather"}, "id": "call_0"}
+    turns = [AIMessage(content="", tool_calls=[call]) for _ in range(6)]
+    model = ScriptedModel(messages=iter([*turns, "done"]), seen=[])
+    agent = make_agent(model, ran, LoopBrakeMiddleware())  # the default limit, 3
+    result = agent.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+    assert ran == ["weather", "weather"]
+    replies = tool_messages(result)
+    assert [m.status for m in replies] == ["success"] * 2 + ["error"] * 4
+    assert [m.artifact["count"] for m in replies[2:]] == [3, 4, 5, 6]

@@ -197,3 +197,14 @@ def test_without_the_wrapper_the_graph_runs_every_call() -> None:
         {"messages": [("user", "go")]}
     )
     assert ran == ["weather"] * 3 and len(tool_messages(result)) == 3
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn; on c40a10b 6 of 6 ran."""
+    ran: list[str] = []
+    model = ScriptedModel(messages=iter([*(turn("call_", "weather") for _ in range(6)), "done"]))
+    result = braked(model, ran, LoopBrakeWrapper()).invoke(
+        {"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "t1"}}
+    )
+    assert ran == ["weather", "weather"]
+    assert [m.status for m in tool_messages(result)] == ["success"] * 2 + ["error"] * 4

@@ -165,3 +165,25 @@ def test_dispose_restores_the_agent() -> None:
     outputs = asyncio.run(run(agent))
     assert ran == ["weather"] * 3 and not any(o.is_error for o in outputs)
     assert len(brake) == 0
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn (LlamaIndex hands the brake no call id, so each
+    call counts as itself): 2 of 6 run."""
+
+    def model(messages: Any, **kwargs: Any) -> ChatMessage:
+        turns = sum(1 for m in messages if getattr(m, "role", None) == "tool")
+        call = ToolSelection(tool_id="call_0", tool_name="search", tool_kwargs={"q": "weather"})
+        calls = [call] if turns < 6 else []
+        return ChatMessage(
+            role="assistant",
+            content="" if calls else "done",
+            additional_kwargs={"tool_calls": calls},
+        )
+
+    ran: list[str] = []
+    agent = make_agent(MockFunctionCallingLLM(response_generator=model), ran)
+    attach(agent)  # the default limit, 3
+    outputs = asyncio.run(run(agent))
+    assert ran == ["weather", "weather"]
+    assert [o.is_error for o in outputs] == [False, False, True, True, True, True]

@@ -7,6 +7,7 @@ the same tool with the same arguments again and again, then a different call.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 from typing import Any
 
@@ -446,4 +447,26 @@ def test_a_stdio_server_brakes_its_one_client_in_the_sdk_s_default_mode(
     assert ran.read_text(encoding="utf-8").count("ran") == 2
     assert results[2].meta["loop-brake/denial"]["count"] == 3
     shown = [r.model_dump_json() for r in results] + [errors.read_text(encoding="utf-8")]
+    assert all(CANARY not in text for text in shown)
+
+
+def test_a_client_that_reuses_its_request_id_is_braked(tmp_path: Any) -> None:
+    """Issue 36.3: JSON-RPC lets a client reuse an id once it is answered; six
+    identical calls all with id 1 over real stdio: 2 run (each call gets a call id of
+    its own in the brake, never the client's)."""
+    import sys
+    from pathlib import Path
+
+    from jsonrpc_stdio import calls_with_one_id
+
+    ran = tmp_path / "ran"
+    script = tmp_path / "server.py"
+    root = str(Path(__file__).resolve().parent.parent)
+    script.write_text(STDIO_SERVER.format(root=root, ran=str(ran)), encoding="utf-8")
+    answers = calls_with_one_id(
+        [sys.executable, str(script)], [("search", {"q": CANARY})] * 6, tmp_path / "stderr"
+    )
+    assert [a["result"]["isError"] for a in answers] == [False, False] + [True] * 4
+    assert ran.read_text(encoding="utf-8").count("ran") == 2
+    shown = [json.dumps(a) for a in answers[2:]] + [(tmp_path / "stderr").read_text()]
     assert all(CANARY not in text for text in shown)

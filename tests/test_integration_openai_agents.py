@@ -265,3 +265,24 @@ def test_a_run_that_is_not_braked_stays_unbraked() -> None:
         Agent(name="plain", model=model, tools=[searcher(ran)]), "go", run_config=OFFLINE
     )
     assert ran == ["w"] * 3
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn. Within one run the SDK itself runs a call id
+    once (a later call with an answered id is not run again): 1 of 6. Across the runs
+    of one conversation (``group_id``), each run's ``call_0`` is run by the SDK: on
+    c40a10b the brake took each for the same call, 6 of 6 ran; now 2."""
+    ran: list[str] = []
+    steps: list[Any] = [[function_call("search", {"q": "w"}, call_id="call_0")] for _ in range(6)]
+    model = ScriptedModel([*steps, [assistant_message("done")]])
+    guard = LoopBrakeGuardrail()  # the default limit, 3
+    result = Runner.run_sync(make_agent(model, ran, guard), "find it", run_config=OFFLINE)
+    assert ran == ["w"] and result.final_output == "done"
+    ran.clear()
+    conversation = RunConfig(tracing_disabled=True, group_id="conversation-1")
+    for _ in range(6):
+        model = ScriptedModel(
+            [[function_call("search", {"q": "w"}, call_id="call_0")], [assistant_message("ok")]]
+        )
+        Runner.run_sync(make_agent(model, ran, guard), "again", run_config=conversation)
+    assert ran == ["w", "w"]

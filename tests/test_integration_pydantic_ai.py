@@ -238,3 +238,24 @@ def test_conversations_stay_bounded() -> None:
     for _ in range(80):
         agent.run_sync("go")  # each run a conversation of its own
     assert len(capability.brake) == 30 and capability.brake.evictions == 50
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every turn; on c40a10b 6 of 6 ran."""
+    turns = iter(range(7))
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if next(turns) < 6:
+            return ModelResponse(parts=[ToolCallPart("search", {"q": "w"}, tool_call_id="call_0")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    ran: list[str] = []
+
+    def search(q: str) -> str:
+        """Search the web."""
+        ran.append(q)
+        return "results"
+
+    toolset = LoopBrakeToolset(FunctionToolset([search]))  # the default limit, 3
+    result = Agent(FunctionModel(model), toolsets=[toolset], retries=10).run_sync("go")
+    assert ran == ["w", "w"] and result.output == "done"

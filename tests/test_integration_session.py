@@ -190,3 +190,23 @@ def test_the_shared_options_are_checked_once_for_every_integration(name: str) ->
     assert build(module, brake=mine).brake is mine
     with pytest.raises(ValueError, match="not both"):
         build(module, brake=mine, max_repeats=3)
+
+
+def test_a_call_id_marks_one_call_only_while_it_is_open() -> None:
+    """Issue 36.3: from ``judge`` until ``feed``/``end`` (or a denial, its own answer)
+    an id is one call, seen at two seams counted once; after it, the same id is a new
+    call. On c40a10b an id equal to the last counted one was never counted again."""
+    seam = seam_of()  # maxRepeats 3
+    first = seam.judge("s", "search", {"q": "w"}, "call_0")
+    second_seam = seam.judge("s", "search", {"q": "w"}, "call_0")  # the same call, open
+    assert (first.count, second_seam.duplicate) == (1, True)
+    seam.end(second_seam)  # a duplicate leaves the end to the seam that counted it
+    assert seam.judge("s", "search", {"q": "w"}, "call_0").duplicate
+    seam.feed(first, "results")  # its result: the call ended
+    counts = []
+    for _ in range(4):
+        verdict = seam.judge("s", "search", {"q": "w"}, "call_0")
+        counts.append((verdict.count, verdict.denied))
+        with pytest.raises(RuntimeError), seam.running(verdict):
+            raise RuntimeError("the tool failed")  # a failure ends the call too
+    assert counts == [(2, False), (3, True), (4, True), (5, True)]  # denials end at once

@@ -227,3 +227,13 @@ def test_dispose_restores_both_kinds() -> None:
     assert coder.tools == tools
     coder.run("go")
     assert ran == ["weather"] * 6 and not errors(agent) and not errors(coder)
+
+
+def test_a_model_that_reuses_its_call_id_every_turn_is_braked() -> None:
+    """Issue 36.3: ``call_0`` every step (smolagents hands the brake no call id, so
+    each call counts as itself): 2 of 6 run."""
+    ran: list[str] = []
+    agent = tool_agent([calls("weather", tag="call_") for _ in range(6)], ran)
+    attach(agent)  # the default limit, 3
+    assert agent.run("weather?") == "done"
+    assert ran == ["weather", "weather"] and errors(agent) == [denial(n) for n in range(3, 7)]

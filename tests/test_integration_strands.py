@@ -258,3 +258,23 @@ def test_canary_reaches_no_warning_or_log(
     assert warnings == [warning_at(1, CANARY, warn_at=1), warning_at(2, CANARY, warn_at=1)]
     out, err = capfd.readouterr()
     assert all(CANARY not in text for text in [*warnings, caplog.text, out, err])
+
+
+def test_a_model_that_reuses_its_tool_use_id_every_turn_is_braked() -> None:
+    """Issue 36.3: the tool use id ``tooluse_0`` every turn; on c40a10b 6 of 6 ran."""
+    ran: list[str] = []
+    agent = make_agent([["weather"]] * 6, ran, LoopBrakeHooks())  # the default limit, 3
+    model = agent.model
+    stream = model.stream
+
+    async def same_id(*args: Any, **kwargs: Any) -> Any:
+        async for event in stream(*args, **kwargs):
+            start = event.get("contentBlockStart", {}).get("start", {}).get("toolUse")
+            if start is not None:
+                start["toolUseId"] = "tooluse_0"
+            yield event
+
+    model.stream = same_id  # type: ignore[method-assign]
+    agent("weather?")
+    assert ran == ["weather", "weather"]
+    assert [r["status"] for r in tool_results(agent)] == ["success"] * 2 + ["error"] * 4

@@ -44,6 +44,11 @@ The contract, which each integration documents in its own words:
   ``LoopBrake.observe_result`` as JSON (``to_json``); only under a policy's progress
   mode is anything kept (the 32-byte digest). A result that has no JSON form is not
   fed: the call then counts as one that reported no result (the seed's rule).
+* **The end of a call** (``SessionBrake.end``): a call's id marks the same call only
+  while it is open, from ``judge`` until its result (``feed`` ends it), its failure
+  (the integration calls ``end``) or its denial (``judge`` ends it); then a call with
+  the same id is a new call, counted. So a model that numbers its calls ``call_0``
+  every turn is braked, while one call seen at two seams still counts once.
 * **The stop** (``verdict.stop``, a policy's ``[stop]``): never just another denial.
   The integration ends the run the framework's own way (its abort exception, its end
   of run, its run cancellation); where the framework has none, ``stop_error`` is the
@@ -57,7 +62,8 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 from ..core.brake import LoopBrake, LoopBrakeStop
@@ -231,21 +237,58 @@ class SessionBrake:
 
     def judge(self, session: str, tool: str, args: Any, call_id: Any = None) -> Verdict:
         """Count one call (``LoopBrake.check``); the caller acts on the verdict. Safe
-        from several threads at once."""
+        from several threads at once. A denied call ends here: the denial is its answer,
+        so its id may count again (``end``)."""
         with self._lock:
-            return self.brake.check(tool, args, session_id=session, call_id=call_id)
+            verdict = self.brake.check(tool, args, session_id=session, call_id=call_id)
+            if verdict.denied and not verdict.duplicate and call_id is not None:
+                self.brake.end_call(session, call_id)
+        return verdict
+
+    def end(self, verdict: Verdict) -> None:
+        """The call ended (its result came back, or it failed): its id no longer marks
+        a duplicate, so a later call with that id is a new call, counted
+        (``LoopBrake.end_call``; a model that numbers its calls ``call_0`` every turn).
+        A duplicate (the call seen at a second seam) is left to the seam that counted
+        it. Ending a call twice is harmless."""
+        if not verdict.duplicate:
+            self.end_call(verdict.session_id, verdict.call_id)
+
+    @contextmanager
+    def running(self, verdict: Verdict) -> Iterator[None]:
+        """Around a call that runs: it ends on the way out (``end``), with its result or
+        with the exception it raised, so no failure leaves its id marking a duplicate."""
+        try:
+            yield
+        finally:
+            self.end(verdict)
+
+    def end_call(self, session: str, call_id: Any) -> None:
+        """``end`` where the framework tells of the call's end apart from its verdict (a
+        second hook after the tool): the session and call id it was judged with."""
+        if call_id is not None:
+            with self._lock:
+                self.brake.end_call(session, call_id)
 
     def feed(self, verdict: Verdict, result: Any) -> bool:
-        """Give a call's result to the progress mode; whether it paired. Only a call
-        that ran (a passed verdict) has a result; without the progress mode, or for a
-        result with no JSON form, nothing happens."""
+        """The call's result came back: give it to the progress mode, and end the call
+        (``end``); whether it paired. Only a call that ran (a passed verdict) has a
+        result; without the progress mode, or for a result with no JSON form, nothing
+        is read."""
         if verdict.denied:
             return False
-        return self.feed_call(verdict.session_id, verdict.call_id, result)
+        paired = self._observe(verdict.session_id, verdict.call_id, result)
+        self.end(verdict)
+        return paired
 
     def feed_call(self, session: str, call_id: Any, result: Any) -> bool:
         """``feed`` where the framework hands the result over apart from the verdict
         (a second hook after the tool): the session and call id the call was judged with."""
+        paired = self._observe(session, call_id, result)
+        self.end_call(session, call_id)
+        return paired
+
+    def _observe(self, session: str, call_id: Any, result: Any) -> bool:
         if not self.brake.progress:
             return False
         try:

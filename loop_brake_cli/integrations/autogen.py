@@ -135,9 +135,10 @@ class LoopBrakeWorkbench(Workbench):
             return ToolResult(
                 name=name, result=[TextResultContent(content=verdict.message)], is_error=True
             )
-        result = await self.inner.call_tool(name, arguments, cancellation_token, call_id)
-        if not result.is_error:
-            self.seam.feed(verdict, result.to_text())
+        with self.seam.running(verdict):  # the call ends with its result or exception
+            result = await self.inner.call_tool(name, arguments, cancellation_token, call_id)
+            if not result.is_error:
+                self.seam.feed(verdict, result.to_text())
         if verdict.warning is not None:  # a warned call: the model reads it after the result
             warning = TextResultContent(content=verdict.warning)
             result = result.model_copy(update={"result": [*result.result, warning]})

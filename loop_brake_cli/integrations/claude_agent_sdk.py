@@ -86,11 +86,11 @@ class LoopBrakeHooks:
     async def post_tool_use(
         self, input_data: Any, tool_use_id: Any, context: Any
     ) -> dict[str, Any]:
-        """``PostToolUse``/``PostToolUseFailure``: the result, to the progress mode."""
-        if self.brake.progress:
-            record = claude_code.decode(input_data)
-            if isinstance(record, ToolResult):
-                self.seam.feed_call(self.seam.session(input_data), record.call_id, record.result)
+        """``PostToolUse``/``PostToolUseFailure``: the result, to the progress mode; the
+        call has ended, so its tool use id may count again."""
+        record = claude_code.decode(input_data)
+        if isinstance(record, ToolResult):
+            self.seam.feed_call(self.seam.session(input_data), record.call_id, record.result)
         return {}
 
 

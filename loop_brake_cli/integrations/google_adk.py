@@ -110,7 +110,9 @@ class LoopBrakePlugin(BasePlugin):
     async def on_tool_error_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
     ) -> None:
-        self._running.pop(tool_context, None)  # a failed call reported no result
+        verdict = self._running.pop(tool_context, None)  # a failed call reported no result
+        if verdict is not None:
+            self.seam.end(verdict)  # but it ended: its id may count again
         return None
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:

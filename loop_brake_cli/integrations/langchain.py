@@ -29,8 +29,10 @@ without one is a session of its own (one ``invoke``/``stream``, from its
 ``before_agent`` to its ``after_agent``, which forgets it), so two requests of a
 stateless server never share a streak. ``session_key=`` (a function of the
 ``ToolCallRequest``, returning a str, or None for the default) keys calls
-yourself. The tool call's id is the call id, so a retry middleware outside this
-one that runs the same call again is not counted twice. Each tool's
+yourself. The tool call's id is the call id while the call runs (from the verdict
+to the tool's answer or exception): a model that numbers its calls ``call_0``
+every turn has each turn's call counted, and a retry middleware outside this one
+that runs a failed call again counts it again, as the tool runs again. Each tool's
 ``ToolMessage`` content feeds the policy's progress mode. ``middleware.brake``
 is the ``LoopBrake``; its session table is bounded (``integrations._session``).
 """
@@ -49,7 +51,7 @@ from typing_extensions import NotRequired  # typing has it from 3.11 only
 from ..core.brake import LoopBrake
 from ..core.verdicts import Verdict
 from ._session import BrakeOptions, SessionBrake, fresh_call_id
-from .langgraph import denial_message, thread_session_key, with_warning
+from .langgraph import answered, denial_message, thread_session_key, with_warning
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -133,20 +135,12 @@ class LoopBrakeMiddleware(AgentMiddleware):
         verdict, denial = self._denial(request)
         if denial is not None:
             return denial
-        result = handler(request)
-        if isinstance(result, ToolMessage):  # a Command carries no result of its own
-            self.seam.feed(verdict, result.content)
-            if verdict.warning is not None:
-                return with_warning(result, verdict.warning)
-        return result
+        with self.seam.running(verdict):  # the call ends with its answer or exception
+            return answered(self.seam, verdict, handler(request))
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         verdict, denial = self._denial(request)
         if denial is not None:
             return denial
-        result = await handler(request)
-        if isinstance(result, ToolMessage):  # a Command carries no result of its own
-            self.seam.feed(verdict, result.content)
-            if verdict.warning is not None:
-                return with_warning(result, verdict.warning)
-        return result
+        with self.seam.running(verdict):
+            return answered(self.seam, verdict, await handler(request))

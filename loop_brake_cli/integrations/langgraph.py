@@ -49,7 +49,7 @@ from ._session import BrakeOptions, SessionBrake, fresh_call_id
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["LoopBrakeWrapper", "denial_message", "thread_session_key", "with_warning"]
+__all__ = ["LoopBrakeWrapper", "answered", "denial_message", "thread_session_key", "with_warning"]
 
 
 def thread_session_key(request: Any) -> str | None:
@@ -79,6 +79,17 @@ def with_warning(message: ToolMessage, warning: str) -> ToolMessage:
     else:
         content = f"{content}\n\n{warning}" if content else warning
     return message.model_copy(update={"content": content})
+
+
+def answered(seam: SessionBrake, verdict: Verdict, result: Any) -> Any:
+    """The tool's answer to a call that ran: its ``ToolMessage`` content fed to the
+    progress mode, and the warning after it for a warned call (a ``Command`` carries no
+    result of its own and passes as it is)."""
+    if isinstance(result, ToolMessage):
+        seam.feed(verdict, result.content)
+        if verdict.warning is not None:
+            return with_warning(result, verdict.warning)
+    return result
 
 
 def _first_message(request: Any) -> Any:
@@ -122,21 +133,20 @@ class LoopBrakeWrapper:
             )
         return verdict, denial_message(verdict, call)
 
-    def _feed(self, verdict: Verdict, result: Any) -> Any:
-        if isinstance(result, ToolMessage):
-            self.seam.feed(verdict, result.content)
-            if verdict.warning is not None:
-                return with_warning(result, verdict.warning)
-        return result
-
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
         """``wrap_tool_call``: the denial, else the tool's own answer."""
         verdict, denial = self._judge(request)
-        return denial if denial is not None else self._feed(verdict, execute(request))
+        if denial is not None:
+            return denial
+        with self.seam.running(verdict):
+            return answered(self.seam, verdict, execute(request))
 
     wrap_tool_call = __call__
 
     async def awrap_tool_call(self, request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
         """``awrap_tool_call``: as ``wrap_tool_call``, for ``ainvoke``."""
         verdict, denial = self._judge(request)
-        return denial if denial is not None else self._feed(verdict, await execute(request))
+        if denial is not None:
+            return denial
+        with self.seam.running(verdict):
+            return answered(self.seam, verdict, await execute(request))

@@ -75,8 +75,9 @@ async def _braked_call(seam: SessionBrake, ctx: Any, name: str, args: Any, run: 
         raise stop_error(verdict)
     if verdict.denied:
         raise ModelRetry(verdict.message)
-    result = await run()
-    seam.feed(verdict, result)
+    with seam.running(verdict):  # the call ends with its result or its exception
+        result = await run()
+        seam.feed(verdict, result)
     return result if verdict.warning is None else with_warning(result, verdict.warning)
 
 

@@ -82,9 +82,11 @@ class LoopBrakeHooks(HookProvider):
         use, result = event.tool_use, event.result
         session = self.seam.session(event)
         warning = self._warnings.pop((session, use.get("toolUseId")), None)
-        if event.cancel_message is not None:
-            return  # cancelled: the tool never ran
-        if event.exception is None:  # a failed call reported no result
+        if event.cancel_message is not None or event.exception is not None:
+            self.seam.end_call(session, use.get("toolUseId"))  # it ended with no result
+            if event.cancel_message is not None:
+                return  # cancelled: the tool never ran
+        else:
             seen = {"status": result.get("status"), "content": result.get("content")}  # no id
             self.seam.feed_call(session, use.get("toolUseId"), seen)
         if warning is not None:
