@@ -26,6 +26,7 @@ from .core.limits import (
     normalize_max_repeats,
     resolve_max_repeats,
 )
+from .core.table import set_url_opener
 from .core.verdicts import Verdict, deny_message
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -34,6 +35,18 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .integrations.attachment import attach, dispose
+
+
+def _open_store(url: str) -> Any:
+    """``LoopBrake(store=URL)``: the backend registered for the URL's scheme
+    (``stores.open_store``). Wired here, where the layers meet: the core imports no
+    backend, and ``stores`` (with it the backends' modules) is imported on first use."""
+    from .stores import open_store
+
+    return open_store(url)
+
+
+set_url_opener(_open_store)
 
 
 def __getattr__(name: str) -> Any:

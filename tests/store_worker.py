@@ -19,6 +19,7 @@ import random
 import sys
 import time
 
+from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.stores import StoreError, open_store
 
@@ -34,6 +35,7 @@ def main() -> None:
 
         policy = load_policy(sys.argv[6])
     store = open_store(url)
+    wording = LoopBrake(3, policy=policy)  # words a store's state as a verdict
     rng = random.Random(int(worker))
     same = call_digest(TOOLS[0], ARGS[0])
     while time.time() < float(start):
@@ -43,7 +45,8 @@ def main() -> None:
         while not os.path.exists(n):
             restarted = os.path.exists(n + ".restarted")
             try:
-                verdict = store.count_call("s", "read", same, None, 3, policy=policy)
+                state, duplicate = store.count_call("s", "read", same, None, 3, policy=policy)
+                verdict = wording.slot_verdict(state, "s", None, duplicate)
             except StoreError as exc:
                 out.write(json.dumps({"error": str(exc)}) + "\n")
                 time.sleep(0.01)
@@ -58,7 +61,8 @@ def main() -> None:
             session = f"s{i % int(mode.split(':')[1])}"
         call_id = f"w{worker}-{i}"
         digest = call_digest(TOOLS[tool], ARGS[arg])
-        verdict = store.count_call(session, TOOLS[tool], digest, call_id, 3, policy=policy)
+        state, duplicate = store.count_call(session, TOOLS[tool], digest, call_id, 3, policy=policy)
+        verdict = wording.slot_verdict(state, session, call_id, duplicate)
         record = {
             "version": store.last_version,
             "session": session,

@@ -143,10 +143,10 @@ def test_a_state_file_from_before_results_keeps_its_streaks(tmp_path: Path) -> N
     digest = bytes(32)
     try:
         for i in range(2):
-            verdict = store.count_call(
+            counted, _ = store.count_call(
                 "s", "Bash", digest, f"c{i}", 5, now=100.0 + i, policy=policy
             )
-        assert verdict.count == 2
+        assert counted.slot.count == 2
     finally:
         store.close()
     with sqlite3.connect(state) as conn:
@@ -160,14 +160,14 @@ def test_a_state_file_from_before_results_keeps_its_streaks(tmp_path: Path) -> N
     try:
         # the old row's decision knows no progress: c1's result is not kept
         assert store.observe_result("s", "c1", b"\x01" * 32, policy, now=102.0)
-        verdict = store.count_call("s", "Bash", digest, "c2", 5, now=103.0, policy=policy)
-        assert verdict.count == 3 and not verdict.denied
+        counted, _ = store.count_call("s", "Bash", digest, "c2", 5, now=103.0, policy=policy)
+        assert counted.slot.count == 3 and not counted.decision.denied
         assert store.observe_result("s", "c2", b"\x01" * 32, policy, now=104.0)
-        verdict = store.count_call("s", "Bash", digest, "c3", 5, now=105.0, policy=policy)
-        assert verdict.count == 4
+        counted, _ = store.count_call("s", "Bash", digest, "c3", 5, now=105.0, policy=policy)
+        assert counted.slot.count == 4
         assert store.observe_result("s", "c3", b"\x02" * 32, policy, now=106.0)
-        verdict = store.count_call("s", "Bash", digest, "c4", 5, now=107.0, policy=policy)
-        assert verdict.count == 2  # the output changed: the streak restarted
+        counted, _ = store.count_call("s", "Bash", digest, "c4", 5, now=107.0, policy=policy)
+        assert counted.slot.count == 2  # the output changed: the streak restarted
     finally:
         store.close()
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.policy import parse_policy
 from loop_brake_cli.stores.sqlite_store import DEFAULT_TTL, StateStore
@@ -26,7 +27,8 @@ def path(tmp_path: Path) -> str:
 
 def _count(store: StateStore, at: float, session: str = "s", policy=None, tool: str = "Read"):
     digest = call_digest(tool, {})
-    return store.count_call(session, tool, digest, None, 10, now=at, policy=policy)
+    state, duplicate = store.count_call(session, tool, digest, None, 10, now=at, policy=policy)
+    return LoopBrake(10, policy=policy).slot_verdict(state, session, None, duplicate)
 
 
 def _rows(path: str, table: str = "streaks") -> list[str]:

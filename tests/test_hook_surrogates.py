@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loop_brake_cli import LoopBrake
 from loop_brake_cli.hook.runner import main as hook_main
 from loop_brake_cli.stores.sqlite_store import StateStore
 
@@ -59,7 +60,8 @@ def test_sessions_differing_only_in_their_lone_surrogate_stay_apart(tmp_path: Pa
     store = StateStore(str(tmp_path / "state.db"))
     digest = bytes(32)
     for session in ("s\ud800", "s\udc00", "s\ufffd", "s\ud800"):
-        verdict = store.count_call(session, "t\udfff", digest, None, 3)
+        state, duplicate = store.count_call(session, "t\udfff", digest, None, 3)
+        verdict = LoopBrake(3).slot_verdict(state, session, None, duplicate)
         assert verdict.session_id == session and verdict.tool_name == "t\udfff"
     assert verdict.count == 2
     assert store.reset("s\udc00") == 1

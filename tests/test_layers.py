@@ -24,9 +24,12 @@ SIBLING_USES = {"run": {"hook"}}
 into the agent it starts and checks it with one decision."""
 
 LAYERS = (
-    # the brake: the hash contract, the streak rule, verdicts, policies, progress;
-    # and where streaks live between processes (LoopBrake(store=...) counts through one)
-    {"core", "stores"},
+    # the brake: the hash contract, the streak rule, verdicts, policies, progress, and
+    # the session table interface with its memory table (core/table.py); it knows no
+    # backend: LoopBrake(store=URL) opens one through the opener the package root sets
+    {"core"},
+    # where streaks live between processes: SQLite, Redis, registered by URL scheme
+    {"stores"},
     {"readers"},  # where input is read: lines, the fast path, its C reader, wire shapes
     {"agents", "config"},  # the agents' hook dialects; the max_repeats configuration
     # transcripts, corpora and what a replay makes of them; output drawn for people
@@ -118,6 +121,14 @@ def test_the_top_level_is_packages() -> None:
     assert modules == {"__init__.py", "__main__.py", "cli.py", "entry.py"}
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     assert packages == set(LAYER) - {"__init__", "__main__", "cli", "entry"}
+
+
+def test_the_core_imports_no_backend() -> None:
+    """The rule and the session table stand below every store: no core module imports
+    ``stores`` (a new backend changes nothing in the core)."""
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
+        assert "stores" not in imported_tops(path), path
+    assert layer_of("stores") > layer_of("core")
 
 
 def test_the_checker_sees_a_wrong_way_import() -> None:

@@ -193,7 +193,8 @@ def test_a_hook_with_the_server_stopped_allows_at_once_with_one_line() -> None:
     """The issue's third "Done when" (and credentials never printed)."""
     url = f"redis://admin:{PASSWORD}@127.0.0.1:{free_port()}/0?password={PASSWORD}"
     done = _hook("--store", url, input=_claude("s", "ls"), timeout=3)
-    assert done.returncode == 0 and done.stdout == b""
+    assert done.returncode == 0 and _allowed(done.stdout)
+    assert PASSWORD.encode() not in done.stdout and b"admin" not in done.stdout
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1, lines
     assert "cannot connect" in lines[0] and "allowed" in lines[0]
@@ -206,9 +207,17 @@ def test_a_hook_with_the_server_stopped_allows_at_once_with_one_line() -> None:
 def test_a_wrong_password_is_one_line_without_it(redis_url: str) -> None:
     url = redis_url.replace("redis://", f"redis://admin:{PASSWORD}@")
     done = _hook("--store", url, input=_claude("s", "ls"))
-    assert done.returncode == 0 and done.stdout == b""
+    assert done.returncode == 0 and _allowed(done.stdout)
     assert len(done.stderr.splitlines()) == 1
-    assert PASSWORD.encode() not in done.stderr and b"Traceback" not in done.stderr
+    assert PASSWORD.encode() not in done.stderr + done.stdout and b"Traceback" not in done.stderr
+
+
+def _allowed(stdout: bytes) -> bool:
+    """A fail-open answer: nothing, or the session's one notice to the person
+    (``systemMessage``, hook/notice.py), never a decision."""
+    return stdout == b"" or (
+        b'"systemMessage"' in stdout and b"Decision" not in stdout and b"decision" not in stdout
+    )
 
 
 def _scan_everything(server: RedisServer) -> bytes:
@@ -272,13 +281,13 @@ def test_no_argument_text_anywhere_in_redis(
 def test_idle_sessions_expire(redis_server: RedisServer, redis_url: str) -> None:
     store = RedisStore(redis_url, idle_ttl=0.5)
     digest = call_digest("read", {})
-    assert store.count_call("ttl", "read", digest, None, 3).count == 1
-    assert store.count_call("ttl", "read", digest, None, 3).count == 2
+    assert store.count_call("ttl", "read", digest, None, 3)[0].count == 1
+    assert store.count_call("ttl", "read", digest, None, 3)[0].count == 2
     ttl = int(redis_server.command("PTTL", "lb:v1:{ttl}"))
     assert 0 < ttl <= 500
     time.sleep(0.8)
     assert redis_server.command("EXISTS", "lb:v1:{ttl}") == "0"
-    assert store.count_call("ttl", "read", digest, None, 3).count == 1
+    assert store.count_call("ttl", "read", digest, None, 3)[0].count == 1
     store.close()
 
 
@@ -312,11 +321,11 @@ def test_client_pause_times_out_and_the_call_still_gets_a_verdict(
 def test_script_flush_is_transparent(private_server: RedisServer) -> None:
     store = open_store(private_server.url)
     digest = call_digest("read", {})
-    assert store.count_call("f", "read", digest, "c1", 3).count == 1
+    assert store.count_call("f", "read", digest, "c1", 3)[0].count == 1
     assert private_server.command("SCRIPT", "FLUSH") == "OK"
-    assert store.count_call("f", "read", digest, "c2", 3).count == 2
-    assert store.count_call("f", "read", digest, "c2", 3).duplicate  # the id rule survives
-    assert store.count_call("f", "read", digest, "c3", 3).denied
+    assert store.count_call("f", "read", digest, "c2", 3)[0].count == 2
+    assert store.count_call("f", "read", digest, "c2", 3)[1]  # the id rule survives
+    assert store.count_call("f", "read", digest, "c3", 3)[0].count >= 3
     store.close()
 
 
@@ -397,7 +406,7 @@ def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
             store.count_call("b", "read", digest, None, 3)
         assert server.command("DBSIZE") == "0"
         time.sleep(0.6)
-        assert store.count_call("b", "read", digest, None, 3).count == 1
+        assert store.count_call("b", "read", digest, None, 3)[0].count == 1
     finally:
         store.close()
         server.stop()
@@ -419,7 +428,11 @@ def test_a_unix_socket_url(tmp_path: Path) -> None:
             time.sleep(0.02)
         store = open_store(f"unix://{sock}?db=0")
         digest = call_digest("read", {})
-        assert [store.count_call("u", "read", digest, None, 3).count for _ in range(3)] == [1, 2, 3]
+        assert [store.count_call("u", "read", digest, None, 3)[0].count for _ in range(3)] == [
+            1,
+            2,
+            3,
+        ]
         assert store.label == f"unix://{sock}"
         store.close()
     finally:

@@ -1,11 +1,14 @@
-"""The shared store suite: every backend of ``stores/`` against the one-process rule.
+"""The shared store suite: every session table against the one-process rule.
 
-Parametrised over SQLite and a real redis-server (tests/redis_server.py): a backend
-is correct when this whole file passes against it (STYLE habit 10). Each drawn
-sequence of calls (and, under a policy, results) goes through the store and through
-``streak.step``/``streak.policy_step`` in memory (``LoopBrake``); every verdict must
-be equal, field for field. Concurrency and failures of the Redis store are in
-tests/test_store_redis.py.
+Parametrised over the memory table (``core/table.py``), SQLite and a real
+redis-server (tests/redis_server.py): a backend is correct when this whole file
+passes against it (STYLE habit 10). Each drawn sequence of calls (and, under a
+policy, results and ends) goes through the table and through the reference,
+``MemoryTable`` on ``streak.step``/``streak.policy_step``: every state must be
+equal, field for field (the policy part too), and so every verdict. The listing
+tests (``state list``) run against the shared stores. A backend registered from a
+test alone runs this whole suite too (tests/test_store_registry.py). Concurrency
+and failures of the Redis store are in tests/test_store_redis.py.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from hypothesis import strategies as st
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.policy import load_policy
+from loop_brake_cli.core.streak import PolicySlot, Slot
+from loop_brake_cli.core.table import MemoryTable
 from loop_brake_cli.stores import open_store
 from loop_brake_cli.stores.rows import call_id_key
 
@@ -49,6 +54,7 @@ _sessions = itertools.count()
 
 @pytest.fixture(params=["sqlite", "redis"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A shared store's URL: one SQLite file, or the test's flushed redis-server."""
     if request.param == "sqlite":
         return str(tmp_path / "state.db")
     return request.getfixturevalue("redis_url")
@@ -56,7 +62,20 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def store(store_url: str):
+    """A shared store (it also lists its sessions, for ``state list``)."""
     opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def table(request: pytest.FixtureRequest, tmp_path: Path):
+    """Every session table a brake can count through."""
+    if request.param == "memory":
+        yield MemoryTable()
+        return
+    url = str(tmp_path / "state.db") if request.param == "sqlite" else None
+    opened = open_store(url or request.getfixturevalue("redis_url"))
     yield opened
     opened.close()
 
@@ -84,32 +103,42 @@ SETTINGS = settings(
 )
 
 
-def _run(store, brake: LoopBrake, drawn, policy=None) -> None:
+def _run(table, drawn, policy=None) -> None:
+    """Each drawn call (and result, and end) through ``table`` and through the reference
+    memory table: equal states and answers, and so equal verdicts through a brake."""
     session = f"s{next(_sessions)}"
+    reference = MemoryTable()
+    counted, expected = LoopBrake(3, policy=policy, store=table), LoopBrake(3, policy=policy)
     for tool, arg, cid, result, end in drawn:
         call_id = CALL_IDS[cid]
         digest = call_digest(tool, ARGS[arg])
-        got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
-        want = brake.observe(session, tool, digest, call_id)
-        assert got == want
+        state, duplicate = table.count_call(session, tool, digest, call_id, 3, policy)
+        assert (state, duplicate) == reference.count_call(session, tool, digest, call_id, 3, policy)
+        assert type(duplicate) is bool and type(state) is (Slot if policy is None else PolicySlot)
+        assert counted.slot_verdict(state, session, call_id, duplicate) == expected.observe(
+            session, tool, digest, call_id
+        )
         if policy is not None and result is not None:
             result_digest = call_digest("result", RESULTS[result])
-            paired = store.observe_result(session, call_id, result_digest, policy)
-            assert paired == brake.observe_result(session, call_id, digest=result_digest)
+            paired = table.observe_result(session, call_id, result_digest, policy)
+            assert paired is reference.observe_result(session, call_id, result_digest, policy)
+            expected.observe_result(session, call_id, digest=result_digest)
         if end:
-            assert store.end_call(session, call_id) == brake.end_call(session, call_id)
+            ended = table.end_call(session, call_id)
+            assert ended is reference.end_call(session, call_id)
+            expected.end_call(session, call_id)
 
 
 @SETTINGS
 @given(drawn=calls)
-def test_the_seed_rule_is_streak_step(store, drawn) -> None:
-    _run(store, LoopBrake(3, policy=None), drawn)
+def test_the_seed_rule_is_streak_step(table, drawn) -> None:
+    _run(table, drawn)
 
 
 @SETTINGS
 @given(drawn=calls)
-def test_under_a_policy_the_rule_is_policy_step(store, policy, drawn) -> None:
-    _run(store, LoopBrake(3, policy=policy), drawn, policy)
+def test_under_a_policy_the_rule_is_policy_step(table, policy, drawn) -> None:
+    _run(table, drawn, policy)
 
 
 RULES_POLICY = """
@@ -132,53 +161,68 @@ after_denials = 3
     errors=st.lists(st.booleans(), min_size=14, max_size=14),
 )
 def test_under_window_and_same_error_the_rule_is_policy_step(
-    store, tmp_path_factory, drawn, errors
+    table, tmp_path_factory, drawn, errors
 ) -> None:
     """Issue 29's rules: the window's digests and the run of identical errors live in
-    the policy row (``stores/policy_rows.py``), so each store decides as memory does."""
+    the policy row (``stores/policy_rows.py``), so each table decides as memory does."""
     path = tmp_path_factory.mktemp("rules") / "policy.toml"
     path.write_text(RULES_POLICY, encoding="utf-8")
     policy = load_policy(str(path))
-    brake = LoopBrake(3, policy=policy)
+    reference = MemoryTable()
     session = f"s{next(_sessions)}"
     for (tool, arg, cid, result, end), error in zip(drawn, errors, strict=False):
         call_id = CALL_IDS[cid]
         digest = call_digest(tool, ARGS[arg])
-        got = store.count_call(session, tool, digest, call_id, 3, policy=policy)
-        assert got == brake.observe(session, tool, digest, call_id)
+        got = table.count_call(session, tool, digest, call_id, 3, policy)
+        assert got == reference.count_call(session, tool, digest, call_id, 3, policy)
         if result is not None:
             result_digest = call_digest("result", RESULTS[result])
-            paired = store.observe_result(session, call_id, result_digest, policy, error=error)
-            assert paired == brake.observe_result(
-                session, call_id, digest=result_digest, error=error
+            paired = table.observe_result(session, call_id, result_digest, policy, error)
+            assert paired is reference.observe_result(
+                session, call_id, result_digest, policy, error
             )
         if end:
-            assert store.end_call(session, call_id) == brake.end_call(session, call_id)
+            assert table.end_call(session, call_id) is reference.end_call(session, call_id)
 
 
-def test_a_store_counts_identical_errors_as_memory_does(store, tmp_path: Path) -> None:
+def test_a_table_counts_identical_errors_as_memory_does(table, tmp_path: Path) -> None:
     """``[same_error] after = 2`` alone: two calls of one tool (other arguments each
     time) whose results are the same error, and the third call is denied; another
     tool's call, or a success, starts the run over. The error flag reaches the
-    store's state."""
+    table's state."""
     path = tmp_path / "same-error.toml"
     path.write_text("[same_error]\nafter = 2\n", encoding="utf-8")
     policy = load_policy(str(path))
-    brake = LoopBrake(9, policy=policy)
+    brake, memory = LoopBrake(9, policy=policy, store=table), LoopBrake(9, policy=policy)
     session = f"s{next(_sessions)}"
     failed = call_digest("result", RESULTS[0])
     calls = ["read"] * 3 + ["write"] + ["read"] * 5  # None: denied (no result)
     outcomes = [True, True, None, False, True, False, True, True, None]
     for index, (tool, error) in enumerate(zip(calls, outcomes, strict=True)):
         digest = call_digest(tool, {"p": index})
-        got = store.count_call(session, tool, digest, f"c{index}", 9, policy=policy)
-        assert got == brake.observe(session, tool, digest, f"c{index}")
+        got = brake.observe(session, tool, digest, f"c{index}")
+        assert got == memory.observe(session, tool, digest, f"c{index}")
         assert got.denied == (error is None)
         if error is None:
             assert got.rule == "same_error"
             continue
-        assert store.observe_result(session, f"c{index}", failed, policy, error=error)
-        brake.observe_result(session, f"c{index}", digest=failed, error=error)
+        assert brake.observe_result(session, f"c{index}", digest=failed, error=error)
+        memory.observe_result(session, f"c{index}", digest=failed, error=error)
+
+
+def test_reset_says_how_many_sessions_it_removed(table) -> None:
+    """``reset`` answers an int in every table: 1 or 0 for one session, the number
+    removed for all; a reset session starts afresh."""
+    digest = call_digest("read", {})
+    for session in ("a", "b", "c"):
+        table.count_call(session, "read", digest)
+    assert table.count_call("a", "read", digest)[0].count == 2
+    assert table.reset("a") == 1
+    assert table.reset("a") == 0
+    assert table.count_call("a", "read", digest)[0].count == 1
+    assert table.reset() == 3
+    assert table.reset() == 0
+    assert table.count_call("b", "read", digest)[0].count == 1
 
 
 def test_call_id_keys_are_equal_exactly_when_python_finds_the_ids_equal() -> None:
@@ -205,7 +249,7 @@ def test_sessions_list_and_reset(store) -> None:
     assert store.sessions("nobody") == ([], 0)
     assert store.reset("alpha") == 1
     assert store.reset("alpha") == 0
-    assert store.count_call("alpha", "read", digest, "c3", 3).count == 1
+    assert store.count_call("alpha", "read", digest, "c3", 3)[0].count == 1
     assert store.reset() == 2
     assert store.sessions() == ([], 0)
 
@@ -227,7 +271,7 @@ def test_two_store_objects_share_one_streak(store_url: str) -> None:
     try:
         digest = call_digest("read", {"p": 1})
         counts = [
-            (first if i % 2 else second).count_call("shared", "read", digest, None, 3).count
+            (first if i % 2 else second).count_call("shared", "read", digest, None, 3)[0].count
             for i in range(4)
         ]
         assert counts == [1, 2, 3, 4]
@@ -240,67 +284,76 @@ def test_a_session_key_of_any_text_round_trips(store) -> None:
     digest = call_digest("t", {})
     for session in ("{braces}", "a}b{c", "ünï\u2603", "x" * 500, "lone\udc80"):
         store.count_call(session, "t\u2603", digest, None, 3)
-        assert store.count_call(session, "t\u2603", digest, None, 3).count == 2
+        assert store.count_call(session, "t\u2603", digest, None, 3)[0].count == 2
         rows, _ = store.sessions(session)
         assert [(r.session, r.tool, r.count) for r in rows] == [(session, "t\u2603", 2)]
 
 
-def test_a_reused_id_counts_again_once_its_call_ended(store) -> None:
+def test_a_reused_id_counts_again_once_its_call_ended(table) -> None:
     """Issue 36 item 3: an id counts once only while its call is open. A duplicate while
     open is not counted; after ``end_call`` the same id is a new call, counted (a
     client reusing its JSON-RPC id after each answer, a model numbering every turn's
     calls ``call_0``)."""
+    brake = LoopBrake(3, store=table)
     digest = call_digest("read", {"p": 1})
     session = f"s{next(_sessions)}"
-    first = store.count_call(session, "read", digest, "call_0", 3)
-    again = store.count_call(session, "read", digest, "call_0", 3)
+    first = brake.observe(session, "read", digest, "call_0")
+    again = brake.observe(session, "read", digest, "call_0")
     assert (first.count, first.duplicate) == (1, False)
     assert (again.count, again.duplicate) == (1, True)
-    assert store.end_call(session, "call_0") is True
-    assert store.end_call(session, "call_0") is False  # already ended
-    verdicts = [store.count_call(session, "read", digest, "call_0", 3)]
-    store.end_call(session, "call_0")
-    verdicts.append(store.count_call(session, "read", digest, "call_0", 3))
+    assert table.end_call(session, "call_0") is True
+    assert table.end_call(session, "call_0") is False  # already ended
+    verdicts = [brake.observe(session, "read", digest, "call_0")]
+    assert brake.end_call(session, "call_0") is True
+    verdicts.append(brake.observe(session, "read", digest, "call_0"))
     assert [(v.count, v.duplicate, v.denied) for v in verdicts] == [
         (2, False, False),
         (3, False, True),
     ]
-    # the listed row no longer names the ended call
-    store.end_call(session, "call_0")
-    assert [row.call_id for row in store.sessions(session)[0]] == [None]
+    table.end_call(session, "call_0")
+    assert table.count_call(session, "read", digest, None)[0].count == 4
 
 
-def test_only_the_latest_call_ends(store) -> None:
+def test_an_ended_call_is_listed_without_its_id(store) -> None:
+    digest = call_digest("read", {"p": 1})
+    session = f"s{next(_sessions)}"
+    store.count_call(session, "read", digest, "call_0")
+    assert [row.call_id for row in store.sessions(session)[0]] == ["call_0"]
+    assert store.end_call(session, "call_0")
+    assert [(row.call_id, row.count) for row in store.sessions(session)[0]] == [(None, 1)]
+
+
+def test_only_the_latest_call_ends(table) -> None:
     """An end naming another id (an older call, ``1`` for ``"1"``), no id, or a session
-    the store does not hold changes nothing: the open call stays a duplicate."""
+    the table does not hold changes nothing: the open call stays a duplicate."""
     digest = call_digest("read", {})
     session = f"s{next(_sessions)}"
-    store.count_call(session, "read", digest, "1", 3)
-    assert store.end_call(session, 1) is False
-    assert store.end_call(session, None) is False
-    assert store.end_call(f"s{next(_sessions)}", "1") is False
-    assert store.count_call(session, "read", digest, "1", 3).duplicate
-    assert store.count_call(session, "read", digest, 1, 3).count == 2
-    assert store.end_call(session, 1.0) is True  # Python finds 1.0 == 1: the same id
+    table.count_call(session, "read", digest, "1")
+    assert table.end_call(session, 1) is False
+    assert table.end_call(session, None) is False
+    assert table.end_call(f"s{next(_sessions)}", "1") is False
+    assert table.count_call(session, "read", digest, "1")[1] is True
+    assert table.count_call(session, "read", digest, 1)[0].count == 2
+    assert table.end_call(session, 1.0) is True  # Python finds 1.0 == 1: the same id
 
 
-def test_an_end_keeps_the_policy_state(store, tmp_path: Path) -> None:
+def test_an_end_keeps_the_policy_state(table, tmp_path: Path) -> None:
     """Only the id is forgotten: the consecutive denials that make a stop survive the
     end (the SQLite policy row is stamped with its streak row's ``updated``)."""
     path = tmp_path / "stop.toml"
     path.write_text("[stop]\nafter_denials = 2\n", encoding="utf-8")
-    policy = load_policy(str(path))
+    brake = LoopBrake(2, policy=str(path), store=table)
     digest = call_digest("read", {})
     session = f"s{next(_sessions)}"
     kinds = []
     for _ in range(3):
-        verdict = store.count_call(session, "read", digest, "c", 2, policy=policy)
+        verdict = brake.observe(session, "read", digest, "c")
         kinds.append((verdict.count, verdict.duplicate, verdict.denied, verdict.stop))
-        assert store.end_call(session, "c")
+        assert table.end_call(session, "c")
     assert kinds == [(1, False, False, False), (2, False, True, False), (3, False, True, True)]
 
 
-def test_a_paired_result_ends_its_call(store, tmp_path: Path) -> None:
+def test_a_paired_result_ends_its_call(table, tmp_path: Path) -> None:
     """Under a progress policy a result paired by its id ends the call: the id counts
     again, and a second result with that id no longer pairs."""
     path = tmp_path / "progress.toml"
@@ -308,9 +361,9 @@ def test_a_paired_result_ends_its_call(store, tmp_path: Path) -> None:
     policy = load_policy(str(path))
     digest, result = call_digest("poll", {}), call_digest("result", RESULTS[0])
     session = f"s{next(_sessions)}"
-    assert store.count_call(session, "poll", digest, 7, 3, policy=policy).count == 1
-    assert store.count_call(session, "poll", digest, 7, 3, policy=policy).duplicate
-    assert store.observe_result(session, 7, result, policy) is True
-    assert store.observe_result(session, 7, result, policy) is False
-    again = store.count_call(session, "poll", digest, 7, 3, policy=policy)
-    assert (again.count, again.duplicate) == (2, False)
+    assert table.count_call(session, "poll", digest, 7, 3, policy)[0].slot.count == 1
+    assert table.count_call(session, "poll", digest, 7, 3, policy)[1] is True
+    assert table.observe_result(session, 7, result, policy) is True
+    assert table.observe_result(session, 7, result, policy) is False
+    state, duplicate = table.count_call(session, "poll", digest, 7, 3, policy)
+    assert (state.slot.count, duplicate) == (2, False)

@@ -312,7 +312,8 @@ def test_each_store_warns_as_the_memory_brake(store, drawn, results) -> None:
     session = f"w{next(_runs)}"
     for (tool, arg, call_id), result in zip(drawn, results, strict=False):
         digest = call_digest(tool, ARGS[arg])
-        got = store.count_call(session, tool, digest, call_id, 4, policy=policy)
+        state, duplicate = store.count_call(session, tool, digest, call_id, 4, policy=policy)
+        got = brake.slot_verdict(state, session, call_id, duplicate)
         assert got == brake.observe(session, tool, digest, call_id)  # a duplicate: warned too
         if result is not None:
             result_digest = call_digest("result", {"r": result})

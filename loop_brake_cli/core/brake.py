@@ -1,10 +1,12 @@
 """The in-memory brake of dsh-loop-brake: sessions, errors, wrappers.
 
-The rule itself (count, reset, duplicate, deny) is ``streak.step``; this module
-keeps one slot per session in memory (optionally LRU-bounded), or counts in a
-shared store (``stores/``: SQLite, Redis) given as ``store=``, and raises
-``LoopBrakeError``. What a verdict says is ``verdicts``; which maxRepeats
-applies is ``limits``. Both are re-exported here, the library's public face.
+The rule itself (count, reset, duplicate, deny) is ``streak.step``; the state it
+counts into is a session table (``table``: this process's memory, optionally
+LRU-bounded, or a shared store given as ``store=``, from ``stores/``: SQLite,
+Redis); this module words each decision as a ``Verdict``, holds the one rule for a
+store that fails (``LoopBrake.uncounted``), and raises ``LoopBrakeError``. What
+a verdict says is ``verdicts``; which maxRepeats applies is ``limits``. Both are
+re-exported here, the library's public face.
 """
 
 from __future__ import annotations
@@ -12,27 +14,21 @@ from __future__ import annotations
 import functools
 import os
 from _thread import allocate_lock
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
 from .records import DEFAULT_SESSION, session_key, subagent_session_key
-from .streak import (
-    PolicySlot,
-    Slot,
-    call_ended,
-    ends_on_user_turn,
-    policy_step,
-    result_step,
-    step,
-)
+from .streak import ends_on_user_turn
+from .table import SessionTable, StoreError, memory_table, open_table
 from .verdicts import CODE, PLUGIN, Verdict, verdict_of, verdict_of_policy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from .streak import PolicySlot, Slot
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -97,11 +93,14 @@ class LoopBrakeStop(LoopBrakeError):
 
 
 class LoopBrake:
-    """The per-session streak counter.
+    """The per-session streak counter: the rule (``streak``) applied through one session
+    table (``table.SessionTable``), each call's verdict worded (``verdicts``).
 
-    ``max_sessions`` bounds memory for long-running consumers: the least recently
-    used session is evicted and starts a new streak if it returns. Unbounded by
-    default, as in the plugin. Each slot holds a 32-byte digest, not 64 hex chars.
+    The table is this process's memory (``table.MemoryTable``), or a store shared
+    with other processes and hosts (``store=``). ``max_sessions`` bounds memory for
+    long-running consumers: the least recently used session is evicted and starts a
+    new streak if it returns. Unbounded by default, as in the plugin. Each slot
+    holds a 32-byte digest, not 64 hex chars.
     """
 
     def __init__(
@@ -121,12 +120,14 @@ class LoopBrake:
         ``policy.PolicyError``. An empty policy is no policy.
 
         ``store``: count in a store shared with other processes and hosts instead of
-        in memory: a ``stores.Store`` or a store URL (a path, ``sqlite:///path``,
-        ``redis://``, ``rediss://``, ``unix://``; see ``stores.open_store``). When the
-        store fails, the call gets a verdict at once, not counted (rule ``store``,
-        count 0): allowed, or denied with ``fail_closed``; ``warn`` (default: the
-        ``loop_brake_cli`` logger) hears one line when the store fails and one when it
-        answers again, and ``store_failures`` counts the calls decided without it."""
+        in memory: a session table (``stores.Store``) or a store URL (a path,
+        ``sqlite:///path``, ``redis://``, ``rediss://``, ``unix://``, or any scheme
+        registered with ``stores.register``). When the store fails, the call gets a
+        verdict at once, not counted (``uncounted``): allowed, or denied with
+        ``fail_closed``; ``warn`` (default: the ``loop_brake_cli`` logger) hears one
+        line when the store fails and one when it answers again, ``store_failures``
+        counts the calls decided without it and ``failure`` says why, until it
+        answers."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
         if source is not None and max_repeats is not None:
             self.max_repeats_source = source
@@ -135,45 +136,41 @@ class LoopBrake:
         if max_sessions is not None and store is not None:
             raise ValueError("max_sessions bounds memory; a store keeps its own sessions")
         self.max_sessions = max_sessions
-        self.evictions = 0
-        self._slots: OrderedDict[str, Any] | dict[str, Any] = OrderedDict() if max_sessions else {}
         found = _resolve_policy(policy)
         self.policy_path: str | None = None if found is None else found.path
         self.policy = None if found is None or found.empty else found
-        if max_sessions:
-            self.count_call = self._count_bounded  # type: ignore[method-assign]
-        if self.policy is not None:  # chosen once: the seed's path keeps its speed
-            self.count_call = self._count_policy  # type: ignore[method-assign]
-            self.slot_verdict = verdict_of_policy  # type: ignore[method-assign,assignment]
-        if max_sessions or self.policy is not None:
-            self.observe = self._observe_composed  # type: ignore[method-assign]
         self.ignores_args = self.policy is not None and self.policy.ignores_args
         self.progress = self.policy is not None and self.policy.reads_results
         """Results are worth reading: they may restart streaks (the policy's progress
         mode) or make a run of identical errors (``[same_error]``)."""
         self.user_turns = ends_on_user_turn(self.policy)
         """A user turn ends its session's streaks (``reset_on_user_turn``): worth reading."""
-        self.store: Any = None
+        if isinstance(store, (str, os.PathLike)):
+            store = open_table(os.fspath(store))
+        self.store: Any = store
+        """The shared store counted through, or None: this process's memory."""
+        self.table: SessionTable = memory_table(max_sessions) if store is None else store
+        """Where every session's state lives: the one road from a call to its state."""
         self.fail_closed = fail_closed
         self.store_failures = 0
         """Calls decided without the store (it failed): allowed, or denied fail-closed."""
-        self._store_down = False
+        self.failure: str | None = None
+        """Why the store failed, while it fails (None once it answers)."""
         self._warn = warn or _log_warning
         self._lock = allocate_lock()
         """Held by the library's calls (``check``, ``observe_threadsafe``,
-        ``observe_result``, ``user_turn``, ``reset``): threads sharing a brake must not
-        both read a slot and write count + 1. ``observe``, the CLI's one-thread hot
-        path, does not take it."""
-        if store is not None:
-            if isinstance(store, (str, os.PathLike)):
-                from ..stores import open_store
-
-                store = open_store(os.fspath(store))
-            self.store = store
-            self.observe = self._observe_store  # type: ignore[method-assign]
+        ``observe_result``, ``end_call``, ``user_turn``, ``reset``): threads sharing a
+        brake must not both read a slot and write count + 1. ``observe``, the CLI's
+        one-thread hot path, does not take it."""
 
     def __len__(self) -> int:
-        return len(self._slots)
+        """Sessions held in this process's memory (0 with a store: it keeps its own)."""
+        return 0 if self.store is not None else len(self.table)  # type: ignore[arg-type]
+
+    @property
+    def evictions(self) -> int:
+        """Sessions evicted by ``max_sessions`` (least recently used first)."""
+        return getattr(self.table, "evictions", 0)
 
     def check(
         self,
@@ -224,105 +221,86 @@ class LoopBrake:
         return verdict
 
     def observe(self, session: str, tool_name: str, digest: bytes, call_id: Any = None) -> Verdict:
-        """Count a call whose digest is already known (the hot path of the CLI).
-
-        The unbounded seed's: ``count_call`` and ``slot_verdict`` written out, since
-        replay calls this once per call (two Python calls fewer); a bound or a policy
-        picks ``_observe_composed`` at construction."""
-        slots = self._slots
-        slot, duplicate = step(slots.get(session), tool_name, digest, call_id)
-        if not duplicate:  # a duplicate keeps the old slot
-            slots[session] = slot
-        return verdict_of(slot, session, call_id, duplicate, self.max_repeats)
-
-    def _observe_composed(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> Verdict:
-        """``observe`` with the ``count_call`` and ``slot_verdict`` chosen at construction."""
-        slot, duplicate = self.count_call(session, tool_name, digest, call_id)
-        return self.slot_verdict(slot, session, call_id, duplicate)
-
-    def _observe_store(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> Verdict:
-        """``observe`` through the store: one atomic decision there, or a store failure's
-        verdict (``_store_failed``)."""
-        from ..stores import StoreError
-
+        """Count a call whose digest is already known (the hot path of ``replay`` and of
+        ``filter``'s exact path): one decision in the table, worded as a verdict; or, when
+        the store fails, the call decided uncounted (``uncounted``)."""
         try:
-            verdict = self.store.count_call(
-                session, tool_name, digest, call_id, self.max_repeats, policy=self.policy
+            state, duplicate = self.table.count_call(
+                session, tool_name, digest, call_id, self.max_repeats, self.policy
             )
         except StoreError as exc:
-            self._store_failed(exc)
-            return Verdict(
-                self.fail_closed,
-                tool_name,
-                session,
-                0,
-                self.max_repeats,
-                digest[: PREFIX_LENGTH // 2].hex(),
-                call_id,
-                False,
-                "store",
-            )
-        self._store_answered()
-        return verdict
+            return self.uncounted(exc, session, tool_name, digest, call_id)
+        if self.failure is not None:
+            self._store_answered()
+        if self.policy is None:  # slot_verdict, inline: once per call of a replay
+            return verdict_of(state, session, call_id, duplicate, self.max_repeats)  # type: ignore[arg-type]
+        return verdict_of_policy(state, session, call_id, duplicate)  # type: ignore[arg-type]
+
+    def count_call(
+        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
+    ) -> tuple[Slot | PolicySlot, bool]:
+        """Count one call in the table without building a Verdict: the session's state
+        after it and whether it was a duplicate (``table.SessionTable.count_call``).
+        Store failures are raised (``StoreError``): ``observe`` is the fail-open road.
+        (``filter``'s fast path asks ``self.table`` itself: one Python call fewer.)"""
+        return self.table.count_call(
+            session, tool_name, digest, call_id, self.max_repeats, self.policy
+        )
+
+    def slot_verdict(
+        self, state: Slot | PolicySlot, session: str, call_id: Any, duplicate: bool
+    ) -> Verdict:
+        """The verdict a state stands for right after counting a call into it."""
+        if self.policy is None:
+            return verdict_of(state, session, call_id, duplicate, self.max_repeats)  # type: ignore[arg-type]
+        return verdict_of_policy(state, session, call_id, duplicate)  # type: ignore[arg-type]
+
+    def uncounted(
+        self, exc: Exception, session: str, tool_name: str, digest: bytes, call_id: Any
+    ) -> Verdict:
+        """The one failure rule: a call the store could not count is decided at once,
+        not counted (rule ``store``, count 0): allowed (the brake fails open), or denied
+        with ``fail_closed``; said once (``_store_failed``)."""
+        self._store_failed(exc)
+        return Verdict(
+            self.fail_closed,
+            tool_name,
+            session,
+            0,
+            self.max_repeats,
+            digest[: PREFIX_LENGTH // 2].hex(),
+            call_id,
+            False,
+            "store",
+        )
 
     def _store_failed(self, exc: Exception) -> None:
         """Count a decision made without the store; say so once, when it starts failing."""
         self.store_failures += 1
-        if not self._store_down:
-            self._store_down = True
+        if self.failure is None:
             how = "denied (fail-closed)" if self.fail_closed else "allowed (fail-open)"
             self._warn(f"{exc}; calls are {how} and not counted until it answers")
+        self.failure = str(exc)
 
     def _store_answered(self) -> None:
-        if self._store_down:
-            self._store_down = False
-            self._warn(
-                f"store {self.store.label} answers again "
-                f"({self.store_failures} calls so far were decided without it)"
-            )
-
-    def slot_verdict(self, slot: Slot, session: str, call_id: Any, duplicate: bool) -> Verdict:
-        """The verdict a slot stands for right after counting a call into it."""
-        return verdict_of(slot, session, call_id, duplicate, self.max_repeats)
-
-    def count_call(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> tuple[Slot, bool]:
-        """Count one call with ``streak.step`` and keep the session's new slot.
-
-        The counting behind observe(), without building a Verdict (fastpath.py). This is
-        the unbounded seed's (the hot path with a million sessions: it keeps inline what
-        ``_keep`` does); a bound or a policy picks another at construction."""
-        slots = self._slots
-        prev = slots.get(session)
-        slot, duplicate = step(prev, tool_name, digest, call_id)
-        if not duplicate:  # a duplicate keeps the old slot
-            slots[session] = slot
-        return slot, duplicate
-
-    def _count_bounded(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> tuple[Slot, bool]:
-        """``count_call`` with ``max_sessions``: the slots are an LRU (``_keep``)."""
-        prev = self._slots.get(session)
-        slot, duplicate = step(prev, tool_name, digest, call_id)
-        self._keep(session, prev, slot, duplicate)
-        return slot, duplicate
-
-    def _count_policy(
-        self, session: str, tool_name: str, digest: bytes, call_id: Any = None
-    ) -> tuple[PolicySlot, bool]:
-        """``count_call`` under a policy: ``streak.policy_step`` instead of ``step``."""
-        prev = self._slots.get(session)
-        state, duplicate = policy_step(
-            prev, tool_name, digest, call_id, self.max_repeats, self.policy
+        self.failure = None
+        self._warn(
+            f"store {self.table.label} answers again "
+            f"({self.store_failures} calls so far were decided without it)"
         )
-        self._keep(session, prev, state, duplicate)
-        return state, duplicate
+
+    def _ask(self, work: Callable[[], Any], failed: Any) -> Any:
+        """``work()`` on the table under the brake's lock; a store failure is said once
+        (``_store_failed``) and answered by ``failed``, never raised."""
+        try:
+            with self._lock:
+                answer = work()
+        except StoreError as exc:
+            self._store_failed(exc)
+            return failed
+        if self.failure is not None:
+            self._store_answered()
+        return answer
 
     def observe_result(
         self,
@@ -333,8 +311,9 @@ class LoopBrake:
         error: bool | None = None,
     ) -> bool:
         """Pair a call's result with the session's latest call (``streak.result_step``):
-        by call id, or without one; returns whether it paired (False: ignored). A paired
-        result ends its call: its id may count again (``end_call``).
+        by call id, or without one; returns whether it paired (False: ignored, or the
+        store failed). A paired result ends its call: its id may count again
+        (``end_call``).
 
         ``result`` is the parsed JSON value, hashed with the policy's ignore patterns
         (``progress.result_digest``) and then forgotten; ``digest`` a 32-byte digest the
@@ -344,89 +323,28 @@ class LoopBrake:
         result ends the call with ``end_call``)."""
         if not self.progress:
             return False
-        with self._lock:
-            return self._observe_result(session, call_id, result, digest, error)
-
-    def _observe_result(
-        self, session: str, call_id: Any, result: Any, digest: bytes | None, error: bool | None
-    ) -> bool:
         if error is None:
             from .progress import result_error
 
             error = result_error(result)
-        if self.store is not None:
-            return self._observe_result_store(session, call_id, result, digest, error)
-        prev = self._slots.get(session)
-        if prev is None:
-            return False
         if digest is None:
             from .progress import result_digest
 
             digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
-        state, paired = result_step(prev, call_id, digest, error)
-        if state is not prev:
-            self._slots[session] = state
-        return paired
-
-    def _observe_result_store(
-        self, session: str, call_id: Any, result: Any, digest: bytes | None, error: bool
-    ) -> bool:
-        from ..stores import StoreError
-
-        if digest is None:
-            from .progress import result_digest
-
-            digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
-        try:
-            paired = self.store.observe_result(session, call_id, digest, self.policy, error=error)
-        except StoreError as exc:
-            self._store_failed(exc)
-            return False
-        self._store_answered()
-        return paired
+        policy, table = self.policy, self.table
+        return self._ask(
+            lambda: table.observe_result(session, call_id, digest, policy, error), False
+        )
 
     def end_call(self, session: str, call_id: Any) -> bool:
         """The call ``call_id`` of ``session`` ended (its result or answer was seen): a
         later call with the same id is a new call and is counted (``streak.call_ended``).
         Returns whether the session's latest call was that call (False: nothing to
-        forget, no id, or a later call replaced it). Through the store when there is
-        one; a store failure is a store failure (``warn``), never raised: the id then
-        stays a duplicate until another call replaces it, as the plugin counts."""
+        forget, no id, a later call replaced it, or the store failed: then the id stays
+        a duplicate until another call replaces it, as the plugin counts)."""
         if call_id is None:
             return False
-        if self.store is not None:
-            from ..stores import StoreError
-
-            try:
-                ended = self.store.end_call(session, call_id)
-            except StoreError as exc:
-                self._store_failed(exc)
-                return False
-            self._store_answered()
-            return ended
-        with self._lock:
-            prev = self._slots.get(session)
-            state = call_ended(prev, call_id)
-            if state is prev:
-                return False
-            self._slots[session] = state  # an end is not a use: the LRU order stays
-            return True
-
-    def _keep(
-        self, session: str, prev: Slot | PolicySlot | None, slot: Slot | PolicySlot, duplicate: bool
-    ) -> None:
-        """Store a session's new slot (a duplicate keeps the old one), LRU-bounded."""
-        slots = self._slots
-        if prev is None:
-            slots[session] = slot
-            if self.max_sessions and len(slots) > self.max_sessions:
-                slots.popitem(last=False)  # type: ignore[call-arg]
-                self.evictions += 1
-        else:
-            if self.max_sessions:
-                slots.move_to_end(session)  # type: ignore[union-attr]
-            if not duplicate:
-                slots[session] = slot
+        return self._ask(lambda: self.table.end_call(session, call_id), False)
 
     def user_turn(self, session: str) -> bool:
         """The user spoke in ``session``: under a policy with ``reset_on_user_turn`` the
@@ -435,31 +353,13 @@ class LoopBrake:
         nothing changes. A store failure is a store failure (``warn``), never raised."""
         if not self.user_turns:
             return False
-        if self.store is None:
-            with self._lock:
-                self._slots.pop(session, None)
-            return True
-        from ..stores import StoreError
+        return self._ask(lambda: self.table.reset(session) >= 0, False)
 
-        try:
-            with self._lock:
-                self.store.reset(session)
-        except StoreError as exc:
-            self._store_failed(exc)
-            return False
-        self._store_answered()
-        return True
-
-    def reset(self, session: str | None = None) -> None:
+    def reset(self, session: str | None = None) -> int:
         """Forget one session's streak, or all of them (in the store, for every process
-        that shares it)."""
+        that shares it); how many were removed. A store failure is raised (``StoreError``)."""
         with self._lock:
-            if self.store is not None:
-                self.store.reset(session)
-            elif session is None:
-                self._slots.clear()
-            else:
-                self._slots.pop(session, None)
+            return self.table.reset(session)
 
 
 def _log_warning(message: str) -> None:

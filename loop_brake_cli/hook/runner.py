@@ -10,7 +10,7 @@ denied with ``--fail-closed``.
 
 The input is read by the agent's own decoder (``agents/``, detected unless
 ``--agent``), the one the hook-log reader ``formats/hook_log.py`` uses too, and
-counted through ``StateStore.count_call`` (``streak.step``), so a replayed log
+counted through a ``LoopBrake`` on the store (``streak.step``), so a replayed log
 of hook inputs gets, call by call, the verdicts the live hook gave. A decoder's
 BadRecord is a brake failure; an event that is not a pre-tool call is allowed
 with no output.
@@ -18,7 +18,7 @@ with no output.
 A post-tool event (``PostToolUse``, ``AfterTool``, Cursor's ``postToolUse`` and
 ``afterMCPExecution``) decodes to the call's result. Under a policy that uses
 progress its digest (``progress.result_digest`` with the policy's ignore
-patterns; never the result) is recorded by ``StateStore.observe_result``
+patterns; never the result) is recorded by ``LoopBrake.observe_result``
 (``streak.result_step``); without one nothing is read or written. Either way
 the answer is exit 0 with nothing on stdout: the call has run, there is
 nothing to deny, and an agent reads a post-tool hook's stdout (a ``decision``
@@ -51,8 +51,9 @@ import os
 from types import ModuleType
 
 from .. import agents
-from ..core.canonical import JSONInputError, call_digest, parse_json
-from ..core.limits import InvalidMaxRepeatsError, resolve_max_repeats
+from ..core.brake import LoopBrake
+from ..core.canonical import JSONInputError, parse_json
+from ..core.limits import DEFAULT_MAX_REPEATS, InvalidMaxRepeatsError, resolve_max_repeats
 from ..core.records import BadRecord, ToolCall, ToolResult, UserTurn
 from ..core.verdicts import Verdict
 from ..stores import Store, StoreError, open_store, store_target
@@ -345,6 +346,14 @@ class _Hook:
             raise StoreError(f"--store: {exc}") from None
         return self.store
 
+    def brake(self, max_repeats: int, policy: Any) -> LoopBrake:
+        """The brake this decision counts through: the store the options name, ``policy``
+        (an empty one is none), and the digest it counts on (``LoopBrake.digest``). A
+        store failure is the brake's one rule (``LoopBrake.uncounted``: the call is not
+        counted); the hook answers it in its own words (``fail``, with
+        ``LoopBrake.failure``), so the brake's own line is not said."""
+        return LoopBrake(max_repeats, policy=policy, store=self.open_store(), warn=_quiet)
+
     def close_store(self) -> None:
         if self.store is not None:
             self.store.close()
@@ -455,24 +464,20 @@ class _Hook:
             policy = discover_policy(opts.get("policy"))
         except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
             return self.fail(f"unusable policy: {'; '.join(str(exc).splitlines())}", agent)
-        if policy is not None and policy.empty:
-            policy = None
         try:
-            if policy is not None and policy.ignores_args:  # args_ignore: a policy hash
-                digest = policy.args_digest(call.tool, call.args)
-            else:
-                digest = call_digest(call.tool, call.args)
-        except (ValueError, TypeError) as exc:
-            return self.fail(f"tool_input cannot be hashed ({exc})", agent)
-        try:
-            store = self.open_store()
-            verdict = store.count_call(
-                call.session, call.tool, digest, call.call_id, max_repeats, policy=policy
-            )
+            brake = self.brake(max_repeats, policy)
         except StoreError as exc:
             return self.fail(str(exc), agent)
+        try:
+            try:
+                digest = brake.digest(call.tool, call.args)  # a policy hash under args_ignore
+            except (ValueError, TypeError) as exc:
+                return self.fail(f"tool_input cannot be hashed ({exc})", agent)
+            verdict = brake.observe(call.session, call.tool, digest, call.call_id)
         finally:
             self.close_store()
+        if verdict.rule == "store":  # the store failed: the call was not counted
+            return self.fail(brake.failure or "the store failed", agent)
         if not verdict.denied:
             if verdict.warn_at is not None:  # a policy's warn_at: the call runs, told
                 self.log(call, verdict)
@@ -498,27 +503,20 @@ class _Hook:
             return 0  # without progress or same_error a result changes nothing
         if errors:
             return self.not_recorded("; ".join(errors))
-        digest = result.digest
-        if digest is None:
-            from ..core.progress import result_digest
-
-            try:
-                digest = result_digest(result.result, policy.result_ignore)
-            except (ValueError, TypeError) as exc:
-                return self.not_recorded(f"the tool's result cannot be hashed ({exc})")
         try:
-            error = result.error
-            if error is None:
-                from ..core.progress import result_error
-
-                error = result_error(result.result)
-            self.open_store().observe_result(
-                result.session, result.call_id, digest, policy, error=error
-            )
+            brake = self.brake(DEFAULT_MAX_REPEATS, policy)
         except StoreError as exc:
             return self.not_recorded(str(exc))
+        try:
+            brake.observe_result(
+                result.session, result.call_id, result.result, result.digest, result.error
+            )
+        except (ValueError, TypeError) as exc:
+            return self.not_recorded(f"the tool's result cannot be hashed ({exc})")
         finally:
             self.close_store()
+        if brake.failure is not None:
+            return self.not_recorded(brake.failure)
         return 0
 
     def end_turn(self, turn: UserTurn, errors: list[str]) -> int:
@@ -536,11 +534,15 @@ class _Hook:
         if errors:
             return self.not_ended("; ".join(errors))
         try:
-            self.open_store().reset(turn.session)
+            brake = self.brake(DEFAULT_MAX_REPEATS, policy)
         except StoreError as exc:
             return self.not_ended(str(exc))
+        try:
+            brake.user_turn(turn.session)
         finally:
             self.close_store()
+        if brake.failure is not None:
+            return self.not_ended(brake.failure)
         return 0
 
     def not_ended(self, reason: str) -> int:
@@ -552,6 +554,10 @@ class _Hook:
         """A post-tool event's failure: one stderr line, never a denial."""
         self.warn(f"{reason}; the tool's result was not recorded (the call counts without it)")
         return 0
+
+
+def _quiet(_message: str) -> None:
+    """The brake's failure lines: the hook says its own (``_Hook.fail``)."""
 
 
 _POST_TOOL_EVENTS = tuple(event for agent in agents.AGENTS for event, _field in agent.RESULTS)

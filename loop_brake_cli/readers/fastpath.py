@@ -13,7 +13,8 @@ goes through four steps, all in ``_judge_lines``:
    subset whose canonical form is the input sorted), and is switched off for a
    while where it declines most lines; otherwise ``prove.PythonProver`` (orjson,
    with the checks of ``fast_canonical``) gives the same answer or hands the line over;
-3. **decide**: ``LoopBrake.count_call``, the one streak rule (``core/streak.py``);
+3. **decide**: the brake's table counts the call (``MemoryTable.count_call``: the one
+   streak rule, ``core/streak.py``);
 4. **write**: a per-tool ``%`` template of the verdict line (``fast_lines.py``),
    appended to the output's pending lines (``output.LineWriter``).
 
@@ -201,7 +202,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     tally is updated even if writing fails."""
     append = judge.out.pending().append  # flushed by the reader's on_wait
     exactly = judge.exactly
-    count_call = judge.brake.count_call
+    count_call = judge.brake.table.count_call  # the memory table: no store, no policy here
     max_repeats = judge.brake.max_repeats
     want_pass = "pass" in judge.wanted
     want_deny = "deny" in judge.wanted

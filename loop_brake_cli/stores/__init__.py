@@ -1,8 +1,9 @@
-"""Where streaks live between processes: one interface, several backends.
+"""Where streaks live between processes: one interface, backends registered by scheme.
 
-``base.Store`` is the interface (count a call, pair a result, list, reset,
-close) and its errors. Two backends, chosen by a URL (``--store``, else
-``$LOOP_BRAKE_STORE``):
+``base.Store`` is the interface (a ``core.table.SessionTable`` that also lists its
+sessions) and its errors. A backend is chosen by a URL (``--store``, else
+``$LOOP_BRAKE_STORE``) through ``open_store``, by the URL's scheme, from the
+openers ``register``ed here:
 
 * a path, or ``sqlite:///absolute/path``: ``sqlite_store.StateStore``, one
   SQLite file per machine (the default, at ``default_state_path()``);
@@ -12,8 +13,11 @@ close) and its errors. Two backends, chosen by a URL (``--store``, else
   ``redis_store.RedisStore``, one Redis or Valkey server shared by a fleet
   (redis-py, the ``redis`` extra).
 
+A new backend is one module and one ``register("scheme", opener)`` line; it is
+correct when the shared store suite passes against it (``tests/test_stores.py``;
+``tests/test_store_registry.py`` adds a dict-backed one from a test alone).
 Nothing here imports click, rich or redis-py: the hook imports this package
-before every tool call, and redis-py only when a Redis store is used.
+before every tool call, and a backend's module only when its scheme is opened.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .base import DEFAULT_IDLE_TTL, ENV_STORE, Store, StoreError, StoreUnavailab
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
@@ -36,10 +41,11 @@ __all__ = [
     "check_target",
     "is_redis",
     "open_store",
+    "register",
+    "schemes",
     "store_target",
 ]
 
-_REDIS = ("redis", "rediss", "unix")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
 
 
@@ -71,8 +77,8 @@ def store_target(
 
 
 def is_redis(target: str) -> bool:
-    """Whether a store URL names a Redis server."""
-    return _scheme(target) in _REDIS
+    """Whether a store URL names a Redis (or Valkey) server."""
+    return _scheme(target) in ("redis", "rediss", "unix")
 
 
 _KNOWN = ("sqlite", "redis", "rediss", "unix", "valkey", "valkeys")
@@ -130,23 +136,58 @@ def sqlite_path(target: str) -> str:
     raise ValueError(f"unknown store {scheme}://... (use {_FORMS}; Valkey is redis://)")
 
 
+_OPENERS: dict[str | None, Callable[..., Store]] = {}
+
+
+def register(scheme: str | None, opener: Callable[..., Store]) -> None:
+    """Open ``scheme://...`` targets with ``opener(target, *, idle_ttl, warn, **options)``
+    (None: a plain path). ``options`` are what a command passes for every store
+    (``max_sessions``, ``lock_timeout``): a backend takes those it understands and
+    ignores the rest. A later registration of a scheme replaces the earlier one."""
+    _OPENERS[None if scheme is None else scheme.lower()] = opener
+
+
+def schemes() -> list[str]:
+    """The URL schemes a store can be opened with, as messages list them."""
+    return sorted(scheme for scheme in _OPENERS if scheme is not None)
+
+
 def open_store(
     target: str,
     *,
     idle_ttl: float = DEFAULT_IDLE_TTL,
     warn: Any = None,
-    **sqlite_options: Any,
+    **options: Any,
 ) -> Store:
-    """The store a target names (see ``store_target``). ``idle_ttl``: seconds a session
-    may stay idle before its streak is forgotten. ``sqlite_options``: ``max_sessions``
-    and ``lock_timeout`` of the SQLite store (Redis has no session cap: keys expire).
-    Raises ValueError for a target that is neither (a URL we do not read, or one
-    mistyped: ``check_target``), StoreError when redis-py is missing. Connects on
-    first use."""
-    if is_redis(target):
-        from .redis_store import RedisStore
+    """The store a target names (see ``store_target``), by its scheme (``register``).
+    ``idle_ttl``: seconds a session may stay idle before its streak is forgotten.
+    ``options``: ``max_sessions`` and ``lock_timeout`` of the SQLite store (Redis has
+    no session cap: keys expire). Raises ValueError for a target no backend reads (a
+    URL we do not read, or one mistyped: ``check_target``), StoreError when a
+    backend's library is missing. Connects on first use."""
+    scheme = _scheme(target)
+    if scheme is None:
+        check_target(target)
+    opener = _OPENERS.get(scheme)
+    if opener is None:
+        raise ValueError(f"unknown store {scheme}://... (use {_FORMS}; Valkey is redis://)")
+    return opener(target, idle_ttl=idle_ttl, warn=warn, **options)
 
-        return RedisStore(target, idle_ttl=idle_ttl)
+
+def _sqlite(target: str, *, idle_ttl: float, warn: Any = None, **options: Any) -> Store:
     from .sqlite_store import StateStore
 
-    return StateStore(sqlite_path(target), ttl=idle_ttl, warn=warn, **sqlite_options)
+    known = {name: options[name] for name in ("max_sessions", "lock_timeout") if name in options}
+    return StateStore(sqlite_path(target), ttl=idle_ttl, warn=warn, **known)
+
+
+def _redis(target: str, *, idle_ttl: float, **_options: Any) -> Store:
+    from .redis_store import RedisStore
+
+    return RedisStore(target, idle_ttl=idle_ttl)
+
+
+register(None, _sqlite)
+register("sqlite", _sqlite)
+for _name in ("redis", "rediss", "unix"):
+    register(_name, _redis)

@@ -49,7 +49,6 @@ from urllib.parse import urlsplit
 
 from ..core.canonical import canonical_json
 from ..core.streak import PolicySlot, Slot, policy_step, result_step
-from ..core.verdicts import Verdict, verdict_of, verdict_of_policy
 from .base import DEFAULT_IDLE_TTL, StoreError, StoreUnavailable
 from .policy_rows import decode_policy_state, encode_policy_state
 from .rows import SessionRow, call_id_key, decode_call_id, session_row
@@ -292,13 +291,14 @@ class RedisStore:
         session: str,
         tool: str,
         digest: bytes,
-        call_id: Any,
-        max_repeats: int,
-        now: float | None = None,
+        call_id: Any = None,
+        max_repeats: int = 0,
         policy: Any = None,
-    ) -> Verdict:
+        now: float | None = None,
+    ) -> tuple[Slot | PolicySlot, bool]:
         """Count one call atomically (``redis_step.lua``, or ``policy_step`` and a
-        compare-and-set under ``policy``) and return its verdict."""
+        compare-and-set under ``policy``): the session's state after it and whether it
+        was a duplicate (``core.table.SessionTable``)."""
         at = time.time() if now is None else now
         if policy is not None:
             return self._count_policy(session, tool, digest, call_id, max_repeats, at, policy)
@@ -309,8 +309,7 @@ class RedisStore:
         stored_digest, count, stored_tool, duplicate, version = found
         if not duplicate:
             self.last_version = version
-        slot = Slot(stored_digest, count, call_id, _text(stored_tool))
-        return verdict_of(slot, session, call_id, bool(duplicate), max_repeats)
+        return Slot(stored_digest, count, call_id, _text(stored_tool)), bool(duplicate)
 
     def _count_policy(
         self,
@@ -321,21 +320,21 @@ class RedisStore:
         max_repeats: int,
         at: float,
         policy: Any,
-    ) -> Verdict:
+    ) -> tuple[PolicySlot, bool]:
         key = _key(session)
 
-        def work(client: Any) -> Verdict:
+        def work(client: Any) -> tuple[PolicySlot, bool]:
             fields = client.hgetall(key)
             for conflict in range(1, MAX_CONFLICTS + 1):
                 prev, _stamp, version = self._state(fields, policy)
                 state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
                 if duplicate:
-                    return verdict_of_policy(state, session, call_id, True)
+                    return state, True
                 pairs = self._pairs(state.slot, at, state)
                 written, payload = self._cas(keys=[key], args=[version, self._ttl_ms, *pairs])
                 if written:
                     self.last_version = payload
-                    return verdict_of_policy(state, session, call_id, False)
+                    return state, False
                 fields = self._after_conflict(client, key, conflict, payload)
             raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
 
@@ -347,8 +346,8 @@ class RedisStore:
         call_id: Any,
         digest: bytes,
         policy: Any,
-        now: float | None = None,
         error: bool = False,
+        now: float | None = None,
     ) -> bool:
         """Pair a result's digest with the session's latest call (``streak.result_step``),
         written by compare-and-set keeping the key's expiry; creates nothing."""

@@ -48,7 +48,6 @@ import sqlite3
 import time
 
 from ..core.streak import PolicySlot, Slot, call_ended, policy_step, result_step, step
-from ..core.verdicts import Verdict, verdict_of, verdict_of_policy
 from . import policy_rows
 from .rows import (
     SessionRow,
@@ -260,26 +259,27 @@ class StateStore:
         session: str,
         tool: str,
         digest: bytes,
-        call_id: Any,
-        max_repeats: int,
-        now: float | None = None,
+        call_id: Any = None,
+        max_repeats: int = 0,
         policy: Any = None,
-    ) -> Verdict:
-        """Count one call in one ``BEGIN IMMEDIATE`` transaction and return its verdict
-        (under ``policy``, a ``policy.Policy``, with ``streak.policy_step``)."""
+        now: float | None = None,
+    ) -> tuple[Slot | PolicySlot, bool]:
+        """Count one call in one ``BEGIN IMMEDIATE`` transaction (under ``policy``, a
+        ``policy.Policy``, with ``streak.policy_step``): the session's state after it
+        and whether it was a duplicate (``core.table.SessionTable``)."""
 
-        key = to_column(session)  # rows are keyed by it; the verdict keeps ``session``
+        key = to_column(session)  # rows are keyed by it
 
-        def work(conn: sqlite3.Connection) -> Verdict:
+        def work(conn: sqlite3.Connection) -> tuple[Slot | PolicySlot, bool]:
             at = time.time() if now is None else now
             conn.execute("BEGIN IMMEDIATE")
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
                 if policy is None:
-                    verdict = self._decide(conn, key, tool, digest, call_id, max_repeats, at)
+                    counted = self._decide(conn, key, tool, digest, call_id, at)
                 else:
-                    verdict = self._decide_policy(
+                    counted = self._decide_policy(
                         conn, key, tool, digest, call_id, max_repeats, at, policy
                     )
                 conn.execute("COMMIT")
@@ -288,7 +288,7 @@ class StateStore:
                     conn.execute("ROLLBACK")
                 raise
             self._use_wal(conn)
-            return verdict if key is session else verdict._replace(session_id=session)
+            return counted
 
         return self._run(work)
 
@@ -298,8 +298,8 @@ class StateStore:
         call_id: Any,
         digest: bytes,
         policy: Any,
-        now: float | None = None,
         error: bool = False,
+        now: float | None = None,
     ) -> bool:
         """Record a result's digest for the session's latest call (``streak.result_step``)
         in one transaction; returns whether it paired. Nothing is created for a
@@ -400,9 +400,8 @@ class StateStore:
         tool: str,
         digest: bytes,
         call_id: Any,
-        max_repeats: int,
         at: float,
-    ) -> Verdict:
+    ) -> tuple[Slot, bool]:
         row = self._read_row(conn, key)
         prev = self._live_slot(row, at)
         slot, duplicate = step(prev, tool, digest, call_id)
@@ -410,7 +409,7 @@ class StateStore:
             _write_slot(conn, key, slot, at)
             if prev is None:
                 self._prune(conn, at)
-        return verdict_of(slot, key, call_id, duplicate, max_repeats)
+        return slot, duplicate
 
     def _decide_policy(
         self,
@@ -422,7 +421,7 @@ class StateStore:
         max_repeats: int,
         at: float,
         policy: Any,
-    ) -> Verdict:
+    ) -> tuple[PolicySlot, bool]:
         row = self._read_row(conn, key)
         slot = self._live_slot(row, at)
         prev = self._policy_state(conn, key, slot, row, policy)
@@ -435,7 +434,7 @@ class StateStore:
             if slot is None:  # a new streak, as in _decide: no row, or an expired one
                 self._prune(conn, at)
                 conn.execute(policy_rows.POLICY_PRUNE)  # policy rows whose streak row is gone
-        return verdict_of_policy(state, key, call_id, duplicate)
+        return state, duplicate
 
     def _policy_state(
         self, conn: sqlite3.Connection, key: str | bytes, slot: Slot | None, row: Any, policy: Any
