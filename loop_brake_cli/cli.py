@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable
 
 import click
 
+from .commands._command import HELP_OPTIONS, output_failed, silence, tell
 from .core.exitcodes import EXIT_CODES_HELP, ExitStatus
 
 COMMANDS: dict[str, str] = {
@@ -48,7 +48,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            _silence("stdout")
+            silence("stdout")
             return ExitStatus.OK
 
 
@@ -65,7 +65,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP)
+@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings=HELP_OPTIONS)
 @click.option(
     "--version",
     is_flag=True,
@@ -84,40 +84,6 @@ def cli() -> None:
     """
 
 
-def _silence(name: str = "stdout") -> None:
-    """After a closed pipe or a failed write, point the stream at /dev/null so the
-    exit flush is quiet (a failed flush at exit would turn the status into 120)."""
-    stream = getattr(sys, name)
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-    except (AttributeError, OSError, ValueError):  # AttributeError: no such stream at all
-        pass
-
-
-def _output_failed(reason: str) -> int:
-    """Stdout cannot take the output: say so once and drop what is still buffered.
-
-    Stderr may be full or closed too (``>/dev/full 2>/dev/full``): the status is 5
-    all the same, never the 1 an unwritable message would give (1 means "denied")."""
-    try:
-        click.echo(f"loop-brake: cannot write to standard output ({reason})", err=True)
-    except (OSError, ValueError, AttributeError):  # AttributeError: no stderr at all
-        _silence("stderr")
-    _silence("stdout")
-    return ExitStatus.OUTPUT
-
-
-def _tell(show: Callable[[], None], status: int) -> int:
-    """Say why the run ends (on stderr) and end with ``status``; a stderr that cannot
-    take the line makes it an output failure (5), never an exception's 1."""
-    try:
-        show()
-    except (OSError, ValueError, AttributeError):
-        return _output_failed("standard error cannot be written either")
-    return status
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: no tracebacks for Ctrl-C, a closed pipe, bad usage or a bug.
 
@@ -125,35 +91,35 @@ def main(argv: list[str] | None = None) -> None:
     that was closed before start (``>&-``), a full disk or a file size limit
     are failures the caller must see: one stderr line, exit 5."""
     if sys.stdout is None:
-        sys.exit(_output_failed("it is closed"))
+        sys.exit(output_failed("it is closed"))
     try:
         status = cli.main(args=argv, prog_name="loop-brake", standalone_mode=False)
     except click.ClickException as exc:
         from .render.visible import visible
 
         exc.message = visible(exc.message, lines=True)  # may quote a file name given
-        status = _tell(exc.show, exc.exit_code)
+        status = tell(exc.show, exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        status = _tell(
+        status = tell(
             lambda: click.echo("loop-brake: interrupted", err=True), ExitStatus.INTERRUPTED
         )
     except BrokenPipeError:
-        _silence("stdout")
+        silence("stdout")
         status = ExitStatus.OK
     except OSError as exc:
-        status = _output_failed(exc.strerror or exc.__class__.__name__)
+        status = output_failed(exc.strerror or exc.__class__.__name__)
     except Exception as exc:
         if os.environ.get("LOOP_BRAKE_TRACEBACK"):
             raise
         name = exc.__class__.__name__  # never str(exc): a message may quote input
-        status = _tell(
+        status = tell(
             lambda: click.echo(f"loop-brake: internal error ({name}); please report it", err=True),
             ExitStatus.INTERNAL,
         )
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence("stdout")
+        silence("stdout")
     except OSError as exc:
-        status = _output_failed(exc.strerror or exc.__class__.__name__)
+        status = output_failed(exc.strerror or exc.__class__.__name__)
     sys.exit(int(status) if isinstance(status, int) else 0)

@@ -9,14 +9,12 @@ An unusable maxRepeats is reported before any input is read: exit 2; a
 ``--config`` file that cannot be opened is unreadable input: exit 3.
 
 Also here: ``Count`` (a whole number with a minimum, and an error that says
-so), ``JsonCommand`` (with ``--json``, click's usage errors are one JSON
-object on stdout) and ``Errors`` (a command's own errors, as stderr lines or
-that JSON object).
+so). Every helper that finds an unusable value raises ``CommandError``
+(``_command.py``), which the command says as its own error.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -27,7 +25,7 @@ import click
 from ..core.exitcodes import ExitStatus
 from ..core.limits import InvalidMaxRepeatsError, resolve_max_repeats
 from ..readers.reader import DEFAULT_MAX_LINE_BYTES
-from ..render.visible import visible
+from ._command import CommandError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,15 +56,15 @@ def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
     return file_option("--policy", "policy_path", help)
 
 
-def resolve_policy(errors: Errors, explicit: str | None) -> Any:
-    """The policy that applies (a ``policy.Policy``, or None), or the exit status 2 after
-    ``errors`` gave its located errors: always before any input is read."""
+def resolve_policy(explicit: str | None) -> Any:
+    """The policy that applies (a ``policy.Policy``, or None); else ``CommandError`` with
+    its located errors, status 2: always before any input is read."""
     from ..core import policy  # PolicyError is looked up only when raised: it loads the rule model
 
     try:
         return policy.discover_policy(explicit)
     except policy.PolicyError as exc:
-        return errors(str(exc))
+        raise CommandError(str(exc)) from None
 
 
 STORE_HELP = (
@@ -93,9 +91,9 @@ def store_options(f: F) -> F:
     return click.option("--store", "store_url", metavar="URL", default=None, help=STORE_HELP)(f)
 
 
-def open_shared_store(errors: Errors, url: str | None, idle_ttl: str | None, warn: Any) -> Any:
-    """The store ``--store`` (else ``$LOOP_BRAKE_STORE``) names, None without one, or the
-    exit status 2 after one line (a bad URL or duration, redis-py missing). Nothing is
+def open_shared_store(url: str | None, idle_ttl: str | None, warn: Any) -> Any:
+    """The store ``--store`` (else ``$LOOP_BRAKE_STORE``) names, None without one; else
+    ``CommandError``, status 2 (a bad URL or duration, redis-py missing). Nothing is
     connected yet: an unreachable server is the calls' failure, not a usage error."""
     import os
 
@@ -104,7 +102,7 @@ def open_shared_store(errors: Errors, url: str | None, idle_ttl: str | None, war
     target = url or os.environ.get(ENV_STORE)
     if not target:
         if idle_ttl is not None:
-            return errors("--idle-ttl needs --store (or $LOOP_BRAKE_STORE)")
+            raise CommandError("--idle-ttl needs --store (or $LOOP_BRAKE_STORE)")
         return None
     ttl = DEFAULT_IDLE_TTL
     if idle_ttl is not None:
@@ -113,11 +111,11 @@ def open_shared_store(errors: Errors, url: str | None, idle_ttl: str | None, war
         try:
             ttl = parse_duration(idle_ttl)
         except ValueError as exc:
-            return errors(f"--idle-ttl: {exc}")
+            raise CommandError(f"--idle-ttl: {exc}") from None
     try:
         return open_store(target, idle_ttl=ttl, warn=warn)
     except (ValueError, StoreError) as exc:
-        return errors(f"--store: {exc}")
+        raise CommandError(f"--store: {exc}") from None
 
 
 def shadow_option(help: str) -> Callable[[F], F]:
@@ -158,20 +156,18 @@ def timeout_options(connect_help: str, read_help: str) -> Callable[[F], F]:
     return options
 
 
-def remote_headers(
-    errors: Errors, option: str, url: str, header_specs: Sequence[str]
-) -> list[tuple[str, str]] | ExitStatus:
-    """The headers ``--header`` gives for the remote server at ``url``, or the exit status 2
-    after one line: ``url`` (given by ``option``) is not http(s), or a header is malformed.
-    The line shows the URL without its credentials and never a header's value."""
+def remote_headers(option: str, url: str, header_specs: Sequence[str]) -> list[tuple[str, str]]:
+    """The headers ``--header`` gives for the remote server at ``url``; else ``CommandError``,
+    status 2: ``url`` (given by ``option``) is not http(s), or a header is malformed.
+    The message shows the URL without its credentials and never a header's value."""
     from ..mcp_shared.headers import HeaderError, parse_headers, safe_url
 
     if not url.startswith(("http://", "https://")) or safe_url(url).endswith("://"):
-        return errors(f"{option} must be an http:// or https:// URL, got {safe_url(url)!r}")
+        raise CommandError(f"{option} must be an http:// or https:// URL, got {safe_url(url)!r}")
     try:
         return parse_headers(header_specs)
     except HeaderError as exc:
-        return errors(str(exc))
+        raise CommandError(str(exc)) from None
 
 
 def config_option(help: str, metavar: str | None = None) -> Callable[[F], F]:
@@ -218,50 +214,6 @@ def max_line_bytes_option(help: str) -> Callable[[F], F]:
     )
 
 
-def json_wanted(args: Sequence[str]) -> bool:
-    """Did the command line ask for ``--json`` (before a ``--``)?"""
-    args = list(args)
-    return "--json" in (args[: args.index("--")] if "--" in args else args)
-
-
-class JsonUsageError(click.UsageError):
-    """A usage error for a caller that asked for JSON: one object on stdout, same status."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(json.dumps({"error": self.format_message(), "status": self.exit_code}))
-
-
-class JsonCommand(click.Command):
-    """A command with ``--json``: click's own usage errors (a bad option, a bad value)
-    are printed as ``{"error": ..., "status": 2}`` on stdout when ``--json`` was asked for."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        wanted = json_wanted(args)
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            if not wanted:
-                raise
-            raise JsonUsageError(exc.format_message(), ctx) from None
-
-
-class Errors:
-    """A command's own errors: ``prog: message`` on stderr, or with ``--json`` one JSON
-    object ``{"error": message, "status": N}`` on stdout (and nothing on stderr)."""
-
-    def __init__(self, prog: str, as_json: bool = False) -> None:
-        self.prog = prog
-        self.as_json = as_json
-
-    def __call__(self, message: str, status: ExitStatus = ExitStatus.USAGE) -> ExitStatus:
-        if self.as_json:
-            click.echo(json.dumps({"error": message, "status": int(status)}, ensure_ascii=False))
-        else:
-            for line in message.splitlines():
-                click.echo(f"{self.prog}: {visible(line)}", err=True)
-        return status
-
-
 def unopenable(paths: Sequence[str]) -> str | None:
     """``cannot open PATH: reason`` for the first file that cannot be opened, else None.
     Opened without waiting: a FIFO is then refused by the reader, never waited on."""
@@ -275,15 +227,13 @@ def unopenable(paths: Sequence[str]) -> str | None:
     return None
 
 
-def resolve(
-    errors: Errors, explicit: int | None, config_paths: Sequence[str] = ()
-) -> tuple[int, str] | ExitStatus:
-    """maxRepeats and where it came from, or the exit status after ``errors`` said why not:
-    3 for a ``--config`` file that cannot be opened, 2 for an unusable value."""
+def resolve(explicit: int | None, config_paths: Sequence[str] = ()) -> tuple[int, str]:
+    """maxRepeats and where it came from; else ``CommandError``: status 3 for a
+    ``--config`` file that cannot be opened, 2 for an unusable value."""
     if config_paths and explicit is None:
         missing = unopenable(config_paths)
         if missing is not None:
-            return errors(missing, ExitStatus.UNREADABLE)
+            raise CommandError(missing, ExitStatus.UNREADABLE)
     try:
         if config_paths:
             from ..config import ConfigError, max_repeats_for_cli  # reads YAML: only when asked
@@ -291,25 +241,17 @@ def resolve(
             try:
                 return max_repeats_for_cli(explicit, list(config_paths))
             except ConfigError as exc:
-                return errors(str(exc))
+                raise CommandError(str(exc)) from None
         return resolve_max_repeats(explicit)
     except InvalidMaxRepeatsError as exc:
-        return errors(str(exc))
+        raise CommandError(str(exc)) from None
 
 
 def resolve_settings(
-    errors: Errors,
-    explicit: int | None,
-    policy_path: str | None,
-    config_paths: Sequence[str] = (),
-) -> tuple[int, str, Any] | ExitStatus:
-    """maxRepeats, where it came from, and the policy (or None); or the exit status after
-    ``errors`` said why not: maxRepeats first (``resolve``), then the policy
-    (``resolve_policy``), so every braking command reports a bad setting alike."""
-    resolved = resolve(errors, explicit, config_paths)
-    if isinstance(resolved, ExitStatus):
-        return resolved
-    policy = resolve_policy(errors, policy_path)
-    if isinstance(policy, ExitStatus):
-        return policy
-    return resolved[0], resolved[1], policy
+    explicit: int | None, policy_path: str | None, config_paths: Sequence[str] = ()
+) -> tuple[int, str, Any]:
+    """maxRepeats, where it came from, and the policy (or None); else ``CommandError``:
+    maxRepeats first (``resolve``), then the policy (``resolve_policy``), so every
+    braking command reports a bad setting alike."""
+    value, source = resolve(explicit, config_paths)
+    return value, source, resolve_policy(policy_path)

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from ..core.exitcodes import ExitStatus
-from ._options import Count, Errors, F
+from ._command import CommandError
+from ._options import Count, F
 from ._report_output import say
 
 __all__ = ["OutcomeSetup", "check", "outcome_options", "prepare"]
@@ -70,22 +71,21 @@ class OutcomeSetup:
 
 
 def prepare(
-    errors: Errors,
     outcomes_path: str | None,
     tolerance_text: str | None,
     stop_after: int | None,
     has_sweep: bool,
     prog: str,
-) -> OutcomeSetup | None | ExitStatus:
-    """The outcome setup (None without ``--outcomes``), or the exit status after ``errors``
-    said what is wrong: before any input is read."""
+) -> OutcomeSetup | None:
+    """The outcome setup (None without ``--outcomes``); else ``CommandError`` saying what
+    is wrong: before any input is read."""
     if outcomes_path is None:
         if tolerance_text is not None or stop_after is not None:
             used = "--tolerance" if tolerance_text is not None else "--stop-after"
-            return errors(f"{used} applies to --outcomes FILE: give the outcomes too")
+            raise CommandError(f"{used} applies to --outcomes FILE: give the outcomes too")
         return None
     if not has_sweep:
-        return errors(
+        raise CommandError(
             "--outcomes checks the limits of a sweep (or weighs --suggest-policy): give "
             "--sweep LOW..HIGH too"
         )
@@ -98,12 +98,12 @@ def prepare(
         try:
             tolerance = parse_tolerance(tolerance_text)
         except ValueError as exc:
-            return errors(f"--tolerance: {exc}")
+            raise CommandError(f"--tolerance: {exc}") from None
     try:
         outcomes = load_outcomes(outcomes_path)
     except OutcomeError as exc:
         status = ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE
-        return errors(f"--outcomes: {exc}", status)
+        raise CommandError(f"--outcomes: {exc}", status) from None
     for problem in outcomes.problems:
         say(f"--outcomes: {problem}", prog)
     if outcomes.problem_count > len(outcomes.problems):

@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..core.brake import LoopBrake
 
+if TYPE_CHECKING:
+    from ._replay_options import Found, ReplayOptions, Settings
+
 
 def print_verdicts(
-    files: list[str],
-    value: int,
-    source: str,
-    format_name: str | None,
-    continue_sessions: bool,
-    max_line_bytes: int,
-    in_directory: set[str],
-    strict: bool,
-    policy: object,
-    fail: Callable[[str], None],
+    opts: ReplayOptions, found: Found, settings: Settings, fail: Callable[[str], None]
 ) -> tuple[bool, int, bool] | None:
     """Verdict lines exactly as ``filter --format X`` prints them.
 
@@ -32,17 +27,19 @@ def print_verdicts(
     from ..readers.pipeline import Tally, write_verdicts
     from ..readers.reader import UnreadableInputError, cannot_open, open_source
 
-    brake = LoopBrake(value, source=source, policy=policy)
+    files, in_directory = found.files, found.in_directory
+    format_name, strict = opts.format_name, opts.strict
+    brake = LoopBrake(settings.value, source=settings.source, policy=settings.policy)
     out = LineWriter(sys.stdout.buffer)
     tally = Tally()
     label = len(files) > 1
     unreadable = False
     read = 0
     for index, path in enumerate(files):
-        if index and not continue_sessions:
+        if index and not opts.continue_sessions:
             brake.reset()
         try:
-            src = open_source(path, max_line_bytes, on_wait=out.flush)
+            src = open_source(path, opts.max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
             fail(cannot_open(path, exc))

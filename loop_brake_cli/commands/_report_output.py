@@ -22,7 +22,8 @@ from ..analysis.report import FileInfo
 from ..analysis.summary import SUMMARY_ROWS
 from ..core.exitcodes import ExitStatus
 from ..render.visible import visible
-from ._options import Count, Errors, F, file_option
+from ._command import CommandError
+from ._options import Count, F, file_option
 
 SKIPPED_NAMED = 3
 """Up to this many skipped files are named one a line; more are summarised in one."""
@@ -77,21 +78,21 @@ def prices_option(help: str) -> Callable[[F], F]:
     return file_option("--prices", "prices_path", help)
 
 
-def sweep_limits(errors: Errors, text: str | None) -> range | None | ExitStatus:
-    """The maxRepeats values ``--sweep`` asks for (None without it), or the exit status 2
-    after ``errors`` said why ``text`` is not LOW..HIGH."""
+def sweep_limits(text: str | None) -> range | None:
+    """The maxRepeats values ``--sweep`` asks for (None without it); else ``CommandError``,
+    status 2, saying why ``text`` is not LOW..HIGH."""
     if text is None:
         return None
     try:
         return parse_sweep(text)
     except ValueError as exc:
-        return errors(f"--sweep: {exc}")
+        raise CommandError(f"--sweep: {exc}") from None
 
 
-def load_prices(errors: Errors, path: str | None) -> Prices | None | ExitStatus:
-    """The user's prices (None without ``--prices``), or the exit status after ``errors``
-    gave each located mistake: 3 for a file that cannot be opened (as for --config),
-    else 2; before any input is read."""
+def load_prices(path: str | None) -> Prices | None:
+    """The user's prices (None without ``--prices``); else ``CommandError`` with each
+    located mistake: status 3 for a file that cannot be opened (as for --config), else 2;
+    before any input is read."""
     if path is None:
         return None
     from ..analysis.prices import PricesError
@@ -100,7 +101,8 @@ def load_prices(errors: Errors, path: str | None) -> Prices | None | ExitStatus:
     try:
         return read_prices(path)
     except PricesError as exc:
-        return errors(str(exc), ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE)
+        status = ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE
+        raise CommandError(str(exc), status) from None
 
 
 def write_json(doc: object) -> None:

@@ -1,4 +1,5 @@
-"""``replay --suggest-policy``: the flag, what it excludes, and its output.
+"""``replay --suggest-policy``: the flag and its output (what it excludes is in
+``_replay_options.EXCLUSIONS``).
 
 The evidence is gathered by ``analysis/suggest.SuggestAnalyzer`` during the replay;
 here it is weighed by the runs' outcomes (``--outcomes``, matched as for the sweep)
@@ -16,7 +17,7 @@ import click
 
 from ._options import F
 
-__all__ = ["conflict", "print_suggestion", "suggest_option"]
+__all__ = ["print_suggestion", "suggest_option"]
 
 
 def suggest_option() -> Callable[[F], F]:
@@ -27,30 +28,6 @@ def suggest_option() -> Callable[[F], F]:
         help="Instead of the summary: a TOML policy suggested by these runs (per-tool limits, "
         "progress, args_ignore), each rule with its evidence; weighed by --outcomes.",
     )
-
-
-def conflict(
-    as_json: bool,
-    verdicts: bool,
-    sweep: bool,
-    compare: bool,
-    html: bool,
-    partial: bool,
-    prices: bool,
-) -> str | None:
-    """The option ``--suggest-policy`` cannot be given with, if any was."""
-    for given, name in (
-        (as_json, "--json"),
-        (verdicts, "--verdicts"),
-        (sweep, "--sweep"),
-        (compare, "--compare-policy"),
-        (html, "--html"),
-        (partial, "--partial"),
-        (prices, "--prices"),
-    ):
-        if given:
-            return f"--suggest-policy is its own output (a policy file): not with {name}"
-    return None
 
 
 def print_suggestion(report: Any, setup: Any) -> None:

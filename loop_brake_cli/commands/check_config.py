@@ -27,7 +27,8 @@ from ..config import (
 from ..core.exitcodes import ExitStatus, epilog
 from ..core.limits import InvalidMaxRepeatsError
 from ..render.visible import visible
-from ._options import Count, JsonCommand, policy_option, unopenable
+from ._command import Command
+from ._options import Count, policy_option, unopenable
 
 PROG = "loop-brake check-config"
 DEFAULT_CANDIDATES = (DEFAULT_PATCH_FILE, "cordis.patch.yaml")
@@ -39,7 +40,7 @@ NO_PATCH_FILE = (
 
 @click.command(
     "check-config",
-    cls=JsonCommand,
+    cls=Command,
     epilog=epilog("check-config"),
     short_help="Report the maxRepeats a harness composition will use; fail on mistakes.",
 )

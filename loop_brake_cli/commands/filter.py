@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, NamedTuple
 
 import click
 
@@ -22,9 +23,9 @@ from ..readers.output import LineWriter
 from ..readers.pipeline import VERDICT_KINDS, Tally, write_verdicts
 from ..readers.reader import UnreadableInputError, cannot_open, open_source
 from ..render.visible import visible
+from ._command import Command, CommandError
 from ._options import (
     Count,
-    Errors,
     config_option,
     max_line_bytes_option,
     max_repeats_option,
@@ -43,6 +44,7 @@ def _say(message: str) -> None:
 
 @click.command(
     "filter",
+    cls=Command,
     epilog=epilog("filter"),
     short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
 )
@@ -99,24 +101,7 @@ def _say(message: str) -> None:
 )
 @policy_option()
 @store_options
-def filter_command(
-    files: tuple[str, ...],
-    max_repeats: int | None,
-    config_paths: tuple[str, ...],
-    format_name: str,
-    only: tuple[str, ...],
-    fail_on_deny: bool,
-    strict: bool,
-    summary: bool,
-    continue_sessions: bool,
-    max_line_bytes: int,
-    max_sessions: int | None = None,
-    shard_text: str | None = None,
-    policy_path: str | None = None,
-    store_url: str | None = None,
-    idle_ttl: str | None = None,
-    fail_closed: bool = False,
-) -> int:
+def filter_command(**params: Any) -> int:
     """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
 
     \b
@@ -130,73 +115,75 @@ def filter_command(
     filter` answers each call at once. Bad lines get an error verdict and the run
     goes on. Arguments never appear in the output.
     """
-    errors = Errors(PROG)
-    settings = resolve_settings(errors, max_repeats, policy_path, config_paths)
-    if isinstance(settings, ExitStatus):
-        return settings
-    value, source, policy = settings
-    store = open_shared_store(errors, store_url, idle_ttl, _say)
-    if isinstance(store, ExitStatus):
-        return store
-    if store is not None and max_sessions is not None:
-        return errors("--max-sessions bounds memory; with --store the store keeps the sessions")
-    brake = LoopBrake(
-        value,
-        source=source,
-        max_sessions=max_sessions,
-        policy=policy,
-        store=store,
-        fail_closed=fail_closed,
-        warn=lambda message: _say(message),
-    )
+    return run_filter(FilterOptions(**params))
+
+
+class FilterOptions(NamedTuple):
+    """``filter``'s options, as parsed (one field per option, named as click names it)."""
+
+    files: tuple[str, ...]
+    max_repeats: int | None
+    config_paths: tuple[str, ...]
+    format_name: str
+    only: tuple[str, ...]
+    fail_on_deny: bool
+    strict: bool
+    summary: bool
+    continue_sessions: bool
+    max_line_bytes: int
+    max_sessions: int | None
+    shard_text: str | None
+    policy_path: str | None
+    store_url: str | None
+    idle_ttl: str | None
+    fail_closed: bool
+
+
+def run_filter(opts: FilterOptions) -> int:
+    """Settings first (a bad one is an error before any input is read), then the run."""
+    value, source, policy = resolve_settings(opts.max_repeats, opts.policy_path, opts.config_paths)
+    store = open_shared_store(opts.store_url, opts.idle_ttl, _say)
     try:
-        return _filter(
-            brake,
-            errors,
-            files,
-            format_name,
-            only,
-            fail_on_deny,
-            strict,
-            summary,
-            continue_sessions or store is not None,
-            max_line_bytes,
-            shard_text,
+        if store is not None and opts.max_sessions is not None:
+            raise CommandError(
+                "--max-sessions bounds memory; with --store the store keeps the sessions"
+            )
+        brake = LoopBrake(
+            value,
+            source=source,
+            max_sessions=opts.max_sessions,
+            policy=policy,
+            store=store,
+            fail_closed=opts.fail_closed,
+            warn=lambda message: _say(message),
         )
+        return _filter(brake, opts, _shard(opts.shard_text))
     finally:
         if store is not None:
             store.close()
 
 
-def _filter(
-    brake,
-    errors,
-    files,
-    format_name,
-    only,
-    fail_on_deny,
-    strict,
-    summary,
-    continue_sessions,
-    max_line_bytes,
-    shard_text,
-) -> int:
-    """Judge every file (``continue_sessions``: one brake across them; always so with a
-    shared store, which is never reset here)."""
-    shard = None
-    if shard_text is not None:
-        from ..readers.shard import parse_shard
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """``--shard K/N`` as (K, N), None without it."""
+    if text is None:
+        return None
+    from ..readers.shard import parse_shard
 
-        try:
-            shard = parse_shard(shard_text)
-        except ValueError as exc:
-            _say(f"--shard: {exc}")
-            return ExitStatus.USAGE
-    adapter = get(format_name)
-    wanted = set(only) if only else set(VERDICT_KINDS)
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise CommandError(f"--shard: {exc}") from None
+
+
+def _filter(brake: LoopBrake, opts: FilterOptions, shard: tuple[int, int] | None) -> int:
+    """Judge every file (``--continue-sessions``: one brake across them; always so with a
+    shared store, which is never reset here)."""
+    continue_sessions = opts.continue_sessions or brake.store is not None
+    adapter = get(opts.format_name)
+    wanted = set(opts.only) if opts.only else set(VERDICT_KINDS)
     out = LineWriter(sys.stdout.buffer)
     tally = Tally()
-    paths = files or ("-",)
+    paths = opts.files or ("-",)
     if "-" in paths:
         _hint_stdin()
     label = len(paths) > 1
@@ -208,7 +195,7 @@ def _filter(
             sessions += len(brake)
             brake.reset()
         try:
-            source = open_source(path, max_line_bytes, on_wait=out.flush)
+            source = open_source(path, opts.max_line_bytes, on_wait=out.flush)
         except OSError as exc:
             out.flush()
             _say(cannot_open(path, exc))
@@ -235,29 +222,34 @@ def _filter(
             source.close()
     out.flush()
     sessions += len(brake) + brake.evictions
-    if summary:
-        from ..render.terminal import print_filter_summary
-
-        print_filter_summary(tally, brake, len(paths), sessions, not_read)
-        if brake.policy_path is not None:
-            warns = brake.policy is not None and brake.policy.uses_warn
-            _say(f"policy: {brake.policy_path}" + (f"; {tally.warned} warned" if warns else ""))
-        if brake.store is not None:
-            _say(f"store: {brake.store.label} ({brake.store_failures} calls decided without it)")
-        if brake.progress:
-            _say(
-                f"results: {tally.results} read, {tally.results_ignored} ignored "
-                "(not for the latest call of their session)"
-            )
-        if brake.user_turns:
-            _say(f"user turns: {tally.user_turns} (each ended its session's streaks)")
-    if fail_on_deny and not tally.calls:
+    if opts.summary:
+        _summary(brake, tally, len(paths), sessions, not_read)
+    if opts.fail_on_deny and not tally.calls:
         _say("warning: --fail-on-deny: no tool call was read, so nothing was checked")
-    if unreadable_file or (strict and (tally.errors or not_read)):
+    if unreadable_file or (opts.strict and (tally.errors or not_read)):
         return ExitStatus.UNREADABLE
-    if fail_on_deny and tally.denied:
+    if opts.fail_on_deny and tally.denied:
         return ExitStatus.BRAKE
     return ExitStatus.OK
+
+
+def _summary(brake: LoopBrake, tally: Tally, inputs: int, sessions: int, not_read: int) -> None:
+    """``--summary``: the counts on stderr, and what a policy or a store added to the run."""
+    from ..render.terminal import print_filter_summary
+
+    print_filter_summary(tally, brake, inputs, sessions, not_read)
+    if brake.policy_path is not None:
+        warns = brake.policy is not None and brake.policy.uses_warn
+        _say(f"policy: {brake.policy_path}" + (f"; {tally.warned} warned" if warns else ""))
+    if brake.store is not None:
+        _say(f"store: {brake.store.label} ({brake.store_failures} calls decided without it)")
+    if brake.progress:
+        _say(
+            f"results: {tally.results} read, {tally.results_ignored} ignored "
+            "(not for the latest call of their session)"
+        )
+    if brake.user_turns:
+        _say(f"user turns: {tally.user_turns} (each ended its session's streaks)")
 
 
 def _hint_stdin() -> None:

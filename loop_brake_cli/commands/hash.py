@@ -6,9 +6,10 @@ import click
 
 from ..core.canonical import JSONInputError, call_hash, hash_prefix, parse_json
 from ..core.exitcodes import ExitStatus, epilog
+from ._command import Command
 
 
-@click.command("hash", epilog=epilog("hash"))
+@click.command("hash", cls=Command, epilog=epilog("hash"))
 @click.argument("tool")
 @click.argument("args_json", required=False, default="{}")
 @click.option("--full", is_flag=True, help="Print the whole sha256 (for local debugging only).")

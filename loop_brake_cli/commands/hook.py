@@ -16,7 +16,8 @@ import click
 
 from .. import agents
 from ..core.exitcodes import ExitStatus
-from ._options import Errors, policy_option, resolve_policy
+from ._command import Command, CommandError
+from ._options import policy_option, resolve_policy
 
 
 @click.command(
@@ -81,7 +82,7 @@ INSTALL_EXIT_HELP = (
 )
 
 
-@click.command("install", epilog=INSTALL_EXIT_HELP)
+@click.command("install", cls=Command, prog="loop-brake hook install", epilog=INSTALL_EXIT_HELP)
 @_settings_target
 @click.option(
     "--command",
@@ -125,9 +126,7 @@ def install_command(
     policy = None
     if policy_path is not None:
         policy = os.path.abspath(policy_path)
-        loaded = resolve_policy(Errors("loop-brake hook install"), policy)
-        if isinstance(loaded, ExitStatus):
-            return loaded
+        loaded = resolve_policy(policy)
     else:
         loaded = _found_policy()
     progress = loaded is not None and loaded.reads_results
@@ -212,7 +211,9 @@ UNINSTALL_EXIT_HELP = (
 )
 
 
-@click.command("uninstall", epilog=UNINSTALL_EXIT_HELP)
+@click.command(
+    "uninstall", cls=Command, prog="loop-brake hook uninstall", epilog=UNINSTALL_EXIT_HELP
+)
 @_settings_target
 def uninstall_command(agent: str, scope: str, dry_run: bool) -> int:
     """Remove every `loop-brake hook` entry from AGENT's pre-tool, post-tool and user-turn hooks.
@@ -254,8 +255,8 @@ def _apply(
         path = settings_path(agent, scope)
         plan = make_plan(path)
     except InstallError as exc:
-        click.echo(f"{prog}: {exc}", err=True)
-        return ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
+        status = ExitStatus.USAGE if exc.kind == USAGE else ExitStatus.UNREADABLE
+        raise CommandError(str(exc), status) from None
     if dry_run:
         click.echo(plan.text, nl=False)
         state = "would change" if plan.changed else f"{unchanged}, would not change"
@@ -280,12 +281,11 @@ def _apply(
     try:
         backup = write_plan(plan)
     except InstallError as exc:
-        click.echo(f"{prog}: {exc}", err=True)
-        return ExitStatus.UNREADABLE
+        raise CommandError(str(exc), ExitStatus.UNREADABLE) from None
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
-        click.echo(f"{prog}: cannot write {path}: {reason}; left untouched", err=True)
-        return ExitStatus.UNREADABLE
+        message = f"cannot write {path}: {reason}; left untouched"
+        raise CommandError(message, ExitStatus.UNREADABLE) from None
     note = f" (backup: {backup})" if backup else ""
     if getattr(plan, "updated", False):  # install over an entry with another command
         done = f"updated the hook (its command is now `{plan.command}`) in"

@@ -5,11 +5,12 @@ Only argument parsing lives here; the gateway itself is ``loop_brake_cli.mcp_gat
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import click
 
-from ..core.exitcodes import ExitStatus
+from ._command import Command, CommandError
 from ._options import (
-    Errors,
     header_option,
     log_option,
     max_repeats_option,
@@ -36,6 +37,7 @@ def _note(message: str) -> None:
 
 @click.command(
     "mcp-gateway",
+    cls=Command,
     epilog=GATEWAY_EXIT_HELP,
     short_help="Serve a remote MCP server to many agents, behind the brake.",
     context_settings={"allow_interspersed_args": False},
@@ -96,24 +98,7 @@ def _note(message: str) -> None:
 )
 @policy_option()
 @store_options
-def mcp_gateway_command(
-    server_command: tuple[str, ...],
-    listen: str,
-    upstream: str | None,
-    header_specs: tuple[str, ...],
-    forward_auth: bool,
-    anonymous: str,
-    max_body: int,
-    timeout: float,
-    read_timeout: float,
-    max_repeats: int | None,
-    shadow: bool,
-    log_path: str | None,
-    policy_path: str | None = None,
-    store_url: str | None = None,
-    idle_ttl: str | None = None,
-    fail_closed: bool = False,
-) -> int:
+def mcp_gateway_command(**params: Any) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
     \b
@@ -128,62 +113,86 @@ def mcp_gateway_command(
     reaches the upstream: the agent gets a tool error (isError: true).
     With --store redis://... several gateways behind one address share streaks.
     """
-    errors = Errors(PROG)
-    settings = resolve_settings(errors, max_repeats, policy_path)
-    if isinstance(settings, ExitStatus):
-        return settings
-    limit, _source, policy = settings
-    stdio: list[str] | None = None
-    if upstream == "--":  # --upstream -- CMD ARGS: click took the -- as the value
-        if not server_command:
-            return errors("--upstream -- needs a server command after it")
-        stdio = list(server_command)
-        upstream = "http://127.0.0.1/mcp"  # replaced by the child's address once it listens
-    elif server_command:
-        return errors("a server command goes after --upstream --, not with --upstream URL")
-    elif upstream is None:
-        return errors("give --upstream URL, or --upstream -- CMD ARGS for a stdio server")
-    headers = remote_headers(errors, "--upstream", upstream, header_specs)
-    if isinstance(headers, ExitStatus):
-        return headers
+    return run_mcp_gateway(GatewayCommandOptions(**params))
+
+
+class GatewayCommandOptions(NamedTuple):
+    """``mcp-gateway``'s options, as parsed (one field per option, named as click names it)."""
+
+    server_command: tuple[str, ...]
+    listen: str
+    upstream: str | None
+    header_specs: tuple[str, ...]
+    forward_auth: bool
+    anonymous: str
+    max_body: int
+    timeout: float
+    read_timeout: float
+    max_repeats: int | None
+    shadow: bool
+    log_path: str | None
+    policy_path: str | None
+    store_url: str | None
+    idle_ttl: str | None
+    fail_closed: bool
+
+
+def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
+    """Every setting checked (a usage error, exit 2, before it listens), then serve."""
+    limit, _source, policy = resolve_settings(opts.max_repeats, opts.policy_path)
+    upstream, stdio = _upstream(opts.upstream, opts.server_command)
+    headers = remote_headers("--upstream", upstream, opts.header_specs)
     try:
         from ..mcp_gateway.app import GatewayConfig
         from ..mcp_gateway.serve import ListenError, is_loopback, parse_listen, run_gateway
         from ..mcp_shared.verdict_log import LogOpenError
     except ImportError:
-        return errors("mcp-gateway needs the MCP SDK: pip install 'loop-brake-cli[mcp]'")
+        raise CommandError(
+            "mcp-gateway needs the MCP SDK: pip install 'loop-brake-cli[mcp]'"
+        ) from None
     try:
-        host, port = parse_listen(listen)
+        host, port = parse_listen(opts.listen)
     except ListenError as exc:
-        return errors(str(exc))
+        raise CommandError(str(exc)) from None
     from ..core.brake import LoopBrake
 
     if LoopBrake(limit, policy=policy).progress:
-        return errors(
+        raise CommandError(
             "a policy with progress or [same_error] is not supported by mcp-gateway"
             " (results are not read)"
         )
     config = GatewayConfig(
         upstream,
         headers,
-        timeout=timeout,
-        read_timeout=read_timeout,
-        max_body=max_body,
-        forward_auth=forward_auth,
+        timeout=opts.timeout,
+        read_timeout=opts.read_timeout,
+        max_body=opts.max_body,
+        forward_auth=opts.forward_auth,
         loopback=is_loopback(host),
     )
-    store = open_shared_store(errors, store_url, idle_ttl, _note)
-    if isinstance(store, ExitStatus):
-        return store
+    store = open_shared_store(opts.store_url, opts.idle_ttl, _note)
     brake_options = {
         "max_repeats": limit,
-        "shadow": shadow,
-        "anonymous": anonymous,
+        "shadow": opts.shadow,
+        "anonymous": opts.anonymous,
         "policy": policy,
         "store": store,
-        "fail_closed": fail_closed,
+        "fail_closed": opts.fail_closed,
     }
     try:
-        return run_gateway((host, port), config, brake_options, log_path, stdio)
+        return run_gateway((host, port), config, brake_options, opts.log_path, stdio)
     except (ListenError, LogOpenError) as exc:
-        return errors(str(exc))
+        raise CommandError(str(exc)) from None
+
+
+def _upstream(upstream: str | None, command: tuple[str, ...]) -> tuple[str, list[str] | None]:
+    """The upstream's URL, and the stdio server's command (None for a remote upstream)."""
+    if upstream == "--":  # --upstream -- CMD ARGS: click took the -- as the value
+        if not command:
+            raise CommandError("--upstream -- needs a server command after it")
+        return "http://127.0.0.1/mcp", list(command)  # replaced by the child's address
+    if command:
+        raise CommandError("a server command goes after --upstream --, not with --upstream URL")
+    if upstream is None:
+        raise CommandError("give --upstream URL, or --upstream -- CMD ARGS for a stdio server")
+    return upstream, None

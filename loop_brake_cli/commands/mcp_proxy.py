@@ -6,6 +6,8 @@ package.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import click
 
 from ..core.exitcodes import ExitStatus
@@ -18,8 +20,8 @@ from ..mcp_proxy import (
     fill_closed,
     run_proxy,
 )
+from ._command import Command, CommandError
 from ._options import (
-    Errors,
     header_option,
     log_option,
     max_repeats_option,
@@ -48,6 +50,7 @@ def _note(message: str) -> None:
 
 @click.command(
     "mcp-proxy",
+    cls=Command,
     epilog=PROXY_EXIT_HELP,
     short_help="Run an MCP stdio server behind the brake.",
     context_settings={"allow_interspersed_args": False},
@@ -94,22 +97,7 @@ def _note(message: str) -> None:
     ),
 )
 @store_options
-def mcp_proxy_command(
-    server_command: tuple[str, ...],
-    max_repeats: int | None,
-    shadow: bool,
-    log_path: str | None,
-    shutdown_timeout: float,
-    url: str | None = None,
-    header_specs: tuple[str, ...] = (),
-    timeout: float = 10.0,
-    read_timeout: float = 300.0,
-    policy_path: str | None = None,
-    label: str | None = None,
-    store_url: str | None = None,
-    idle_ttl: str | None = None,
-    fail_closed: bool = False,
-) -> int:
+def mcp_proxy_command(**params: Any) -> int:
     """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client sends it.
 
     \b
@@ -130,112 +118,93 @@ def mcp_proxy_command(
     (mcp#2) with fresh streaks. Signals (INT, TERM, HUP) are forwarded; the
     proxy exits with the server's status.
     """
+    return run_mcp_proxy(ProxyCommandOptions(**params))
+
+
+class ProxyCommandOptions(NamedTuple):
+    """``mcp-proxy``'s options, as parsed (one field per option, named as click names it)."""
+
+    server_command: tuple[str, ...]
+    url: str | None
+    header_specs: tuple[str, ...]
+    timeout: float
+    read_timeout: float
+    max_repeats: int | None
+    shadow: bool
+    log_path: str | None
+    shutdown_timeout: float
+    policy_path: str | None
+    label: str | None
+    store_url: str | None
+    idle_ttl: str | None
+    fail_closed: bool
+
+
+def run_mcp_proxy(opts: ProxyCommandOptions) -> int:
+    """Settings and the store first, then the local proxy or the bridge to ``--url``."""
     # Before anything is opened: a closed stdin or stderr must not be taken by
     # the log or a pipe to the server (see mcp_proxy/streams.py).
     fill_closed((0, 2))
-    errors = Errors(PROG)
-    settings = resolve_settings(errors, max_repeats, policy_path)
-    if isinstance(settings, ExitStatus):
-        return settings
-    limit, _source, policy = settings
-    store = open_shared_store(errors, store_url, idle_ttl, _note)
-    if isinstance(store, ExitStatus):
-        return store
-    if store is not None and label is None:
-        return errors(
+    limit, _source, policy = resolve_settings(opts.max_repeats, opts.policy_path)
+    store = open_shared_store(opts.store_url, opts.idle_ttl, _note)
+    if store is not None and opts.label is None:
+        raise CommandError(
             "--store needs --session KEY: every proxy's first connection is mcp#1, and one "
             "streak shared by every client would deny one client's call for another's"
         )
-    if (url is None) == (not server_command):
-        return errors("give either SERVER_COMMAND (after --) or --url, not both or neither")
-    if url is None and header_specs:
-        return errors("--header needs --url")
-    if url is not None:
-        return _bridge(
-            errors,
-            url,
-            header_specs,
-            timeout,
-            read_timeout,
-            limit,
-            shadow,
-            log_path,
-            shutdown_timeout,
-            policy,
-            store=store,
-            fail_closed=fail_closed,
-            label=label or "mcp",
-        )
+    if (opts.url is None) == (not opts.server_command):
+        raise CommandError("give either SERVER_COMMAND (after --) or --url, not both or neither")
+    if opts.url is None and opts.header_specs:
+        raise CommandError("--header needs --url")
+    if opts.url is not None:
+        return _bridge(opts, opts.url, limit, policy, store)
     options = ProxyOptions(
-        command=list(server_command),
+        command=list(opts.server_command),
         max_repeats=limit,
-        shadow=shadow,
-        log_path=log_path,
-        shutdown_timeout=shutdown_timeout,
+        shadow=opts.shadow,
+        log_path=opts.log_path,
+        shutdown_timeout=opts.shutdown_timeout,
         policy=policy,
         store=store,
-        fail_closed=fail_closed,
-        label=label or "mcp",
+        fail_closed=opts.fail_closed,
+        label=opts.label or "mcp",
     )
     try:
         return run_proxy(options)
     except SpawnError as exc:
-        click.echo(f"loop-brake mcp-proxy: cannot start the server: {exc}", err=True)
-        return exc.status
+        raise CommandError(f"cannot start the server: {exc}", exc.status) from None
     except LogOpenError as exc:
-        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
-        return ExitStatus.USAGE
+        raise CommandError(str(exc)) from None
     except OutputError as exc:
-        click.echo(
-            f"loop-brake mcp-proxy: cannot write to standard output ({exc}); "
-            "the server was not started",
-            err=True,
-        )
-        return ExitStatus.OUTPUT
+        message = f"cannot write to standard output ({exc}); the server was not started"
+        raise CommandError(message, ExitStatus.OUTPUT) from None
 
 
-def _bridge(
-    errors: Errors,
-    url: str,
-    header_specs: tuple[str, ...],
-    timeout: float,
-    read_timeout: float,
-    limit: int,
-    shadow: bool,
-    log_path: str | None,
-    shutdown_timeout: float,
-    policy: object,
-    store: object = None,
-    fail_closed: bool = False,
-    label: str = "mcp",
-) -> int:
+def _bridge(opts: ProxyCommandOptions, url: str, limit: int, policy: object, store: object) -> int:
     """``--url``: the stdio client bridged to a remote server (needs the ``mcp`` extra)."""
-    headers = remote_headers(errors, "--url", url, header_specs)
-    if isinstance(headers, ExitStatus):
-        return headers
+    headers = remote_headers("--url", url, opts.header_specs)
     try:
         from ..mcp_proxy.bridge import BridgeOptions, run_bridge
     except ImportError:
-        return errors("--url needs the MCP SDK: pip install 'loop-brake-cli[mcp]'")
+        raise CommandError("--url needs the MCP SDK: pip install 'loop-brake-cli[mcp]'") from None
     options = BridgeOptions(
         url=url,
         max_repeats=limit,
         headers=headers,
-        shadow=shadow,
-        log_path=log_path,
-        shutdown_timeout=shutdown_timeout,
+        shadow=opts.shadow,
+        log_path=opts.log_path,
+        shutdown_timeout=opts.shutdown_timeout,
         policy=policy,
-        timeout=timeout,
-        read_timeout=read_timeout,
+        timeout=opts.timeout,
+        read_timeout=opts.read_timeout,
         store=store,
-        fail_closed=fail_closed,
-        label=label,
+        fail_closed=opts.fail_closed,
+        label=opts.label or "mcp",
     )
     try:
         return run_bridge(options)
     except LogOpenError as exc:
-        click.echo(f"loop-brake mcp-proxy: {exc}", err=True)
-        return ExitStatus.USAGE
+        raise CommandError(str(exc)) from None
     except OutputError as exc:
-        click.echo(f"loop-brake mcp-proxy: cannot write to standard output ({exc})", err=True)
-        return ExitStatus.OUTPUT
+        message = f"cannot write to standard output ({exc})"
+        raise CommandError(message, ExitStatus.OUTPUT) from None

@@ -13,15 +13,22 @@ import click
 from ..analysis import sweep
 from ..core.exitcodes import ExitStatus, epilog
 from . import _report_output as output
-from ._options import Errors, JsonCommand
+from ._command import Command, CommandError, Exclusion, check_exclusions
 from ._outcomes import check, outcome_options, prepare
 
 PROG = "loop-brake merge"
+EXCLUSIONS = (
+    Exclusion(
+        "--html -",
+        ("--json",),
+        "--html - and --json would both write to stdout: give --html a file",
+    ),
+)
 
 
 @click.command(
     "merge",
-    cls=JsonCommand,
+    cls=Command,
     epilog=epilog("merge"),
     short_help="Combine partial reports (replay --partial) into one report.",
 )
@@ -70,25 +77,17 @@ def merge_command(
     from ..analysis import merge
     from ..corpus.partial import PartialError, read_partial
 
-    errors = Errors(PROG, as_json)
-    if html_path == "-" and as_json:
-        return errors("--html - and --json would both write to stdout: give --html a file")
-    limits = output.sweep_limits(errors, sweep_text)
-    if isinstance(limits, ExitStatus):
-        return limits
-    prices = output.load_prices(errors, prices_path)
-    if isinstance(prices, ExitStatus):
-        return prices
-    setup = prepare(errors, outcomes_path, tolerance_text, stop_after, limits is not None, PROG)
-    if isinstance(setup, ExitStatus):
-        return setup
+    check_exclusions(EXCLUSIONS, {"--html -": html_path == "-", "--json": as_json})
+    limits = output.sweep_limits(sweep_text)
+    prices = output.load_prices(prices_path)
+    setup = prepare(outcomes_path, tolerance_text, stop_after, limits is not None, PROG)
     reports = []
     policies = set()
     for path in partials:
         try:
             report, policy = read_partial(path)
         except PartialError as exc:
-            return errors(f"{path}: {exc}", ExitStatus.UNREADABLE)
+            raise CommandError(f"{path}: {exc}", ExitStatus.UNREADABLE) from None
         reports.append(report)
         policies.add(policy)
     first = reports[0]
@@ -104,12 +103,12 @@ def merge_command(
             or report.stop_in_a_row != first.stop_in_a_row
             or len(policies) > 1
         ):
-            return errors(
+            raise CommandError(
                 f"{path}: made with other settings than {partials[0]} (maxRepeats, its "
                 "source, the policy, --sweep or --outcomes): merge partials of one replay only"
             )
     if setup is not None and first.stop_after is None:
-        return errors(
+        raise CommandError(
             "--outcomes: the partials hold no stop points: replay the pieces with "
             "--sweep and --outcomes too"
         )
@@ -118,7 +117,7 @@ def merge_command(
     rows = None
     if limits is not None:
         if limits.stop - 1 > report.cap:
-            return errors(
+            raise CommandError(
                 f"--sweep: the partials were replayed for maxRepeats up to {report.cap}: "
                 f"replay them with --sweep {limits.start}..{limits.stop - 1}"
             )
@@ -132,7 +131,7 @@ def merge_command(
                 said = "--stop-after"
             setup = setup.with_stop(first.stop_after, said)
         elif stop_after != first.stop_after:
-            return errors(
+            raise CommandError(
                 f"--stop-after {stop_after}: the partials were replayed with --stop-after "
                 f"{first.stop_after}: replay them with --stop-after {stop_after}"
             )

@@ -10,18 +10,17 @@ on stdout, ``{"error": ..., "status": N}``.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from ..analysis import Job, Report, replay_files, sweep
 from ..analysis.discover import discover
-from ..analysis.summary import SUMMARY_ROWS
 from ..core.exitcodes import ExitStatus, epilog
 from ..formats import names
+from ._command import Command, CommandError, check_exclusions
 from ._options import (
     Count,
-    Errors,
-    JsonCommand,
     config_option,
     file_option,
     max_line_bytes_option,
@@ -30,6 +29,7 @@ from ._options import (
     resolve_settings,
 )
 from ._outcomes import check, outcome_options, prepare
+from ._replay_options import EXCLUSIONS, Found, ReplayOptions, Settings
 from ._report_output import (
     html_option,
     load_prices,
@@ -42,7 +42,7 @@ from ._report_output import (
     sweep_option,
     write_json,
 )
-from ._suggest import conflict, print_suggestion, suggest_option
+from ._suggest import print_suggestion, suggest_option
 
 PROG = "loop-brake replay"
 PIECES_PER_JOB = 4
@@ -56,7 +56,7 @@ def _fail(message: str) -> None:
 
 @click.command(
     "replay",
-    cls=JsonCommand,
+    cls=Command,
     epilog=epilog("replay"),
     short_help="Replay saved transcripts: where the brake would have stopped the agent.",
 )
@@ -141,31 +141,7 @@ def _fail(message: str) -> None:
     "resolved runs stopped, failed runs' calls saved, and a recommendation."
 )
 @suggest_option()
-def replay_command(
-    paths: tuple[str, ...],
-    max_repeats: int | None,
-    config_paths: tuple[str, ...],
-    format_name: str | None,
-    continue_sessions: bool,
-    as_json: bool,
-    verdicts: bool,
-    sweep_text: str | None,
-    fail_on_deny: bool,
-    expect_deny: bool,
-    jobs: int,
-    max_line_bytes: int,
-    strict: bool = False,
-    policy_path: str | None = None,
-    compare_path: str | None = None,
-    html_path: str | None = None,
-    prices_path: str | None = None,
-    max_rows: int | None = SUMMARY_ROWS,
-    partial_path: str | None = None,
-    outcomes_path: str | None = None,
-    tolerance_text: str | None = None,
-    stop_after: int | None = None,
-    suggest_policy: bool = False,
-) -> int:
+def replay_command(**params: Any) -> int:
     """Replay transcripts from PATHS (files, directories searched recursively, or -)
     through the brake and summarise where it would have stopped each agent.
 
@@ -189,68 +165,86 @@ def replay_command(
     Tool arguments never appear in any output: only tool names, session ids,
     call ids, 12-hex hash prefixes and locations.
     """
-    errors = Errors(PROG, as_json)
-    if as_json and verdicts:
-        return errors("--json and --verdicts are different outputs: choose one")
-    if fail_on_deny and expect_deny:
-        return errors(
-            "--fail-on-deny and --expect-deny ask for opposite outcomes: choose one "
-            "(run replay twice for two sets of transcripts)"
-        )
-    if verdicts and sweep_text is not None:
-        return errors("--sweep is part of the summary (and --json), not of --verdicts")
-    if jobs > 1 and continue_sessions:
-        return errors(
-            "-j cannot be combined with --continue-sessions (streaks would cross workers)"
-        )
-    limits = sweep_limits(errors, sweep_text)
-    if isinstance(limits, ExitStatus):
-        return limits
-    if suggest_policy and (
-        clash := conflict(
-            as_json,
-            verdicts,
-            sweep_text is not None,
-            compare_path is not None,
-            html_path is not None,
-            partial_path is not None,
-            prices_path is not None,
-        )
-    ):
-        return errors(clash)
-    if compare_path is not None and (verdicts or sweep_text is not None):
-        return errors("--compare-policy is its own output: not with --verdicts or --sweep")
-    if html_path is not None and (verdicts or compare_path is not None):
-        other = "--verdicts" if verdicts else "--compare-policy"
-        return errors(f"--html draws the summary's report, not {other}")
-    if partial_path is not None and (verdicts or compare_path is not None):
-        other = "--verdicts" if verdicts else "--compare-policy"
-        return errors(f"--partial writes the summary's report, not {other}")
-    if html_path == "-" and as_json:
-        return errors("--html - and --json would both write to stdout: give --html a file")
-    if compare_path is not None and policy_path is not None:
-        return errors("--compare-policy FILE already names the policy: drop --policy")
-    if prices_path is not None and (verdicts or compare_path is not None):
-        other = "--verdicts" if verdicts else "--compare-policy"
-        return errors(f"--prices is part of the summary (and --json), not of {other}")
-    rows_given = click.get_current_context().get_parameter_source("max_rows")
-    if rows_given not in (None, click.core.ParameterSource.DEFAULT):
-        other = _not_a_summary(as_json, verdicts, compare_path, html_path)
-        if other is not None:
-            return errors(f"--rows bounds the text summary's tables, not {other}")
-    settings = resolve_settings(errors, max_repeats, compare_path or policy_path, config_paths)
-    if isinstance(settings, ExitStatus):
-        return settings
-    value, source, policy = settings
-    prices = load_prices(errors, prices_path)
-    if isinstance(prices, ExitStatus):
-        return prices
-    setup = prepare(
-        errors, outcomes_path, tolerance_text, stop_after, bool(limits) or suggest_policy, PROG
-    )
-    if isinstance(setup, ExitStatus):
-        return setup
+    rows = click.get_current_context().get_parameter_source("max_rows")
+    rows_given = rows not in (None, click.core.ParameterSource.DEFAULT)
+    return run_replay(ReplayOptions(**params, rows_given=rows_given))
 
+
+def run_replay(opts: ReplayOptions) -> int:
+    """Options first (exclusions, values, settings: a usage error before any input is
+    read), then the files, then the output asked for."""
+    check_exclusions(EXCLUSIONS, opts.given())
+    limits = sweep_limits(opts.sweep_text)
+    policy_path = opts.compare_path or opts.policy_path
+    settings = Settings(*resolve_settings(opts.max_repeats, policy_path, opts.config_paths))
+    prices = load_prices(opts.prices_path)
+    setup = prepare(
+        opts.outcomes_path,
+        opts.tolerance_text,
+        opts.stop_after,
+        bool(limits) or opts.suggest_policy,
+        PROG,
+    )
+    found = _find(opts.paths)
+    if opts.compare_path is not None:
+        return _compare(opts, found, settings)
+    if opts.verdicts:
+        from ._replay_verdicts import print_verdicts
+
+        outcome = print_verdicts(opts, found, settings, fail=_fail)
+        if outcome is None:
+            raise CommandError(
+                "nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND
+            )
+        bad, calls, denied = outcome
+        unreadable = bad or found.missing
+    else:
+        policy = settings.policy
+        cap = max(limits.stop - 1 if limits else 0, settings.value)
+        timeline = opts.html_path is not None or opts.partial_path is not None
+        stop_after = None if setup is None or opts.suggest_policy else setup.stop_after
+        report = _replay(opts, found, settings, cap, timeline, stop_after)
+        report.warns = policy is not None and policy.uses_warn
+        if setup is not None:
+            report.stop_after_source = setup.stop_source
+        report_problems(report, PROG)
+        if not report.files:
+            raise CommandError(
+                "nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND
+            )
+        if opts.suggest_policy:
+            print_suggestion(report, setup)
+            unreadable = report.unreadable > 0 or found.missing
+            return _status(
+                unreadable, report.calls, report.denied > 0, opts.fail_on_deny, opts.expect_deny
+            )
+        rows = sweep(report, limits) if limits else None
+        policy_file = policy.path if policy is not None else None
+        if opts.partial_path is not None and not _write_partial(
+            report, opts.partial_path, policy_file
+        ):
+            return ExitStatus.OUTPUT
+        checked = None if setup is None or not limits else check(report, limits, setup)
+        if not print_report(
+            report,
+            rows,
+            prices,
+            policy_file,
+            opts.as_json,
+            opts.html_path,
+            opts.max_rows,
+            PROG,
+            checked,
+        ):
+            return ExitStatus.OUTPUT
+        calls, denied = report.calls, report.denied > 0
+        unreadable = report.unreadable > 0 or found.missing
+    return _status(unreadable, calls, denied, opts.fail_on_deny, opts.expect_deny)
+
+
+def _find(paths: tuple[str, ...]) -> Found:
+    """The files PATHS name; each PATH that cannot be read is said on stderr, and none
+    found at all is the error ``nothing to replay`` (exit 4)."""
     files: list[str] = []
     in_directory: set[str] = set()
     missing: list[str] = []
@@ -262,85 +256,10 @@ def replay_command(
         else:
             missing.append(f"{found.path}: {found.error}")
     if not files:
-        return errors("nothing to replay: " + "; ".join(missing), ExitStatus.NOT_FOUND)
+        raise CommandError("nothing to replay: " + "; ".join(missing), ExitStatus.NOT_FOUND)
     for message in missing:
         _fail(message)
-
-    if compare_path is not None:
-        return _compare(
-            files,
-            value,
-            policy,
-            format_name,
-            continue_sessions,
-            max_line_bytes,
-            in_directory,
-            strict,
-            as_json,
-            bool(missing),
-            fail_on_deny,
-            expect_deny,
-            jobs,
-        )
-    if verdicts:
-        from ._replay_verdicts import print_verdicts
-
-        outcome = print_verdicts(
-            files,
-            value,
-            source,
-            format_name,
-            continue_sessions,
-            max_line_bytes,
-            in_directory,
-            strict,
-            policy,
-            fail=_fail,
-        )
-        if outcome is None:
-            return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
-        bad, calls, denied = outcome
-        unreadable = bad or bool(missing)
-    else:
-        cap = max(limits.stop - 1 if limits else 0, value)
-        report = _replay(
-            files,
-            value,
-            source,
-            cap,
-            format_name,
-            continue_sessions,
-            max_line_bytes,
-            jobs,
-            in_directory,
-            strict,
-            policy,
-            timeline=html_path is not None or partial_path is not None,
-            stop_after=None if setup is None or suggest_policy else setup.stop_after,
-            suggest=suggest_policy,
-        )
-        report.warns = policy is not None and policy.uses_warn
-        if setup is not None:
-            report.stop_after_source = setup.stop_source
-        report_problems(report, PROG)
-        if not report.files:
-            return errors("nothing to replay: no file found is a transcript", ExitStatus.NOT_FOUND)
-        if suggest_policy:
-            print_suggestion(report, setup)
-            unreadable = report.unreadable > 0 or bool(missing)
-            return _status(unreadable, report.calls, report.denied > 0, fail_on_deny, expect_deny)
-        rows = sweep(report, limits) if limits else None
-        policy_file = policy.path if policy is not None else None
-        if partial_path is not None and not _write_partial(report, partial_path, policy_file):
-            return ExitStatus.OUTPUT
-        checked = None if setup is None or not limits else check(report, limits, setup)
-        if not print_report(
-            report, rows, prices, policy_file, as_json, html_path, max_rows, PROG, checked
-        ):
-            return ExitStatus.OUTPUT
-        calls, denied = report.calls, report.denied > 0
-        unreadable = report.unreadable > 0 or bool(missing)
-    return _status(unreadable, calls, denied, fail_on_deny, expect_deny)
+    return Found(files, in_directory, bool(missing))
 
 
 def _write_partial(report: Report, target: str, policy: str | None) -> bool:
@@ -354,21 +273,6 @@ def _write_partial(report: Report, target: str, policy: str | None) -> bool:
         return False
     _fail(f"wrote {target}")
     return True
-
-
-def _not_a_summary(
-    as_json: bool, verdicts: bool, compare_path: str | None, html_path: str | None
-) -> str | None:
-    """The output asked for instead of the text summary, which alone has bounded tables."""
-    if as_json:
-        return "--json (it lists every session)"
-    if verdicts:
-        return "--verdicts"
-    if compare_path is not None:
-        return "--compare-policy"
-    if html_path == "-":
-        return "--html - (the page lists every session)"
-    return None
 
 
 def _status(
@@ -390,88 +294,68 @@ def _status(
 
 
 def _replay(
-    files: list[str],
-    value: int,
-    source: str,
+    opts: ReplayOptions,
+    found: Found,
+    settings: Settings,
     cap: int,
-    format_name: str | None,
-    continue_sessions: bool,
-    max_line_bytes: int,
-    jobs: int,
-    in_directory: set[str],
-    strict: bool,
-    policy: object = None,
-    timeline: bool = False,
+    timeline: bool,
     stop_after: int | None = None,
-    suggest: bool = False,
 ) -> Report:
     from ._replay_pool import progress_bar, replay_parallel
 
+    files, in_directory = found.files, found.in_directory
+    value, source, policy = settings
     progress = progress_bar(files)
     try:
-        if jobs > 1 and "-" not in files:
+        if opts.jobs > 1 and "-" not in files:
             from ..corpus.rows import pieces
 
             # Each file its own job; a Parquet dataset of several row groups, several.
             work = [
                 Job(
                     path,
-                    format_name,
+                    opts.format_name,
                     value,
                     source,
                     cap,
-                    max_line_bytes,
+                    opts.max_line_bytes,
                     path in in_directory,
-                    strict,
+                    opts.strict,
                     policy,
                     timeline,
                     piece,
                     stop_after,
-                    suggest,
+                    opts.suggest_policy,
                 )
                 for path in files
-                for piece in pieces(path, jobs * PIECES_PER_JOB)
+                for piece in pieces(path, opts.jobs * PIECES_PER_JOB)
             ]
             if len(work) > 1:
-                return replay_parallel(work, jobs, progress)
+                return replay_parallel(work, opts.jobs, progress)
         on_progress, on_file = progress.callbacks() if progress else (None, None)
         return replay_files(
             files,
             max_repeats=value,
             max_repeats_source=source,
             cap=cap,
-            format_name=format_name,
-            max_line_bytes=max_line_bytes,
-            continue_sessions=continue_sessions,
+            format_name=opts.format_name,
+            max_line_bytes=opts.max_line_bytes,
+            continue_sessions=opts.continue_sessions,
             on_file=on_file,
             on_progress=on_progress,
             in_directory=in_directory,
-            strict=strict,
+            strict=opts.strict,
             policy=policy,
             timeline=timeline,
             stop_after=stop_after,
-            suggest=suggest,
+            suggest=opts.suggest_policy,
         )
     finally:
         if progress:
             progress.stop()
 
 
-def _compare(
-    files: list[str],
-    value: int,
-    policy: object,
-    format_name: str | None,
-    continue_sessions: bool,
-    max_line_bytes: int,
-    in_directory: set[str],
-    strict: bool,
-    as_json: bool,
-    missing: bool,
-    fail_on_deny: bool,
-    expect_deny: bool,
-    jobs: int = 1,
-) -> ExitStatus:
+def _compare(opts: ReplayOptions, found: Found, settings: Settings) -> ExitStatus:
     """``--compare-policy``: the seed's denials and the policy's, per session; with
     ``-j N``, each file in a worker process (merged in input order: the same output)."""
     from ..analysis.compare import (
@@ -481,34 +365,38 @@ def _compare(
         render_comparison,
     )
 
+    files = found.files
     options = {
-        "max_repeats": value,
-        "policy": policy,
-        "format_name": format_name,
-        "max_line_bytes": max_line_bytes,
-        "strict": strict,
+        "max_repeats": settings.value,
+        "policy": settings.policy,
+        "format_name": opts.format_name,
+        "max_line_bytes": opts.max_line_bytes,
+        "strict": opts.strict,
     }
-    if jobs > 1 and len(files) > 1 and "-" not in files:
+    if opts.jobs > 1 and len(files) > 1 and "-" not in files:
         from ._replay_pool import ordered_map
 
-        work = [(path, {**options, "in_directory": {path} & in_directory}) for path in files]
-        result = merge_comparisons(list(ordered_map(compare_file, work, files, jobs)))
+        work = [(path, {**options, "in_directory": {path} & found.in_directory}) for path in files]
+        result = merge_comparisons(list(ordered_map(compare_file, work, files, opts.jobs)))
     else:
         result = compare_files(
-            files, continue_sessions=continue_sessions, in_directory=in_directory, **options
+            files,
+            continue_sessions=opts.continue_sessions,
+            in_directory=found.in_directory,
+            **options,
         )
     for error in result.errors:
         _fail(error)
-    if as_json:
+    if opts.as_json:
         write_json(result.to_json())
     else:
         sys.stdout.write(render_comparison(result))
         sys.stdout.flush()
     totals = result.totals()
     return _status(
-        result.unreadable > 0 or missing,
+        result.unreadable > 0 or found.missing,
         totals["calls"],
         totals["policyDenied"] > 0,
-        fail_on_deny,
-        expect_deny,
+        opts.fail_on_deny,
+        opts.expect_deny,
     )

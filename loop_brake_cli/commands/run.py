@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
-from ..core.exitcodes import ExitStatus, epilog
-from ._options import Count, Errors, max_repeats_option, policy_option, resolve_settings
+from ..core.exitcodes import epilog
+from ._command import Command, CommandError
+from ._options import Count, max_repeats_option, policy_option, resolve_settings
 
 PROG = "loop-brake run"
 
 
 @click.command(
     "run",
+    cls=Command,
     epilog=epilog("run"),
     short_help="Run a headless agent with the brake for this run only (CI).",
     context_settings={"allow_interspersed_args": False},
@@ -127,23 +129,19 @@ def run_command(
     """
     from ..run.execute import RunOptions, execute
 
-    errors = Errors(PROG)
-    settings = resolve_settings(errors, max_repeats, policy_path)
-    if isinstance(settings, ExitStatus):
-        return settings
-    value, source, policy = settings
+    value, source, policy = resolve_settings(max_repeats, policy_path)
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        return errors("give the agent's command after --: loop-brake run -- claude -p ...")
+        raise CommandError("give the agent's command after --: loop-brake run -- claude -p ...")
     if store_url is not None:
         from ..stores import StoreError, open_store
 
         try:  # a bad URL is a usage error now, not a hook failing open later
             open_store(store_url).close()
         except (ValueError, StoreError) as exc:
-            return errors(f"--store: {exc}")
+            raise CommandError(f"--store: {exc}") from None
     return execute(
         RunOptions(
             argv=argv,

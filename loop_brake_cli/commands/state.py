@@ -8,6 +8,7 @@ import click
 
 from ..core.exitcodes import ExitStatus
 from ..render.visible import visible
+from ._command import Command
 
 _STATE_HELP = (
     "SQLite state file (default: $LOOP_BRAKE_STATE, else "
@@ -62,7 +63,7 @@ def state_command() -> None:
     """List or reset the streaks `loop-brake hook` keeps on disk (never arguments)."""
 
 
-@state_command.command("list")
+@state_command.command("list", cls=Command)
 @click.option("--session", "session", metavar="KEY", help="Only this session key.")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 @click.option("--store", "url", metavar="URL", help=_STORE_HELP)
@@ -130,7 +131,7 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
     return ExitStatus.OK
 
 
-@state_command.command("reset")
+@state_command.command("reset", cls=Command)
 @click.option("--session", "session", metavar="KEY", help="Only this session (default: all).")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 @click.option("--store", "url", metavar="URL", help=_STORE_HELP)
