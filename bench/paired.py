@@ -66,6 +66,7 @@ def main() -> None:
     for spec in args.commands:
         name, _, text = spec.partition("=")
         cmds.append((name, shlex.split(text.replace("{input}", shlex.quote(str(path))))))
+    run.DATA.mkdir(parents=True, exist_ok=True)  # a fresh machine: no input generated yet
     os.chdir(run.DATA)  # see above: never import a package from the caller's directory
     # one file per command and per run of this script: two runs at once (several
     # people on one machine) must not compare each other's outputs
