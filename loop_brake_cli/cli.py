@@ -57,11 +57,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     about twofold on unusual inputs, so a bug report or a benchmark should say."""
     if not value or ctx.resilient_parsing:
         return
-    from importlib.metadata import version
+    from .version import version_text
 
-    from .readers.fastpath import reader_name
-
-    click.echo(f"loop-brake, version {version('loop-brake-cli')}\nevent reader: {reader_name()}")
+    click.echo(version_text())
     ctx.exit()
 
 

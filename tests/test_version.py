@@ -40,3 +40,24 @@ def test_the_version_names_the_c_reader_when_it_is_built():
     assert _event_scan.SHA_INSTRUCTIONS in ("", "SHA-NI", "ARMv8 SHA-2")
     _, portable = _version(LOOP_BRAKE_NO_SHA_NI="1")
     assert portable == "event reader: C"
+
+
+def test_the_version_is_stated_once_and_the_metadata_says_the_same():
+    """pyproject.toml reads ``loop_brake_cli.version.__version__``: what ``--version``
+    prints without importlib.metadata is what an installer recorded."""
+    from loop_brake_cli.version import __version__
+
+    assert __version__ == version("loop-brake-cli")
+
+
+def test_click_and_the_quick_path_print_the_same_version_text():
+    """A bare ``--version`` is answered before click is imported (entry.py); given with
+    another option, click's callback answers: the same two lines."""
+    quick = _version()
+    run = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "--version", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.splitlines() == quick

@@ -46,13 +46,18 @@ from .prove import PythonProver
 from .reader import TOO_LONG, Source
 from .shard import shard_of
 
-__all__ = ["AVAILABLE", "enabled", "fast_canonical", "filter_events", "relaxed_gc"]
+__all__ = [
+    "AVAILABLE",
+    "NOT_BUILT",
+    "enabled",
+    "fast_canonical",
+    "filter_events",
+    "reader_name",
+    "relaxed_gc",
+]
 
-try:  # optional: built from _event_scan.c when a C compiler was there at install
-    from ._event_scan import SHA_INSTRUCTIONS as _SHA_INSTRUCTIONS
-    from ._event_scan import scan_event as _scan_event
-except ImportError:  # pragma: no cover - exercised where the extension is not built
-    _scan_event = None
+from .c_reader import NOT_BUILT, reader_name
+from .c_reader import scan_event as _scan_event
 
 
 def enabled() -> bool:
@@ -66,21 +71,6 @@ def scanner() -> Any:
     if os.environ.get("LOOP_BRAKE_PURE_PYTHON"):
         return None
     return _scan_event
-
-
-NOT_BUILT = (
-    "Python (the optional C reader was not built at install, usually for want of a C "
-    "compiler: install gcc and the Python headers, then reinstall loop-brake-cli)"
-)
-
-
-def reader_name() -> str:
-    """Which reader ``filter`` uses for event lines (``loop-brake --version``), and why."""
-    if _scan_event is None:
-        return NOT_BUILT
-    if scanner() is None:
-        return "Python (LOOP_BRAKE_PURE_PYTHON is set)"
-    return f"C with {_SHA_INSTRUCTIONS}" if _SHA_INSTRUCTIONS else "C"
 
 
 def filter_events(
