@@ -10,6 +10,7 @@ alike, and draw it with one function: the text summary and its ``policy:`` line,
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -106,10 +107,43 @@ def load_prices(path: str | None) -> Prices | None:
 
 
 def write_json(doc: object) -> None:
-    """``doc`` as indented JSON on stdout, flushed."""
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    """``doc`` as indented JSON on stdout, flushed (``json_text``)."""
+    sys.stdout.buffer.write(json_text(doc))
     sys.stdout.flush()
+
+
+# Where orjson may spell a float otherwise than Python's repr, which the standard
+# library writes: below 1e-4 (repr 7.9e-05, orjson 0.000079; repr 1.5e-07, orjson
+# 1.5e-7). Both spell the rest alike (shortest round trip; 1e+16 and up the same).
+# Matched in the output, where strings may hold these bytes too: then the slow way.
+_FLOAT_SPELLING = re.compile(rb"0\.0000|[0-9]e-")
+
+
+def json_text(doc: object) -> bytes:
+    """``doc`` as ``json.dumps(doc, ensure_ascii=False, indent=2)`` writes it, plus a
+    newline, in UTF-8 (a lone surrogate backslash-escaped): the bytes every ``--json``
+    has always written.
+
+    orjson writes them about 16x faster (the standard library's encoder is pure Python
+    with ``indent``: 4.2 CPU s for the 114 MB document of 100,000 sessions, orjson 0.26
+    s), and identically where it writes at all: the same escapes, separators, indents
+    and empty containers. Where it may not, the standard library writes: orjson refuses
+    the document (a lone surrogate, an integer beyond 64 bits, a key that is not a
+    string, nesting deeper than 255) or its output holds a small float
+    (``_FLOAT_SPELLING``). A non-finite float, which the standard library writes as
+    ``NaN`` or ``Infinity`` (not JSON) and orjson as ``null``, occurs in no document:
+    their only float is a dollar amount, bounded prices times token counts.
+    ``tests/test_json_text.py`` compares the two writers."""
+    try:
+        import orjson
+
+        out = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    except (ImportError, TypeError):  # orjson.JSONEncodeError is a TypeError
+        out = None
+    if out is not None and _FLOAT_SPELLING.search(out) is None:
+        return out
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 def warned_note(report: Report) -> str:
