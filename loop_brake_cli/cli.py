@@ -12,13 +12,14 @@ import sys
 
 import click
 
-from .commands._command import HELP_OPTIONS, output_failed, silence, tell
-from .core.exitcodes import EXIT_CODES_HELP, ExitStatus
+from .commands._command import Group, output_failed, silence, tell
+from .core.exitcodes import ExitStatus
 
 COMMANDS: dict[str, str] = {
     "check-config": "loop_brake_cli.commands.check_config:check_config_command",
     "filter": "loop_brake_cli.commands.filter:filter_command",
     "hash": "loop_brake_cli.commands.hash:hash_command",
+    "help": "loop_brake_cli.commands.help:help_command",
     "hook": "loop_brake_cli.commands.hook:hook_command",
     "mcp-gateway": "loop_brake_cli.commands.mcp_gateway:mcp_gateway_command",
     "mcp-proxy": "loop_brake_cli.commands.mcp_proxy:mcp_proxy_command",
@@ -29,7 +30,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -63,7 +64,14 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LazyGroup, epilog=EXIT_CODES_HELP, context_settings=HELP_OPTIONS)
+GROUP_EPILOG = (
+    "Every command takes -h. `loop-brake help TOPIC` says the rest: a command's every "
+    "option (loop-brake help replay), the exit statuses (loop-brake help exit-codes), "
+    "the transcript formats (loop-brake help formats)."
+)
+
+
+@click.group(cls=LazyGroup, epilog=GROUP_EPILOG)
 @click.option(
     "--version",
     is_flag=True,
@@ -73,12 +81,15 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     help="Show the version and which event reader filter uses, and exit.",
 )
 def cli() -> None:
-    """An exact-match circuit breaker for AI agents' repeated tool calls.
+    """Stop AI agents that make the same tool call again and again.
 
-    A call whose sha256(tool + "\\n" + canonical JSON of its arguments) equals the
-    previous call's in the same session extends a streak; the call that brings
-    the streak to maxRepeats (default 3) is denied. Output names calls by tool,
-    ids and a 12-hex hash prefix, never by their arguments.
+    A call identical to the previous one in its session (the same tool, the same
+    arguments: sha256 of the tool and the canonical JSON) extends a streak; the
+    call that brings the streak to maxRepeats (default 3) is denied. Output names
+    calls by tool, ids and a 12-hex hash prefix, never by their arguments.
+
+    Start with `loop-brake replay TRANSCRIPT`: where the brake would have stopped
+    an agent, in a transcript of Claude Code, Codex, Gemini CLI or another agent.
     """
 
 

@@ -58,7 +58,7 @@ def test_reset_one_session_then_all(tmp_path: Path) -> None:
     call(state, "alpha", 5)
     missing = run_cli("state", "reset", "--session", "nope", "--state", str(state))
     assert missing.returncode == 4
-    everything = run_cli("state", "reset", "--state", str(state))
+    everything = run_cli("state", "reset", "--all", "--state", str(state))
     assert everything.returncode == 0 and b"2 removed" in everything.stderr
     assert run_cli("state", "list", "--state", str(state), "--json").stdout == b""
 
@@ -69,7 +69,7 @@ def test_no_store_yet_is_empty_not_an_error(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert b"no sessions" in result.stderr
     assert not state.exists()
-    assert run_cli("state", "reset", "--state", str(state)).returncode == 0
+    assert run_cli("state", "reset", "--all", "--state", str(state)).returncode == 0
 
 
 def test_state_path_from_environment(tmp_path: Path) -> None:
@@ -110,3 +110,18 @@ def test_call_ids_are_shown_as_given_integer_or_string(tmp_path: Path) -> None:
     table = run_cli("state", "list", "--state", str(state)).stdout.decode().splitlines()
     rows = {line.split()[0]: line.split() for line in table[1:]}
     assert rows["numeric"][4] == rows["text"][4] == "107"
+
+
+def test_reset_without_a_session_asks_for_all(tmp_path: Path) -> None:
+    """``state reset`` alone forgets nothing: every session's streak goes only with --all."""
+    state = tmp_path / "s.db"
+    call(state, "alpha", 1)
+    bare = run_cli("state", "reset", "--state", str(state))
+    assert bare.returncode == 2 and bare.stdout == b""
+    assert bare.stderr == (
+        b"loop-brake state reset: give --session KEY, or --all to forget every session\n"
+    )
+    both = run_cli("state", "reset", "--all", "--session", "alpha", "--state", str(state))
+    assert both.returncode == 2 and b"exclude each other" in both.stderr
+    listing = run_cli("state", "list", "--state", str(state), "--json").stdout
+    assert [json.loads(x)["sessionId"] for x in listing.splitlines()] == ["alpha"]

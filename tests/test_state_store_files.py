@@ -33,7 +33,7 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
 
 
-@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["reset"]])
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["reset", "--all"]])
 def test_a_text_file_is_not_a_store_and_is_left_alone(tmp_path: Path, command) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("shopping: eggs, milk\n")
@@ -50,7 +50,7 @@ def test_reset_never_deletes_another_applications_streaks(tmp_path: Path) -> Non
         conn.execute("INSERT INTO streaks VALUES ('ann', 12), ('bob', 3)")
     conn.close()
     before = _files(tmp_path)
-    for command in (["reset"], ["reset", "--session", "ann"], ["list"]):
+    for command in (["reset", "--all"], ["reset", "--session", "ann"], ["list"]):
         result = run_cli("state", *command, "--state", str(other))
         _one_line(result, 2, "SQLite database that loop-brake did not write")
     assert _files(tmp_path) == before
@@ -67,7 +67,7 @@ def test_a_link_is_refused_even_to_a_real_store(tmp_path: Path) -> None:
     dangling = tmp_path / "dangling.db"
     dangling.symlink_to(tmp_path / "nowhere.db")
     for path in (link, dangling):
-        for command in (["list"], ["reset"]):
+        for command in (["list"], ["reset", "--all"]):
             _one_line(run_cli("state", *command, "--state", str(path)), 2, "symbolic link")
     assert not (tmp_path / "nowhere.db").exists()
     listing = run_cli("state", "list", "--json", "--state", str(real))

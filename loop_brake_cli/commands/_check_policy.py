@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import click
@@ -107,11 +106,10 @@ def _policy_json(policy: Any) -> dict[str, Any]:
 
 def check_policy_file(path: str, as_json: bool, strict: bool) -> int:
     """Exit 0 (usable), 1 (warnings and --strict), 2 (errors), 3 (cannot be opened)."""
-    unreadable = not os.path.exists(path) or os.path.isdir(path)
     try:
         policy, warnings = check_policy(path)
     except PolicyError as exc:
-        status = ExitStatus.UNREADABLE if unreadable else ExitStatus.USAGE
+        status = ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE
         if as_json:
             doc = {
                 "status": int(status),

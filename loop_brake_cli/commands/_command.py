@@ -25,6 +25,9 @@ from ..core.exitcodes import ExitStatus
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 """``-h`` and ``--help`` for the group and every command under it."""
 
+FULL_HELP = "loop_brake.full_help"
+"""``ctx.meta`` key: ``loop-brake help COMMAND`` shows every option, not the common ones."""
+
 
 class CommandError(click.ClickException):
     """A command's own error: ``prog: message`` on stderr (one line per line of
@@ -74,11 +77,60 @@ class Command(click.Command):
     ``CommandError`` raised while it runs is said, named after it (and JSON when asked),
     and its status returned: as the command's own, whether a group or a caller runs it."""
 
-    def __init__(self, *args: Any, prog: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        prog: str | None = None,
+        more: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> None:
         kwargs["context_settings"] = {**HELP_OPTIONS, **kwargs.get("context_settings", {})}
         super().__init__(*args, **kwargs)
-        self.prog = prog or f"loop-brake {self.name}"
-        """What its errors are named after (``loop-brake hook install``)."""
+        self.prog = prog
+        """What its errors are named after, when not its path under the group
+        (``loop-brake hook install``, run by ``hook`` on its own)."""
+        self.more = more
+        """The options (by parameter name) ``--help`` only names: ``loop-brake help``
+        shows them, so the common ones fit one screen."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The common options, then one paragraph naming the others and where they are
+        explained (``loop-brake help COMMAND`` shows them all)."""
+        full = bool(ctx.meta.get(FULL_HELP))
+        shown, named = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None or isinstance(param, click.Argument):
+                continue
+            if full and isinstance(param.type, click.Choice) and param.metavar:
+                # a long list of names (--format NAME): wrapped in the text, not the metavar
+                names = ", ".join(str(choice) for choice in param.type.choices)
+                record = (record[0], f"{record[1]} {param.metavar}: {names}.")
+            if param.name in self.more and not full:
+                named.append(max(param.opts, key=len))
+            else:
+                shown.append(record)
+        if shown:
+            with formatter.section("Options"):
+                formatter.write_dl(shown)
+        if named:
+            topic = self._prog(ctx).removeprefix("loop-brake ")
+            more = f"More options (loop-brake help {topic} explains each): {', '.join(named)}."
+            _write_paragraph(formatter, more)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _format_epilog(self, ctx, formatter)
+
+    def _prog(self, ctx: click.Context) -> str:
+        """``loop-brake`` and the command's path under the group (``loop-brake state
+        reset``), whatever the group was called (``cli`` in click's test runner)."""
+        if self.prog is not None:
+            return self.prog
+        names = []
+        while ctx.parent is not None:
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        return " ".join(["loop-brake", *reversed(names)]) if names else f"loop-brake {self.name}"
 
     def _has_json(self) -> bool:
         """Whether ``--json`` is the JSON output (``as_json``), not a file (``run --json FILE``)."""
@@ -97,11 +149,46 @@ class Command(click.Command):
         try:
             return super().invoke(ctx)
         except CommandError as exc:
-            exc.bind(self.prog, bool(ctx.params.get("as_json")))
+            exc.bind(self._prog(ctx), bool(ctx.params.get("as_json")))
             if exc.as_json:  # on stdout: a failed write is the run's output failure (cli.main)
                 exc.show()
                 return exc.exit_code
             return tell(exc.show, exc.exit_code)
+
+
+class Group(click.Group):
+    """A group of ``loop-brake`` commands (``state``, and the command group itself):
+    ``-h`` too, and its epilog wrapped as a command's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["context_settings"] = {**HELP_OPTIONS, **kwargs.get("context_settings", {})}
+        super().__init__(*args, **kwargs)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _format_epilog(self, ctx, formatter)
+
+
+def _format_epilog(
+    command: click.Command, ctx: click.Context, formatter: click.HelpFormatter
+) -> None:
+    """The epilog as click writes it, but an option or a command is never split at its
+    hyphen (``--continue-`` / ``sessions``); a ``\\b`` epilog is kept as it is."""
+    if command.epilog and not command.epilog.startswith("\b"):
+        _write_paragraph(formatter, command.epilog)
+    else:
+        click.Command.format_epilog(command, ctx, formatter)
+
+
+def _write_paragraph(formatter: click.HelpFormatter, text: str) -> None:
+    """``text`` as an indented paragraph, wrapped at spaces only."""
+    import textwrap
+
+    formatter.write_paragraph()
+    with formatter.indentation():
+        indent = " " * formatter.current_indent
+        width = max(formatter.width - formatter.current_indent, 20)
+        for line in textwrap.wrap(text, width, break_on_hyphens=False):
+            formatter.write(f"{indent}{line}\n")
 
 
 def silence(name: str = "stdout") -> None:

@@ -35,13 +35,12 @@ MAX_REPEATS_HELP = (
 
 
 def max_repeats_option(help: str = MAX_REPEATS_HELP) -> Callable[[F], F]:
-    return click.option("-m", "--max-repeats", type=int, default=None, help=help)
+    return click.option("-m", "--max-repeats", type=int, default=None, metavar="N", help=help)
 
 
 POLICY_HELP = (
-    "Policy file (TOML: per-tool limits, exemptions, cycles, stop). Default: "
-    "$LOOP_BRAKE_POLICY, else .loop-brake.toml or [tool.loop-brake] in pyproject.toml "
-    "upward from here, else ~/.config/loop-brake/policy.toml, else none."
+    "Policy file: per-tool limits, exemptions, cycles, stop (TOML). Default: "
+    "$LOOP_BRAKE_POLICY, else one found from here (docs/policies.md), else none."
 )
 
 
@@ -58,20 +57,22 @@ def policy_option(help: str = POLICY_HELP) -> Callable[[F], F]:
 
 def resolve_policy(explicit: str | None) -> Any:
     """The policy that applies (a ``policy.Policy``, or None); else ``CommandError`` with
-    its located errors, status 2: always before any input is read."""
+    its located errors, always before any input is read: status 3 for a file that cannot
+    be opened or read (as any unreadable input), 2 for one that is not a usable policy."""
     from ..core import policy  # PolicyError is looked up only when raised: it loads the rule model
 
     try:
         return policy.discover_policy(explicit)
     except policy.PolicyError as exc:
-        raise CommandError(str(exc)) from None
+        status = ExitStatus.UNREADABLE if exc.unopened else ExitStatus.USAGE
+        raise CommandError(str(exc), status) from None
 
 
 STORE_HELP = (
     "Count in a store shared with other processes and hosts: a path or sqlite:///path "
     "(one machine), redis://HOST:PORT/DB, rediss://... (TLS) or unix:///PATH (one Redis "
-    "or Valkey server for a fleet; pip install 'loop-brake-cli[redis]'). Default: "
-    "$LOOP_BRAKE_STORE, else in memory."
+    "or Valkey server for a fleet: the redis extra). Default: $LOOP_BRAKE_STORE, else "
+    "in memory."
 )
 
 
@@ -141,6 +142,7 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[F], F]:
         type=click.FloatRange(min=0, min_open=True),
         default=default,
         show_default=True,
+        metavar="SECONDS",
         help=help,
     )
 

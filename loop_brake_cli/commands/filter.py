@@ -47,6 +47,16 @@ def _say(message: str) -> None:
     cls=Command,
     epilog=epilog("filter"),
     short_help="Judge tool-call events (JSON lines) and print pass/deny verdicts.",
+    more=(
+        "config_paths",
+        "continue_sessions",
+        "max_line_bytes",
+        "max_sessions",
+        "shard_text",
+        "store_url",
+        "idle_ttl",
+        "fail_closed",
+    ),
 )
 @click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
 @max_repeats_option()
@@ -61,15 +71,16 @@ def _say(message: str) -> None:
     type=click.Choice(names()),
     default="events",
     show_default=True,
-    help="Input format. An input that looks like another format, or gives no tool "
-    "call, is named on stderr (and is unreadable for --strict).",
+    metavar="NAME",
+    help="Input format (loop-brake help formats). An input that looks like another "
+    "format, or gives no tool call, is named on stderr.",
 )
 @click.option(
     "--only",
     type=click.Choice(VERDICT_KINDS),
     multiple=True,
-    help="Print only these verdicts (repeatable). stop and warn come from a policy: "
-    "a stop is a denial (deny prints it too); warn is a pass that runs with a warning.",
+    metavar="KIND",
+    help="Print only these verdicts (repeatable): pass, deny, error; stop, warn (from a policy).",
 )
 @click.option("--fail-on-deny", is_flag=True, help="Exit 1 if any call was denied.")
 @click.option(
@@ -102,18 +113,19 @@ def _say(message: str) -> None:
 @policy_option()
 @store_options
 def filter_command(**params: Any) -> int:
-    """Read tool-call events from FILES (stdin when none, or -) and print a verdict per event.
+    """Judge the tool calls read from FILES (stdin when none, or -): one verdict line
+    per call, in input order, flushed whenever the input pauses (so `tail -f log |
+    loop-brake filter` answers each call at once).
 
     \b
     Input, one JSON object per line:
-      {"tool": "search", "args": {"q": "weather"}, "sessionId": "s1", "callId": "c7"}
-    Output, one JSON line per event, in input order:
-      {"verdict":"pass","line":1,"toolName":"search","sessionId":"s1","callId":"c7",
-       "count":1,"maxRepeats":3,"hashPrefix":"35dca543bb3b"}
+      {"tool":"search","args":{"q":"weather"},"sessionId":"s1","callId":"c7"}
+    Output:
+      {"verdict":"pass","line":1,"toolName":"search","sessionId":"s1",
+       "callId":"c7","count":1,"maxRepeats":3,"hashPrefix":"35dca543bb3b"}
 
-    Verdicts are flushed whenever the input pauses, so `tail -f log | loop-brake
-    filter` answers each call at once. Bad lines get an error verdict and the run
-    goes on. Arguments never appear in the output.
+    Bad lines get an error verdict and the run goes on. Arguments never appear
+    in the output.
     """
     return run_filter(FilterOptions(**params))
 

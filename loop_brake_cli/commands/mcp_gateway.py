@@ -26,8 +26,8 @@ from ._options import (
 PROG = "loop-brake mcp-gateway"
 
 GATEWAY_EXIT_HELP = (
-    "Exit status: 0 after SIGINT or SIGTERM; 2 usage or configuration error "
-    "(including an address it cannot listen on), before it listens."
+    "Exit status: 0 after SIGINT or SIGTERM; before it listens, 2 usage or configuration "
+    "error (an address it cannot listen on too), 3 an unreadable --policy."
 )
 
 
@@ -40,6 +40,16 @@ def _note(message: str) -> None:
     cls=Command,
     epilog=GATEWAY_EXIT_HELP,
     short_help="Serve a remote MCP server to many agents, behind the brake.",
+    more=(
+        "forward_auth",
+        "anonymous",
+        "max_body",
+        "timeout",
+        "read_timeout",
+        "store_url",
+        "idle_ttl",
+        "fail_closed",
+    ),
     context_settings={"allow_interspersed_args": False},
 )
 @click.argument("server_command", nargs=-1, required=False, type=click.UNPROCESSED)
@@ -102,16 +112,16 @@ def mcp_gateway_command(**params: Any) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
     \b
-    loop-brake mcp-gateway --listen 127.0.0.1:8808 --upstream https://mcp.example.com/mcp \\
+    loop-brake mcp-gateway --upstream https://mcp.example.com/mcp \\
       --header 'Authorization: Bearer env:EXAMPLE_TOKEN'
-    loop-brake mcp-gateway --upstream -- npx -y @modelcontextprotocol/server-everything
+    loop-brake mcp-gateway --upstream -- \\
+      npx -y @modelcontextprotocol/server-everything
 
     Agents connect to http://127.0.0.1:8808/mcp (any path) with Streamable HTTP.
     Each tools/call counts in its session: params._meta["loop-brake/session"],
     else a Loop-Brake-Session header, else the Mcp-Session-Id, else a digest of
     the Authorization header; with none, --anonymous decides. A denied call never
     reaches the upstream: the agent gets a tool error (isError: true).
-    With --store redis://... several gateways behind one address share streaks.
     """
     return run_mcp_gateway(GatewayCommandOptions(**params))
 

@@ -37,10 +37,10 @@ from ._options import (
 PROG = "loop-brake mcp-proxy"
 
 PROXY_EXIT_HELP = (
-    "Exit status: the server's own (128+N if signal N ended it); 2 usage or configuration "
-    "error, before the server starts; 5 standard output could not be written (closed or "
-    "read-only: the server is not started; a full disk later: the server is stopped); "
-    "126 the server could not be run; 127 the server command was not found."
+    "Exit status: the server's own (128+N if signal N ended it; with --url, 0 when the "
+    "client leaves); before the server starts, 2 usage or configuration error, 3 an "
+    "unreadable --policy; 5 standard output could not be written; 126 the server could "
+    "not be run; 127 the server command was not found."
 )
 
 
@@ -53,6 +53,15 @@ def _note(message: str) -> None:
     cls=Command,
     epilog=PROXY_EXIT_HELP,
     short_help="Run an MCP stdio server behind the brake.",
+    more=(
+        "header_specs",
+        "timeout",
+        "read_timeout",
+        "shutdown_timeout",
+        "store_url",
+        "idle_ttl",
+        "fail_closed",
+    ),
     context_settings={"allow_interspersed_args": False},
 )
 @click.argument("server_command", nargs=-1, required=False, type=click.UNPROCESSED)
@@ -74,14 +83,15 @@ def _note(message: str) -> None:
 @max_repeats_option()
 @shadow_option("Never deny: forward every call, and log (and note on stderr) what would have been.")
 @log_option(
-    "Append to FILE the verdict lines replay --verdicts --format mcp would print for "
-    "the client's traffic (never arguments); created 0600, never through a symlink."
+    "Append the verdict line of each tools/call to FILE, as replay --verdicts --format "
+    "mcp prints them (never arguments; created 0600)."
 )
 @click.option(
     "--shutdown-timeout",
     type=click.FloatRange(min=0),
     default=DEFAULT_SHUTDOWN_TIMEOUT,
     show_default=True,
+    metavar="SECONDS",
     help="After the client disconnects: seconds before SIGTERM, and again before SIGKILL.",
 )
 @policy_option()
@@ -90,33 +100,24 @@ def _note(message: str) -> None:
     "label",
     metavar="KEY",
     default=None,
-    help=(
-        "Name the streaks KEY#1, KEY#2... instead of mcp#1 (a new one per initialize). "
-        "Needed with --store: proxies with the same KEY share a streak, so give each "
-        "agent session its own."
-    ),
+    help="Name the streaks KEY#1, KEY#2... (default mcp#1...); needed with --store, "
+    "where proxies with the same KEY share a streak: one KEY per agent session.",
 )
 @store_options
 def mcp_proxy_command(**params: Any) -> int:
-    """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client sends it.
+    """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client
+    sends it. In the client's configuration, put the proxy in front of the server:
 
     \b
-    In the client's configuration, put the proxy in front of the server:
       loop-brake mcp-proxy -- npx -y @modelcontextprotocol/server-filesystem /tmp
       loop-brake mcp-proxy --url https://mcp.example.com/mcp \\
         --header 'Authorization: Bearer env:EXAMPLE_TOKEN'
 
-    With --url the server is remote (Streamable HTTP): the proxy speaks stdio to
-    the client and HTTP to the server, with the same verdicts and answers;
-    stderr and the exit status are the proxy's own (0 when the client leaves).
-
-    The server gets the proxy's environment, working directory and stderr.
     Every line passes through unchanged, except a tools/call the brake denies:
     the server never sees it, and the client gets a tool error (isError: true)
-    with the loop-brake message for the same id. The connection is the
-    session (mcp#1); an initialize request after other traffic starts the next
-    (mcp#2) with fresh streaks. Signals (INT, TERM, HUP) are forwarded; the
-    proxy exits with the server's status.
+    for the same id. The connection is the session (mcp#1); an initialize after
+    other traffic starts the next (mcp#2) with fresh streaks. Signals are
+    forwarded. With --url the server is remote (Streamable HTTP).
     """
     return run_mcp_proxy(ProxyCommandOptions(**params))
 

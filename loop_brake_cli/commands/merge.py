@@ -61,11 +61,10 @@ def merge_command(
     """Combine the partial reports PARTIALS, in the order given, into the report that one
     replay of all their inputs in that order would have printed.
 
-    \b
-    Each partial is written by `loop-brake replay ... --partial FILE` (a piece of a
-    corpus: some files, or some row groups of a Parquet dataset, replayed anywhere);
-    all must be made with the same maxRepeats, policy and --sweep. The outputs are
-    replay's: the text summary, --json, --html.
+    Each partial is written by `loop-brake replay ... --partial FILE` (a piece
+    of a corpus: some files, or some row groups of a Parquet dataset, replayed
+    anywhere); all must be made with the same maxRepeats, policy and --sweep.
+    The outputs are replay's: the text summary, --json, --html.
 
     \b
       loop-brake replay runs/a/ --partial a.json

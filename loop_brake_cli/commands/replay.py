@@ -59,6 +59,21 @@ def _fail(message: str) -> None:
     cls=Command,
     epilog=epilog("replay"),
     short_help="Replay saved transcripts: where the brake would have stopped the agent.",
+    more=(
+        "config_paths",
+        "continue_sessions",
+        "verdicts",
+        "max_rows",
+        "strict",
+        "max_line_bytes",
+        "compare_path",
+        "prices_path",
+        "partial_path",
+        "outcomes_path",
+        "tolerance_text",
+        "stop_after",
+        "suggest_policy",
+    ),
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @max_repeats_option(
@@ -73,9 +88,8 @@ def _fail(message: str) -> None:
     "format_name",
     type=click.Choice(names()),
     default=None,
-    help="Read every file as this format (default: detected per file), as filter does: "
-    "a file that looks like another format is read with a warning; one that gives no "
-    "tool call is unreadable.",
+    metavar="NAME",
+    help="Read every file as NAME (loop-brake help formats; default: detected per file).",
 )
 @click.option(
     "--continue-sessions",
@@ -86,7 +100,7 @@ def _fail(message: str) -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help='Print the summary as one JSON document (an error as {"error": ...}).',
+    help='Print the summary as one JSON document (an error: {"error": ...}).',
 )
 @click.option(
     "--verdicts",
@@ -96,7 +110,7 @@ def _fail(message: str) -> None:
 @sweep_option("Also tabulate what each maxRepeats in LOW..HIGH (e.g. 2..10) would deny.")
 @html_option(
     "Also write the report as one self-contained HTML page to FILE (- for stdout, "
-    "instead of the summary): totals, a sortable table, a timeline of each session."
+    "instead of the summary)."
 )
 @rows_option(
     "Rows per table of the summary (all: every one); beyond them, the sessions the "
@@ -142,28 +156,16 @@ def _fail(message: str) -> None:
 )
 @suggest_option()
 def replay_command(**params: Any) -> int:
-    """Replay transcripts from PATHS (files, directories searched recursively, or -)
-    through the brake and summarise where it would have stopped each agent.
-
-    \b
-    Every file is its own run; its format is detected from its content
-    (--format forces one) and .gz files are read transparently. The summary
-    lists sessions, their longest identical streak, each denial and how many
-    more identical calls the agent made after it, what those calls cost (model
-    turns and tokens where the transcript records usage; dollars with --prices),
-    a histogram of streak lengths, and what the exact match cannot catch (A/B
-    alternation, same tool with changing arguments). Unreadable files get a
-    located error on stderr, the other files are still reported, and the exit
-    status is 3. A file found in a directory that is not a transcript is
-    skipped, named once on stderr.
+    """Replay the transcripts in PATHS (files, directories searched recursively,
+    or -; each file's format detected) and summarise where the brake would have
+    stopped each agent: its longest identical streaks, each denial, and what the
+    calls after it cost. An unreadable file is named on stderr and the others
+    reported (exit 3). Arguments never appear in any output.
 
     \b
       loop-brake replay ~/.codex/sessions --sweep 2..10
-      loop-brake replay golden/ --fail-on-deny     # CI: healthy runs stay unbraked
-      loop-brake replay stuck/ --expect-deny       # CI: known loops are caught
-
-    Tool arguments never appear in any output: only tool names, session ids,
-    call ids, 12-hex hash prefixes and locations.
+      loop-brake replay golden/ --fail-on-deny  # CI: healthy runs stay unbraked
+      loop-brake replay stuck/ --expect-deny    # CI: known loops are caught
     """
     rows = click.get_current_context().get_parameter_source("max_rows")
     rows_given = rows not in (None, click.core.ParameterSource.DEFAULT)

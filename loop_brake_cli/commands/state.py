@@ -6,9 +6,9 @@ import time
 
 import click
 
-from ..core.exitcodes import ExitStatus
+from ..core.exitcodes import ExitStatus, epilog
 from ..render.visible import visible
-from ._command import Command
+from ._command import Command, CommandError, Group
 
 _STATE_HELP = (
     "SQLite state file (default: $LOOP_BRAKE_STATE, else "
@@ -58,12 +58,17 @@ def _failed(exc: Exception) -> ExitStatus:
     return ExitStatus.USAGE if isinstance(exc, NotAStoreError) else ExitStatus.UNREADABLE
 
 
-@click.group("state", short_help="List or reset the hook's per-session streaks.")
+@click.group(
+    "state",
+    cls=Group,
+    epilog=epilog("state"),
+    short_help="List or reset the hook's per-session streaks.",
+)
 def state_command() -> None:
     """List or reset the streaks `loop-brake hook` keeps on disk (never arguments)."""
 
 
-@state_command.command("list", cls=Command)
+@state_command.command("list", cls=Command, epilog=epilog("state"))
 @click.option("--session", "session", metavar="KEY", help="Only this session key.")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 @click.option("--store", "url", metavar="URL", help=_STORE_HELP)
@@ -131,14 +136,21 @@ def _listed(rows: list, session: str | None, as_json: bool, path: str) -> ExitSt
     return ExitStatus.OK
 
 
-@state_command.command("reset", cls=Command)
-@click.option("--session", "session", metavar="KEY", help="Only this session (default: all).")
+@state_command.command("reset", cls=Command, epilog=epilog("state"))
+@click.option("--session", "session", metavar="KEY", help="Forget this session's streak.")
+@click.option("--all", "every", is_flag=True, help="Forget every session's streak.")
 @click.option("--state", "path", metavar="PATH", help=_STATE_HELP)
 @click.option("--store", "url", metavar="URL", help=_STORE_HELP)
-def reset_command(session: str | None, path: str | None, url: str | None) -> int:
-    """Forget one session's streak, or every session's."""
+def reset_command(session: str | None, every: bool, path: str | None, url: str | None) -> int:
+    """Forget one session's streak (--session KEY), or every session's (--all)."""
     from ..stores import StoreError
 
+    if (session is None) == (not every):
+        raise CommandError(
+            "give --session KEY, or --all to forget every session"
+            if session is None
+            else "--session KEY and --all exclude each other: give one"
+        )
     store = _store(url, path)
     try:
         removed = store.reset(session)

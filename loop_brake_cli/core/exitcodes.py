@@ -1,10 +1,11 @@
 """Exit statuses a script can rely on: one table, for every command.
 
-``EXIT_TABLE`` is the only definition. Each command's ``--help`` epilog is
-generated from it (``epilog("filter")``), and ``tests/test_exit_table.py``
-checks that the README's "Exit status" table is exactly ``readme_table()``.
+``EXIT_TABLE`` is the only definition. ``loop-brake help exit-codes [COMMAND]``
+prints it (``table``); each command's ``--help`` names its statuses in a few words
+(``epilog("filter")``, from ``SHORT``) and points there; the README's "Exit
+status" table is ``readme_table()`` (``tests/test_exit_table.py`` checks both).
 A meaning is made of parts; a part that only some commands can give names
-them, so a command's help lists only what that command can return.
+them, so a command's table lists only what that command can return.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
         (
             Part(
                 "unreadable input: a file that cannot be opened or read, a missing one included",
-                ("filter", "replay", "merge", "check-config", "state"),
+                ("filter", "replay", "merge", "check-config", "state", "run"),
             ),
             Part(
                 "a `--config` PATCH_FILE that cannot be opened; standard input closed (`<&-`)",
@@ -157,11 +158,18 @@ def meanings(command: str | None = None) -> list[tuple[int, list[Part]]]:
 
 
 def readme_rows() -> list[tuple[str, str]]:
-    """The README's "Exit status" table, as (status, meaning) cells in Markdown."""
-    return [
-        (str(status), "; ".join(part.markdown() for part in parts).replace("|", "\\|"))
-        for status, parts in meanings()
-    ]
+    """The README's "Exit status" table, as (status, meaning) cells in Markdown: each
+    status in a few words and the commands that give it (``table`` says the rest)."""
+    rows = []
+    for status, parts in meanings():
+        commands = (
+            []
+            if any(not part.commands for part in parts)
+            else sorted({name for part in parts for name in part.commands}, key=COMMANDS.index)
+        )
+        given = ", ".join(f"`{name}`" for name in commands)
+        rows.append((str(status), SHORT[ExitStatus(status)] + (f" ({given})" if given else "")))
+    return rows
 
 
 def readme_table() -> str:
@@ -170,19 +178,38 @@ def readme_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def epilog(command: str | None = None, width: int = 76) -> str:
-    """The ``--help`` epilog of ``command``: its statuses, one per row, never rewrapped
-    (click indents an epilog by 2: ``width`` 76 keeps it within 80 columns)."""
-    lines = ["\b", "Exit status:"]
+SHORT: dict[ExitStatus, str] = {
+    ExitStatus.OK: "ok",
+    ExitStatus.BRAKE: "denied or a check failed, as asked",
+    ExitStatus.USAGE: "usage error",
+    ExitStatus.UNREADABLE: "unreadable input",
+    ExitStatus.NOT_FOUND: "not found",
+    ExitStatus.OUTPUT: "output failed",
+    ExitStatus.STOPPED: "agent stopped",
+    ExitStatus.NOT_INSTALLED: "brake not installed",
+    ExitStatus.INTERNAL: "bug",
+    ExitStatus.NO_AGENT: "agent not started",
+    ExitStatus.INTERRUPTED: "interrupted",
+}
+"""Each status in a few words: what ``--help`` and the README say; the table says the rest."""
+
+
+def table(command: str | None = None, width: int = 78) -> str:
+    """The statuses ``command`` can return (every command's for None), each with all it
+    means, one per row (``loop-brake help exit-codes [COMMAND]``)."""
+    lines = ["Exit status" + (f" of loop-brake {command}:" if command else ":")]
     for status, parts in meanings(command):
-        # the group's help lists every part, each naming the commands it is about
+        # the whole table names, in each part, the commands it is about
         said = (part.markdown() if command is None else part.text for part in parts)
         text = "; ".join(said).replace("`", "")
         lines += textwrap.wrap(
             text, width, initial_indent=f"  {status:<4} ", subsequent_indent=" " * 7
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
-EXIT_CODES_HELP = epilog()
-"""The whole table, for the command group's ``--help``."""
+def epilog(command: str) -> str:
+    """The ``--help`` epilog of ``command``: its statuses in a few words, and where the
+    table says what each means (click wraps it)."""
+    said = "; ".join(f"{status} {SHORT[ExitStatus(status)]}" for status, _ in meanings(command))
+    return f"Exit status: {said}. Each explained by: loop-brake help exit-codes {command}"

@@ -10,6 +10,7 @@ make the file unusable; warnings (a rule shadowed by an earlier one) do not.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -87,10 +88,12 @@ class Problem:
 
 
 class PolicyError(ValueError):
-    """An unusable policy file; ``problems`` are its located errors."""
+    """An unusable policy file; ``problems`` are its located errors. ``unopened``: it could
+    not be opened or read (an unreadable input, exit 3, not a mistake in it)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], unopened: bool = False) -> None:
         self.problems = problems
+        self.unopened = unopened
         super().__init__("\n".join(str(problem) for problem in problems))
 
 
@@ -656,7 +659,8 @@ def read_policy_bytes(path: str, limit: int = MAX_POLICY_BYTES) -> bytes:
     try:
         return read_small_file(path, "policy file", limit)
     except SmallFileError as exc:
-        raise PolicyError([Problem(path, None, None, str(exc))]) from None
+        unopened = exc.unreadable or os.path.isdir(path)  # a directory is no file to read
+        raise PolicyError([Problem(path, None, None, str(exc))], unopened) from None
 
 
 def load_policy(path: str) -> Policy:
