@@ -93,6 +93,17 @@ class RedisServer:
                     return rest[:size].decode(errors="replace")
         raise OSError("redis-server closed the connection")
 
+    def freeze(self) -> None:
+        """SIGSTOP: the server takes connections (the kernel does) but answers nothing
+        until ``thaw``; a hung server for as long as the test needs, not a timed pause."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: the frozen server answers again, the commands it was sent first."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL by pid (a crash, no shutdown)."""
         if self.process is not None and self.process.poll() is None:

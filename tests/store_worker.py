@@ -1,14 +1,16 @@
 """One process of a fleet, for tests/test_store_redis.py: counts calls into a shared store
 and prints one JSON line per call (never arguments: indexes into the test's tables).
 
-    python tests/store_worker.py URL MODE START N WORKER [POLICY]
+    python tests/store_worker.py URL MODE SYNC N WORKER [POLICY]
 
-``START`` is a wall-clock time to wait for, so the processes of a test overlap.
+``SYNC`` is a folder: the worker, its store open, creates ``SYNC/ready-WORKER`` and
+waits for ``SYNC/go``, which the test creates once every worker is ready, so the
+processes of a test overlap however slowly each one starts (no guessed delay).
 Modes: ``same`` (N identical calls of session s), ``mixed`` (N calls drawn from two
 tools x two argument sets, unique call ids, seeded by WORKER), ``sessions:K`` (N
 identical calls spread over sessions s0..sK-1), ``storm`` (identical calls until the
-file N exists; a store failure prints an error line and goes on; a call made once
-the file N.restarted exists says so).
+file N exists; a store failure prints an error line, creates ``SYNC/failed-WORKER``
+and goes on; a call made once the file N.restarted exists says so).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ ARGS = ({"p": 1}, {"p": 2})
 
 
 def main() -> None:
-    url, mode, start, n, worker = sys.argv[1:6]
+    url, mode, sync, n, worker = sys.argv[1:6]
     policy = None
     if len(sys.argv) > 6:
         from loop_brake_cli.core.policy import load_policy
@@ -38,7 +40,8 @@ def main() -> None:
     wording = LoopBrake(3, policy=policy)  # words a store's state as a verdict
     rng = random.Random(int(worker))
     same = call_digest(TOOLS[0], ARGS[0])
-    while time.time() < float(start):
+    open(os.path.join(sync, f"ready-{worker}"), "w").close()
+    while not os.path.exists(os.path.join(sync, "go")):
         time.sleep(0.005)
     out = sys.stdout
     if mode == "storm":
@@ -49,6 +52,7 @@ def main() -> None:
                 verdict = wording.slot_verdict(state, "s", None, duplicate)
             except StoreError as exc:
                 out.write(json.dumps({"error": str(exc)}) + "\n")
+                open(os.path.join(sync, f"failed-{worker}"), "w").close()
                 time.sleep(0.01)
                 continue
             out.write(json.dumps({"count": verdict.count, "restarted": restarted}) + "\n")

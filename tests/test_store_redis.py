@@ -43,14 +43,14 @@ after_denials = 4
 """
 
 
-def _workers(url: str, mode: str, n: int, processes: int, policy: str | None = None) -> list:
-    """Run ``processes`` store workers at once; every JSON line they printed."""
-    start = str(time.time() + 1.5)
-    extra = [policy] if policy else []
-    url += "?socket_timeout=5&socket_connect_timeout=5"  # no spurious timeout on a loaded CI
+def _spawn_workers(sync: Path, args: list[str], processes: int) -> list[subprocess.Popen]:
+    """``processes`` store workers (tests/store_worker.py URL MODE SYNC N WORKER ...),
+    released together once every one is ready: they overlap however slowly each starts."""
+    sync.mkdir()
+    url, mode, *rest = args
     procs = [
         subprocess.Popen(
-            [sys.executable, WORKER, url, mode, start, str(n), str(k), *extra],
+            [sys.executable, WORKER, url, mode, str(sync), rest[0], str(k), *rest[1:]],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=cli_env(),
@@ -58,6 +58,30 @@ def _workers(url: str, mode: str, n: int, processes: int, policy: str | None = N
         )
         for k in range(processes)
     ]
+    while not all((sync / f"ready-{k}").exists() for k in range(processes)):
+        for proc in procs:
+            if proc.poll() is not None:  # died before it was ready: say why, not hang
+                stop_all(procs)
+                raise AssertionError(proc.stderr.read().decode())  # type: ignore[union-attr]
+        time.sleep(0.005)
+    (sync / "go").touch()
+    return procs
+
+
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _workers(
+    sync: Path, url: str, mode: str, n: int, processes: int, policy: str | None = None
+) -> list:
+    """Run ``processes`` store workers at once; every JSON line they printed."""
+    extra = [policy] if policy else []
+    url += "?socket_timeout=5&socket_connect_timeout=5"  # no spurious timeout on a loaded CI
+    procs = _spawn_workers(sync, [url, mode, str(n), *extra], processes)
     records = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -76,9 +100,11 @@ def policy_file(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("with_policy", [False, True], ids=["seed-script", "policy-cas"])
 def test_8_processes_x_250_identical_calls_lose_no_update(
-    redis_url: str, policy_file: str, with_policy: bool
+    redis_url: str, policy_file: str, with_policy: bool, tmp_path: Path
 ) -> None:
-    records = _workers(redis_url, "same", 250, 8, policy_file if with_policy else None)
+    records = _workers(
+        tmp_path / "sync", redis_url, "same", 250, 8, policy_file if with_policy else None
+    )
     assert len(records) == 2000
     assert sorted(r["count"] for r in records) == list(range(1, 2001))
     assert sorted(r["version"] for r in records) == list(range(1, 2001))
@@ -90,11 +116,13 @@ def test_8_processes_x_250_identical_calls_lose_no_update(
 
 @pytest.mark.parametrize("with_policy", [False, True], ids=["seed-script", "policy-cas"])
 def test_6_processes_of_mixed_calls_replay_in_the_stores_order(
-    redis_url: str, policy_file: str, with_policy: bool
+    redis_url: str, policy_file: str, with_policy: bool, tmp_path: Path
 ) -> None:
     """Sorted by the version each decision wrote, the calls of 6 processes replayed
     through the one-process rule (LoopBrake in memory) get every verdict again."""
-    records = _workers(redis_url, "mixed", 150, 6, policy_file if with_policy else None)
+    records = _workers(
+        tmp_path / "sync", redis_url, "mixed", 150, 6, policy_file if with_policy else None
+    )
     records.sort(key=lambda r: r["version"])
     assert [r["version"] for r in records] == list(range(1, 901))
     from loop_brake_cli.core.policy import load_policy
@@ -109,8 +137,8 @@ def test_6_processes_of_mixed_calls_replay_in_the_stores_order(
     assert Counter(r["denied"] for r in records)[True] > 0  # the draw did repeat calls
 
 
-def test_64_sessions_x_8_processes(redis_url: str) -> None:
-    records = _workers(redis_url, "sessions:64", 200, 8)
+def test_64_sessions_x_8_processes(redis_url: str, tmp_path: Path) -> None:
+    records = _workers(tmp_path / "sync", redis_url, "sessions:64", 200, 8)
     by_session: dict[str, list] = {}
     for r in records:
         by_session.setdefault(r["session"], []).append(r)
@@ -192,14 +220,14 @@ def test_three_filter_processes_one_after_another_deny_the_third(redis_url: str)
 def test_a_hook_with_the_server_stopped_allows_at_once_with_one_line() -> None:
     """The issue's third "Done when" (and credentials never printed)."""
     url = f"redis://admin:{PASSWORD}@127.0.0.1:{free_port()}/0?password={PASSWORD}"
-    done = _hook("--store", url, input=_claude("s", "ls"), timeout=3)
+    done = _hook("--store", url, input=_claude("s", "ls"))
     assert done.returncode == 0 and _allowed(done.stdout)
     assert PASSWORD.encode() not in done.stdout and b"admin" not in done.stdout
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1, lines
     assert "cannot connect" in lines[0] and "allowed" in lines[0]
     assert PASSWORD not in lines[0] and "admin" not in lines[0] and "Traceback" not in lines[0]
-    closed = _hook("--store", url, "--fail-closed", input=_claude("s", "ls"), timeout=3)
+    closed = _hook("--store", url, "--fail-closed", input=_claude("s", "ls"))
     assert b'"permissionDecision":"deny"' in closed.stdout
     assert PASSWORD.encode() not in closed.stdout + closed.stderr
 
@@ -285,8 +313,8 @@ def test_idle_sessions_expire(redis_server: RedisServer, redis_url: str) -> None
     assert store.count_call("ttl", "read", digest, None, 3)[0].count == 2
     ttl = int(redis_server.command("PTTL", "lb:v1:{ttl}"))
     assert 0 < ttl <= 500
-    time.sleep(0.8)
-    assert redis_server.command("EXISTS", "lb:v1:{ttl}") == "0"
+    # the server expires the key: waited for, not slept on
+    _wait_for(lambda: redis_server.command("EXISTS", "lb:v1:{ttl}") == "0", "never expired")
     assert store.count_call("ttl", "read", digest, None, 3)[0].count == 1
     store.close()
 
@@ -299,18 +327,22 @@ def private_server():
     server.stop()
 
 
-def test_client_pause_times_out_and_the_call_still_gets_a_verdict(
+def test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict(
     private_server: RedisServer,
 ) -> None:
+    """The server stops answering (frozen by SIGSTOP: it accepts, never replies) for as
+    long as the test wants, then answers again (SIGCONT): no pause that must outlast
+    the calls made during it."""
     warned: list[str] = []
     brake = LoopBrake(3, store=private_server.url, warn=warned.append)
     assert brake.check("read", {"p": 1}, session_id="p").count == 1
-    paused_at = time.monotonic()
-    private_server.command("CLIENT", "PAUSE", "1500", "ALL")
-    with pytest.raises(StoreUnavailable, match="no answer within 0.2 s"):
-        brake.store.count_call("p", "read", call_digest("read", {"p": 1}), None, 3)
-    paused = brake.check("read", {"p": 1}, session_id="p")
-    time.sleep(max(0.0, 1.7 - (time.monotonic() - paused_at)))  # the pause ends by itself
+    private_server.freeze()
+    try:
+        with pytest.raises(StoreUnavailable, match="no answer within 0.2 s"):
+            brake.store.count_call("p", "read", call_digest("read", {"p": 1}), None, 3)
+        paused = brake.check("read", {"p": 1}, session_id="p")
+    finally:
+        private_server.thaw()
     assert (paused.denied, paused.count, paused.rule) == (False, 0, "store")
     assert len(warned) == 1 and "allowed (fail-open)" in warned[0]
     again = brake.check("read", {"p": 1}, session_id="p")
@@ -335,22 +367,13 @@ def test_kill_9_during_a_storm_then_restart(private_server: RedisServer, tmp_pat
     line, and on the new server the streak starts again at 1: the calls made after
     the restart got distinct counts, all within the new server's final count."""
     stop = tmp_path / "stop"
-    start = str(time.time() + 1.0)
+    sync = tmp_path / "sync"
     url = private_server.url + "?socket_timeout=2&socket_connect_timeout=2"  # a loaded CI
-    procs = [
-        subprocess.Popen(
-            [sys.executable, WORKER, url, "storm", start, str(stop), str(k)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=cli_env(),
-            cwd=ROOT,
-        )
-        for k in range(4)
-    ]
+    procs = _spawn_workers(sync, [url, "storm", str(stop)], 4)
     try:
         _wait_for_count(private_server, 100)
         private_server.kill()
-        time.sleep(0.3)
+        _wait_for(lambda: any(sync.glob("failed-*")), "no worker saw the server gone")
         private_server.start()
         Path(str(stop) + ".restarted").touch()
         _wait_for_count(private_server, 100)
@@ -378,23 +401,42 @@ def test_kill_9_during_a_storm_then_restart(private_server: RedisServer, tmp_pat
     assert set(after) <= set(range(1, final + 1)) and final < before + len(after)
 
 
-def _wait_for_count(server: RedisServer, count: int, within: float = 60) -> None:
-    """Until the storm's streak reaches ``count``."""
+def _wait_for(condition, failure: str, within: float = 300) -> None:
+    """Until ``condition()`` holds; ``within`` only turns a hang into a failure."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.02)
+
+
+def _wait_for_count(server: RedisServer, count: int) -> None:
+    """Until the storm's streak reaches ``count``."""
+
+    def reached() -> bool:
         try:
             found = server.command("HGET", "lb:v1:{s}", "c")
         except OSError:
             found = ""
-        if found.isdigit() and int(found) >= count:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the storm did not reach count {count}")
+        return found.isdigit() and int(found) >= count
+
+    _wait_for(reached, f"the storm did not reach count {count}")
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand: the breaker's cool-down passes when
+    the test says so, not after a sleep that must outlast starting a server."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
     port = free_port()
-    store = RedisStore(f"redis://127.0.0.1:{port}/0", breaker_cooldown=0.5)
+    clock = FakeClock()
+    store = RedisStore(f"redis://127.0.0.1:{port}/0", breaker_cooldown=0.5, clock=clock)
     digest = call_digest("read", {})
     for _ in range(3):
         with pytest.raises(StoreUnavailable, match="cannot connect"):
@@ -405,7 +447,11 @@ def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
         with pytest.raises(StoreUnavailable, match="circuit open after 3 failures"):
             store.count_call("b", "read", digest, None, 3)
         assert server.command("DBSIZE") == "0"
-        time.sleep(0.6)
+        clock.now += 0.25  # still open, however long the server took to start
+        with pytest.raises(StoreUnavailable, match="circuit open after 3 failures"):
+            store.count_call("b", "read", digest, None, 3)
+        assert server.command("DBSIZE") == "0"
+        clock.now += 0.25  # the cool-down is over: one call may try, and it gets through
         assert store.count_call("b", "read", digest, None, 3)[0].count == 1
     finally:
         store.close()
@@ -423,9 +469,7 @@ def test_a_unix_socket_url(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _wait_for(sock.exists, "redis-server made no socket", within=60)
         store = open_store(f"unix://{sock}?db=0")
         digest = call_digest("read", {})
         assert [store.count_call("u", "read", digest, None, 3)[0].count for _ in range(3)] == [

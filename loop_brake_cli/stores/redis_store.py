@@ -44,6 +44,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -98,7 +99,14 @@ class _Breaker:
     """Open after ``failures`` unreachable answers in a row: calls fail at once until
     the cool-down ends, then one may try (a failure reopens it for twice as long)."""
 
-    def __init__(self, failures: int, cooldown: float, max_cooldown: float) -> None:
+    def __init__(
+        self,
+        failures: int,
+        cooldown: float,
+        max_cooldown: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.clock = clock
         self.threshold = failures
         self.cooldown = cooldown
         self.max_cooldown = max_cooldown
@@ -107,7 +115,7 @@ class _Breaker:
 
     def check(self, label: str) -> None:
         if self.failures >= self.threshold:
-            left = self.open_until - time.monotonic()
+            left = self.open_until - self.clock()
             if left > 0:
                 raise StoreUnavailable(
                     f"redis store {label}: not asked (circuit open after "
@@ -118,7 +126,7 @@ class _Breaker:
         self.failures += 1
         if self.failures >= self.threshold:
             wait = self.cooldown * 2 ** (self.failures - self.threshold)
-            self.open_until = time.monotonic() + min(wait, self.max_cooldown)
+            self.open_until = self.clock() + min(wait, self.max_cooldown)
 
     def succeeded(self) -> None:
         self.failures = 0
@@ -136,7 +144,10 @@ class RedisStore:
         timeout: float = DEFAULT_TIMEOUT,
         breaker_failures: int = BREAKER_FAILURES,
         breaker_cooldown: float = BREAKER_COOLDOWN,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock`` times the breaker's cool-down (seconds, monotonic): a test passes
+        one it moves by hand, so no test sleeps until a cool-down has passed."""
         self.url = url
         self.label = redact(url)
         self.idle_ttl = idle_ttl
@@ -146,7 +157,7 @@ class RedisStore:
         self.conflicts = 0
         """Compare-and-set conflicts retried (policy decisions and results)."""
         self._ttl_ms = str(max(1, int(idle_ttl * 1000)))
-        self._breaker = _Breaker(breaker_failures, breaker_cooldown, BREAKER_MAX_COOLDOWN)
+        self._breaker = _Breaker(breaker_failures, breaker_cooldown, BREAKER_MAX_COOLDOWN, clock)
         self._client: Any = None
         self._step: Any = None
         self._cas: Any = None
