@@ -72,6 +72,50 @@ def _own_state_home(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
 
 
+# System call numbers by machine, for wait_in_syscall (Linux's /proc/PID/task/TID/syscall).
+SYSCALLS = {
+    "x86_64": {"read": {0}, "write": {1}, "select": {7, 23, 232, 270, 271, 281}},
+    "aarch64": {"read": {63}, "write": {64}, "select": {22, 72, 73}},
+}
+
+
+def wait_in_syscall(
+    pid: int, kind: str, fd: int | None = None, threads: int = 1, within: float = 120
+) -> None:
+    """Until ``threads`` threads of ``pid`` are blocked in a ``kind`` system call ("read",
+    "write", or "select": select, poll or epoll), on descriptor ``fd`` if given: the event
+    a test acts on (a process blocked reading its stdin, waiting on a full pipe), never a
+    guessed delay. ``within`` only turns a hang into a failure. Skips where Linux's
+    /proc/PID/syscall cannot be read (no other way to see it)."""
+    import platform
+    import time
+
+    numbers = SYSCALLS.get(platform.machine(), {}).get(kind)
+    if numbers is None or not os.path.exists(f"/proc/{pid}/syscall"):
+        pytest.skip(f"needs Linux's /proc/PID/syscall (x86_64 or aarch64) to see {kind}(2)")
+    deadline = time.monotonic() + within
+    while True:
+        blocked = 0
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            tids = []
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/syscall") as handle:
+                    words = handle.read().split()
+            except OSError:  # the thread ended, or the kernel refused
+                continue
+            if words and words[0].isdigit() and int(words[0]) in numbers:
+                if fd is None or int(words[1], 16) == fd:
+                    blocked += 1
+        if blocked >= threads:
+            return
+        assert os.path.exists(f"/proc/{pid}"), f"process {pid} is gone"
+        assert time.monotonic() < deadline, f"{pid}: never {threads} thread(s) in {kind}(2)"
+        time.sleep(0.01)
+
+
 SHARED_SKIP = (
     "needs the workplace's real samples, shared/samples-real: absent here; "
     "set LOOP_BRAKE_SHARED=/path/to/shared to run it (see docs/DEVELOPING.md)"

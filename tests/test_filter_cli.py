@@ -13,11 +13,10 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli, spawn_cli
+from conftest import ROOT, cli_env, run_cli, spawn_cli, wait_in_syscall
 
 SEARCH = b'{"tool":"search","args":{"q":"weather"},"sessionId":"s1"}'
 OTHER = b'{"tool":"read_file","args":{"path":"a"},"sessionId":"s1"}'
@@ -272,19 +271,6 @@ def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert status == 0
 
 
-def _wait_until_blocked_reading(pid: int, deadline: float) -> None:
-    """Until the process sleeps in read(2) on its stdin (Linux: /proc/PID/syscall), or
-    the deadline: the event the signal is sent on, not a guessed delay."""
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/syscall") as handle:
-                if handle.read().startswith("0 0x0 "):  # read (x86-64: 0) on fd 0
-                    return
-        except OSError:  # no /proc, or not allowed: the deadline is the event
-            pass
-        time.sleep(0.01)
-
-
 def test_ctrl_c_exits_130_without_traceback() -> None:
     proc = spawn_cli("filter")
     try:
@@ -294,7 +280,7 @@ def test_ctrl_c_exits_130_without_traceback() -> None:
         assert ready, "no verdict within 120 s"
         first = proc.stdout.readline()  # type: ignore[union-attr]  # it is up and waiting
         assert json.loads(first)["verdict"] == "pass"
-        _wait_until_blocked_reading(proc.pid, time.monotonic() + 5)
+        wait_in_syscall(proc.pid, "read", fd=0)  # it waits for the next line
         proc.send_signal(signal.SIGINT)
         status = proc.wait(timeout=120)
     finally:

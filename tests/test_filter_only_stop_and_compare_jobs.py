@@ -51,14 +51,17 @@ def test_compare_policy_with_jobs_reads_the_files_at_once(tmp_path: Path) -> Non
     replay = subprocess.Popen(command, stdout=subprocess.PIPE, env=cli_env())
     try:
         for fifo, sample in ((second, STUCK), (first, str(SAMPLES / "healthy-session.jsonl"))):
-            deadline = time.monotonic() + 30  # only so a regression fails instead of hanging
+            # a regression waits on the first FIFO for ever: the deadline only turns that
+            # hang into a failure, generous enough for a loaded machine's start-up
+            deadline = time.monotonic() + 300
             while True:
                 try:
                     fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no reader yet
                     break
                 except OSError:
+                    assert replay.poll() is None, f"replay exited before opening {fifo.name}"
                     assert time.monotonic() < deadline, f"{fifo.name} was never opened"
-                    time.sleep(0.05)
+                    time.sleep(0.01)
             os.set_blocking(fd, True)
             with os.fdopen(fd, "wb") as writer:
                 writer.write(Path(sample).read_bytes())

@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env
+from conftest import ROOT, cli_env, wait_in_syscall
 from hook_helpers import claude_input, hook
 
 HOOK = [sys.executable, "-m", "loop_brake_cli", "hook"]
@@ -31,7 +30,7 @@ def test_ctrl_c_while_waiting_for_input_follows_the_failure_policy(
         env=cli_env(),
         cwd=ROOT,
     )
-    time.sleep(1.0)  # started and blocked reading stdin
+    wait_in_syscall(proc.pid, "read", fd=0)  # started and blocked reading stdin
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert b"Traceback" not in err

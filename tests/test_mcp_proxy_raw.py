@@ -14,11 +14,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env
+from conftest import ROOT, cli_env, wait_in_syscall
 
 from loop_brake_cli.core.canonical import call_hash
 from loop_brake_cli.core.verdicts import deny_message
@@ -401,11 +400,13 @@ def test_non_blocking_stdio_from_the_client_is_waited_on_not_taken_for_eof() -> 
     os.close(in_read)
     os.close(out_write)
     line = b'{"jsonrpc":"2.0","method":"x","params":"' + b"n" * (4 << 20) + b'"}\n'
-    time.sleep(0.5)  # the proxy now reads an empty non-blocking pipe
+    wait_in_syscall(proc.pid, "select")  # the proxy found the empty pipe and waits on it
     with os.fdopen(in_write, "wb") as to_proxy, os.fdopen(out_read, "rb") as from_proxy:
         to_proxy.write(line)
         to_proxy.flush()
-        time.sleep(0.3)  # the proxy now writes into a full non-blocking pipe
+        # the line came back from the server: the proxy waits on the full pipe (and on
+        # the empty one again)
+        wait_in_syscall(proc.pid, "select", threads=2)
         assert from_proxy.readline() == line
         to_proxy.close()
         assert from_proxy.read() == b""

@@ -8,14 +8,17 @@ traceback, and the documented exit status (5: output could not be written;
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, run_cli
+from conftest import ROOT, cli_env, run_cli, spawn_cli
 
 SAMPLE = "samples/stuck-agent.jsonl"
 CONFIG = "samples/config/bundle/cordis.patch.yml"
@@ -97,15 +100,35 @@ def test_a_directory_given_to_filter_is_unreadable_input(tmp_path: Path) -> None
     assert b"Is a directory" in result.stderr
 
 
+def _has_reader(fifo: Path) -> bool:
+    """Whether some process holds ``fifo`` open for reading (a non-blocking open for
+    writing succeeds only then; ENXIO otherwise)."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        return False
+    return True
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_replay_of_a_directory_skips_a_fifo(tmp_path: Path, jobs: str) -> None:
+    """Nobody writes the FIFO: a replay that opened it would block for ever. The test
+    waits for the replay's exit, and any reader on the FIFO meanwhile gets EOF (a
+    writer opened and closed) and fails the test: no timeout to outlast."""
     shutil.copy(ROOT / SAMPLE, tmp_path / "a.jsonl")
-    os.mkfifo(tmp_path / "b.jsonl")  # nobody writes: opening it would block forever
-    result = run_cli("replay", "-j", jobs, "--json", str(tmp_path), timeout=30)
-    assert result.returncode == 0, result.stderr
-    assert b'"a.jsonl"' in result.stdout or b"a.jsonl" in result.stdout
-    assert b"b.jsonl" not in result.stdout
+    fifo = tmp_path / "b.jsonl"
+    os.mkfifo(fifo)
+    proc = spawn_cli("replay", "-j", jobs, "--json", str(tmp_path))
+    opened = False
+    while proc.poll() is None:
+        opened = _has_reader(fifo) or opened  # each reader then sees EOF and goes on
+        time.sleep(0.01)
+    out, err = proc.communicate()
+    assert not opened, "replay opened the FIFO"
+    assert proc.returncode == 0, err
+    assert b'"a.jsonl"' in out or b"a.jsonl" in out
+    assert b"b.jsonl" not in out
 
 
 @pytest.mark.parametrize(
@@ -133,10 +156,8 @@ def test_deeply_nested_yaml_is_a_located_error(tmp_path: Path, text: str, comman
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
 def test_replay_workers_die_with_the_parent(tmp_path: Path, signame: str) -> None:
-    """``replay -j 2`` stopped by a signal leaves no worker holding stdout/stderr open."""
-    import signal
-    import time
-
+    """``replay -j 2`` stopped by a signal leaves no worker holding stdout/stderr open,
+    nor running."""
     line = b'{"tool":"search","args":{"q":"weather"},"sessionId":"s"}\n'
     for name in ("a", "b", "c", "d"):
         (tmp_path / f"{name}.jsonl").write_bytes(line * 400_000)
@@ -147,13 +168,81 @@ def test_replay_workers_die_with_the_parent(tmp_path: Path, signame: str) -> Non
         cwd=ROOT,
         env=cli_env(),
     )
-    time.sleep(1.5)  # the workers are busy with their files
-    proc.send_signal(getattr(signal, signame))
-    started = time.monotonic()
-    out, err = proc.communicate(timeout=20)  # EOF on both pipes: every holder is gone
-    assert time.monotonic() - started < 10
+    try:
+        workers = _wait_for_workers_reading(proc, tmp_path, 2)
+        # Stopped, a worker cannot finish its file before the test looks: only the
+        # parent's SIGTERM (pending until SIGCONT) can end it, and that is the event
+        # waited for (a regression never sends it: the deadline turns that into a failure).
+        for pid in workers:
+            os.kill(pid, signal.SIGSTOP)
+        proc.send_signal(getattr(signal, signame))
+        try:
+            deadline = time.monotonic() + 120
+            while not all(_sigterm_pending(pid) for pid in workers):
+                assert time.monotonic() < deadline, "replay did not stop its workers"
+                time.sleep(0.01)
+        finally:
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):  # killed with the parent
+                    os.kill(pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=120)  # EOF on both pipes: every holder is gone
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == (130 if signame == "SIGINT" else 128 + getattr(signal, signame))
     assert b"Traceback" not in err
+    for pid in workers:  # gone, not merely done with the pipes
+        assert not _alive(pid), f"worker {pid} outlived replay"
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(word) for word in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _sigterm_pending(pid: int) -> bool:
+    """Whether SIGTERM waits to be delivered to ``pid`` (a stopped process), per
+    /proc/PID/status's pending masks; a process already gone counts as ended."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            masks = [line.split()[1] for line in handle if line.startswith(("SigPnd", "ShdPnd"))]
+    except OSError:
+        return True
+    return any(int(mask, 16) & (1 << (signal.SIGTERM - 1)) for mask in masks)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a reaped or re-parented worker that exited is neither)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for_workers_reading(proc: subprocess.Popen[bytes], folder: Path, count: int) -> list:
+    """Until ``count`` children of ``proc`` each hold a file of ``folder`` open (Linux:
+    /proc): the event the signal is sent on, not a guessed delay. Their pids."""
+    if not os.path.isdir(f"/proc/{proc.pid}/task"):
+        pytest.skip("needs Linux's /proc to see the replay's workers at work")
+    prefix = str(folder) + os.sep
+    while True:
+        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        busy = []
+        for child in _children(proc.pid):
+            try:
+                fds = os.listdir(f"/proc/{child}/fd")
+                if any(os.readlink(f"/proc/{child}/fd/{fd}").startswith(prefix) for fd in fds):
+                    busy.append(child)
+            except OSError:  # exited meanwhile, or not ours to read
+                continue
+        if len(busy) >= count:
+            return busy
+        time.sleep(0.01)
 
 
 # Every command, each with output on stdout (issue 23: 7 of them exited 1 when
