@@ -27,7 +27,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes], within: float = 20.0) -> None:
+def wait_listening(port: int, proc: subprocess.Popen[bytes], within: float = 120.0) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -44,7 +44,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(5)
+            proc.wait(120)  # a hang guard: a loaded machine stops slowly
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -97,7 +97,7 @@ def gateway(
             stderr=err,
         )
         try:
-            wait_listening(port, proc, 90.0 if stdio else 20.0)
+            wait_listening(port, proc)
             yield f"http://127.0.0.1:{port}/mcp", log, stderr_path
         finally:
             stop(proc)
@@ -118,7 +118,7 @@ def node_upstream(tmp_path: Path) -> Iterator[str]:
         ["node", str(NODE_SERVER), str(port)], cwd=NODE_SERVER.parent, stdout=log, stderr=log
     )
     try:
-        wait_listening(port, proc, 60.0)
+        wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         stop(proc)

@@ -164,7 +164,7 @@ def test_importing_the_api_pulls_in_neither_click_nor_rich() -> None:
         "print(','.join(heavy) or 'none')\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, env=cli_env(), cwd=ROOT, timeout=30
+        [sys.executable, "-c", code], capture_output=True, env=cli_env(), cwd=ROOT, timeout=120
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == b"none"

@@ -295,7 +295,7 @@ def test_every_command_loading_a_policy_refuses_a_bad_args_ignore(
     hook_input = (
         b'{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"probe","tool_input":{}}'
     )
-    done = run_cli(*args, input=hook_input if command[0] == "hook" else b"", timeout=30)
+    done = run_cli(*args, input=hook_input if command[0] == "hook" else b"", timeout=120)
     said = done.stdout.decode() + done.stderr.decode()
     assert f"{path}:3:27:" in said  # the "-" of "$[-1]", said
     assert "negative indices are not supported" in said

@@ -182,7 +182,7 @@ def test_invalid_env_max_repeats_exits_2_before_reading_input(value: str) -> Non
     """stdin is a pipe nobody writes to or closes: only an early exit can return."""
     proc = spawn_cli("filter", env=cli_env(DSH_LOOP_BRAKE_MAX_REPEATS=value))
     try:
-        status = proc.wait(timeout=20)
+        status = proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

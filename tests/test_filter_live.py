@@ -15,7 +15,7 @@ import time
 
 from conftest import ROOT, cli_env, spawn_cli
 
-TIMEOUT = 10.0
+TIMEOUT = 120.0  # a hang guard: a verdict held back until EOF never comes
 
 
 def _read_line(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector) -> bytes:

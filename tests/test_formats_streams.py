@@ -410,7 +410,7 @@ def test_filter_prints_each_verdict_as_its_call_arrives(fmt: str) -> None:
         _, said = producer.communicate(timeout=60)
         assert producer.returncode == 0, said
         assert said.decode().split() == ["pass"] * (len(calls(read(path)[1])) - 2) + ["deny"] * 2
-        assert brake.wait(timeout=30) == 0
+        assert brake.wait(timeout=120) == 0
     finally:
         for proc in (producer, brake):
             if proc.poll() is None:

@@ -116,7 +116,7 @@ def test_what_is_not_a_regular_file_is_refused_without_opening_it(
     else:
         path.symlink_to(tmp_path / "missing.json")
     args = ["claude-code", "--project"] + (["--dry-run"] if dry_run else [])
-    result = install(tmp_path, *args, timeout=20)  # a FIFO used to block here forever
+    result = install(tmp_path, *args, timeout=120)  # a FIFO used to block here forever
     assert result.returncode == 3, result.stderr
     (line,) = result.stderr.decode().splitlines()
     assert "left untouched" in line

@@ -167,9 +167,15 @@ def test_client_leaving_mid_call_ends_the_bridge_quietly(tmp_path: Path) -> None
         async def session() -> None:
             with errlog.open("w") as err:
                 client_transport = stdio_client(bridge(url), errlog=err)
-                async with Client(client_transport, mode="legacy") as client:
-                    with anyio.move_on_after(1.0):
-                        await client.call_tool("wait", {"seconds": 30})
+                async with (
+                    Client(client_transport, mode="legacy") as client,
+                    anyio.create_task_group() as group,
+                ):
+                    # leave once the upstream runs the call: the event, not a guessed second
+                    group.start_soon(client.call_tool, "wait", {"seconds": 30})
+                    while "wait" not in received(calls):
+                        await anyio.sleep(0.01)
+                    group.cancel_scope.cancel()
 
         anyio.run(session)
         assert received(calls) == ["wait"]

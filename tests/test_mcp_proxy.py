@@ -54,7 +54,7 @@ def text_of(result: Any) -> str:
     return result.content[0].text
 
 
-def process_gone(pid: int, within: float = 5.0) -> bool:
+def process_gone(pid: int, within: float = 120.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:

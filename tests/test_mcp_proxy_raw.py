@@ -254,7 +254,7 @@ def test_server_exit_ends_the_proxy_while_the_client_is_still_connected() -> Non
     proc.stdin.write(b'{"a":1}\n__exit__ 5\n')
     proc.stdin.flush()
     try:
-        assert proc.wait(timeout=10) == 5
+        assert proc.wait(timeout=120) == 5
         assert proc.stdout.read() == b'{"a":1}\n'
     finally:
         proc.stdin.close()
@@ -276,7 +276,7 @@ def start(*options: str, server_options: tuple[str, ...] = ()) -> subprocess.Pop
     return proc
 
 
-def finish(proc: subprocess.Popen[bytes], timeout: float = 10) -> tuple[int, bytes]:
+def finish(proc: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int, bytes]:
     try:
         returncode = proc.wait(timeout=timeout)
     finally:
@@ -369,7 +369,7 @@ def test_unrunnable_servers_and_missing_commands() -> None:
         [sys.executable, "-m", "loop_brake_cli", "mcp-proxy"],
         capture_output=True,
         env=cli_env(),
-        timeout=30,
+        timeout=120,
     )
     assert no_command.returncode == 2
     assert b"Traceback" not in no_command.stderr
@@ -383,7 +383,7 @@ def test_options_after_the_server_command_belong_to_the_server() -> None:
         capture_output=True,
         env=cli_env(),
         cwd=ROOT,
-        timeout=30,
+        timeout=120,
     )
     assert result.returncode == 3
     assert result.stdout == b"{}\n"
@@ -410,7 +410,7 @@ def test_non_blocking_stdio_from_the_client_is_waited_on_not_taken_for_eof() -> 
         assert from_proxy.readline() == line
         to_proxy.close()
         assert from_proxy.read() == b""
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=120) == 0
 
 
 def test_the_server_gets_the_proxy_environment_and_working_directory(tmp_path: Path) -> None:
@@ -420,7 +420,7 @@ def test_the_server_gets_the_proxy_environment_and_working_directory(tmp_path: P
         capture_output=True,
         env=cli_env(MCP_PROXY_TEST_MARK="mark-42", PYTHONPATH=str(ROOT)),
         cwd=tmp_path,
-        timeout=30,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{tmp_path.resolve()}|mark-42\n".encode()

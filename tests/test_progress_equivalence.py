@@ -331,7 +331,7 @@ class Client:
         assert self.proc.stderr is not None and self.proc.stdout is not None
         rest = self.proc.stdout.read()
         stderr = self.proc.stderr.read()
-        status = self.proc.wait(timeout=30)
+        status = self.proc.wait(timeout=120)
         for line in rest.decode().splitlines():
             self.recorded.append(f"STDOUT: {line}")
         return status, stderr
@@ -344,6 +344,9 @@ def proxy_session(
     log, the recorded traffic, and its stderr."""
     log = tmp / "proxy.log"
     command = [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--log", str(log)]
+    # the server exits on EOF by itself: the proxy's 2 s before SIGTERM (exit 143) is no
+    # time to wait on a loaded machine, 120 s only turns a hang into a failure
+    command += ["--shutdown-timeout", "120"]
     command += ["--policy", policy, "-m", str(max_repeats), "--", sys.executable, SERVER]
     env = cli_env(MCP_POLL_SCRIPT=script, MCP_POLL_SECRET=SECRET)
     client = Client(command, env)
