@@ -153,8 +153,16 @@ def judge_all(fmt: str, data: bytes) -> None:
     errors, results and usage get no verdict."""
     records = parse_bytes(fmt, data)
     assert_records_sound(records)
+    assert_judged_as_counted(records)
+
+
+def assert_judged_as_counted(records: list, max_repeats: int = 3) -> list:
+    """Each call's verdict (the real brake, ``max_repeats``, no policy) is the one counted
+    here from the definition: the streak per session, a repeated id a duplicate of the
+    counted call, denied from the ``max_repeats``-th; with its own tool, session, id and
+    hash prefix; errors, results and usage get none. The (record, verdict) pairs."""
     last: dict[str, tuple[str, bytes, int, Any]] = {}  # session -> tool, digest, count, id
-    judged = list(judge(records, LoopBrake(3, policy=None)))
+    judged = list(judge(records, LoopBrake(max_repeats, policy=None)))
     assert [record for record, _ in judged] == records
     for record, verdict in judged:
         if record.__class__ is not ToolCall:
@@ -175,8 +183,9 @@ def judge_all(fmt: str, data: bytes) -> None:
             record.session,
             record.call_id,
         )
-        assert (verdict.count, verdict.denied) == (count, count >= 3)
+        assert (verdict.count, verdict.denied) == (count, count >= max_repeats)
         assert verdict.hash_prefix == digest.hex()[:12]
+    return judged
 
 
 def first_live_verdict(fmt: str, data: bytes) -> dict:

@@ -1,7 +1,13 @@
-"""Arbitrary bytes through replay: never a traceback, every file accounted for.
+"""Arbitrary bytes through replay: never a traceback, every file accounted for, and
+its figures those of a reference.
 
 Bounded to a few seconds. The inputs start with shapes that reach each adapter
-(JSON lines, a JSON document, a log prefix, YAML) and then go wrong anywhere.
+(JSON lines, a JSON document, a log prefix, YAML) and then go wrong anywhere; a
+canary may stand where the shape's arguments begin. Replay's report must count
+exactly the calls, denials, duplicates and unreadable records that the detected
+format's adapter gives on the same bytes, judged by the definition
+(tests/adapter_helpers.py, ``assert_judged_as_counted``), and the canary appears
+in no error and no file's entry.
 """
 
 from __future__ import annotations
@@ -10,12 +16,18 @@ import gzip
 import json
 from pathlib import Path
 
+from adapter_helpers import assert_judged_as_counted
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from loop_brake_cli.analysis import internal_error, replay_files
 from loop_brake_cli.cli import cli
+from loop_brake_cli.core.records import BadRecord
+from loop_brake_cli.formats import get
+from loop_brake_cli.readers.reader import open_source
+
+CANARY = "canary-replay-fuzz-61c2"
 
 PREFIXES = [
     b"",
@@ -31,7 +43,7 @@ PREFIXES = [
     b"\xef\xbb\xbf[",
 ]
 
-INPUTS = st.tuples(st.sampled_from(PREFIXES), st.binary(max_size=300), st.booleans())
+INPUTS = st.tuples(st.sampled_from(PREFIXES), st.booleans(), st.binary(max_size=300), st.booleans())
 
 
 @settings(
@@ -41,8 +53,8 @@ INPUTS = st.tuples(st.sampled_from(PREFIXES), st.binary(max_size=300), st.boolea
 )
 @given(INPUTS)
 def test_arbitrary_bytes_never_raise(tmp_path: Path, case) -> None:
-    prefix, tail, zipped = case
-    data = prefix + tail
+    prefix, secret, tail, zipped = case
+    data = prefix + (CANARY.encode() if secret else b"") + tail
     path = tmp_path / "x.jsonl"
     path.write_bytes(gzip.compress(data) if zipped else data)
     report = replay_files(
@@ -55,8 +67,26 @@ def test_arbitrary_bytes_never_raise(tmp_path: Path, case) -> None:
     )
     (info,) = report.files
     assert info.error is None or "internal error" not in info.error, info.error
-    assert report.calls + report.unreadable >= 0
-    json.dumps([e.to_json() for e in report.errors])
+    said = json.dumps([e.to_json() for e in report.errors] + [info.to_json()])
+    assert CANARY not in said
+    if info.format is None or info.error is not None:
+        assert report.calls == 0 or info.error is not None
+        event("no format read through")
+        return
+    event(f"compared with the {info.format} adapter")
+    source = open_source(str(path), 200)
+    try:
+        records = list(get(info.format).parse(source))
+    finally:
+        source.close()
+    verdicts = [v for _, v in assert_judged_as_counted(records, 2) if v is not None]
+    counted = [v for v in verdicts if not v.duplicate]
+    assert (report.calls, report.denied, report.duplicates) == (
+        len(counted),
+        sum(v.denied for v in counted),
+        len(verdicts) - len(counted),
+    )
+    assert report.unreadable == sum(r.__class__ is BadRecord for r in records)
 
 
 def test_an_adapter_bug_is_a_located_error_not_a_traceback(tmp_path, monkeypatch) -> None:
