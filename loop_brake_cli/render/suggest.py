@@ -38,8 +38,15 @@ def _glob_literal(name: str) -> str:
 
 
 def _comment(text: str, first: str = "# ", rest: str = "#   ") -> list[str]:
+    """Wrapped at spaces only: a path or name longer than the width stays whole (one
+    split in two could not be copied from the file)."""
     return textwrap.wrap(
-        text, WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
     )
 
 
