@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# In CI (CI set) a skip that is not meant fails the run: tests/ci_skips.py
+pytest_plugins = ["ci_skips"]
+
 ROOT = Path(__file__).resolve().parent.parent
 JS_DIR = Path(__file__).resolve().parent / "js"
 NODE = shutil.which("node")
@@ -188,66 +191,3 @@ def redis_url(redis_server) -> str:
     """The session's redis-server, flushed: a fresh store for each test."""
     redis_server.command("FLUSHALL")
     return redis_server.url
-
-
-# -- In CI a test never skips for want of a tool ------------------------------------
-#
-# .ci/run installs every tool and package the tests use, and sets CI: there a skip
-# means something is missing that should be there, and fails the run (the skipped
-# tests are listed at the end). Only these skips are meant, in CI as anywhere; each
-# pattern is searched in a skip's reason. Everything else that skips in CI fails.
-CI_ALLOWED_SKIPS = {
-    r"LOOP_BRAKE_DOCS_SLOW=1 runs it": "a docs command that takes minutes or the index",
-    r"\.md:\d+: ": "a docs command marked `# not run: REASON` (another program's)",
-    r"only in CI": "a check that runs only in CI",
-    r"needs the workplace's real samples": "shared/samples-real: data, not a tool",
-}
-# Frameworks whose pins exclude the test extra: .ci/run runs their tests in a venv of
-# their own, and names it (LOOP_BRAKE_CI_VENV) so that there they must not skip.
-for _extra in ("strands", "crewai"):
-    if os.environ.get("LOOP_BRAKE_CI_VENV") != _extra:
-        CI_ALLOWED_SKIPS[rf"needs the {_extra} extra|{_extra} is not installed"] = (
-            f"{_extra} runs in a venv of its own (.ci/run)"
-        )
-_ci_skips: list[tuple[str, str]] = []
-
-
-def _skip_reason(report: pytest.CollectReport | pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr)
-
-
-def _note_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
-    import re
-
-    if not (os.environ.get("CI") and report.skipped) or hasattr(report, "wasxfail"):
-        return
-    reason = _skip_reason(report)
-    if not any(re.search(pattern, reason) for pattern in CI_ALLOWED_SKIPS):
-        _ci_skips.append((report.nodeid, reason))
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _note_skip(report)
-
-
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    _note_skip(report)  # a whole module skipped (importorskip, a module-level skip)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # under pytest-xdist the controller sees every worker's reports: it decides
-    if _ci_skips and not hasattr(session.config, "workerinput") and exitstatus in (0, 5):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 (pytest's own type)
-    if not _ci_skips:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("skipped in CI (CI is set): a tool or package is missing", red=True)
-    for nodeid, reason in _ci_skips:
-        write(f"{nodeid}: {reason}", red=True)
-    write(f"{len(_ci_skips)} skip(s) fail this CI run: install what they name (.ci/run)")
