@@ -15,6 +15,7 @@ counted. Not part of CI: it takes minutes. Usage:
     python bench/mutants.py -j 2            # all of them, two at a time
     python bench/mutants.py --only streak,policy/   # modules whose path holds either
     python bench/mutants.py --check         # every original still found, nothing run
+    python bench/mutants.py -j 2 --save     # and keep the output in bench/results/
 
 Each test selection first runs unbroken (it must pass: a failing one would "kill"
 every break); a break's run may then take four times that (at least 60 s), longer
@@ -1625,6 +1626,54 @@ def _report(results: list[tuple[Mutant, str]], equivalent: list[Mutant]) -> None
             print(f"  {m.module}: {m.original!r} -> {m.replacement!r}\n    {m.equivalent}")
 
 
+class _Tee:
+    """Standard output that is also written to a results file, line by line."""
+
+    def __init__(self, *streams: Any) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def _save_output(args: list[str]) -> None:
+    """From here on, print to bench/results/mutants-DATE-COMMIT.txt too, after a header
+    (the command, the commit, the start time and load; the end is added at exit)."""
+    import atexit
+
+    def git(*words: str) -> str:
+        done = subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() or "unknown"
+
+    commit = git("rev-parse", "--short", "HEAD")
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "-uno") else ""
+    now = time.gmtime()
+    path = ROOT / "bench" / "results" / f"mutants-{time.strftime('%Y-%m-%d', now)}-{commit}.txt"
+    handle = path.open("w", encoding="utf-8")
+    console = sys.stdout
+    sys.stdout = _Tee(console, handle)  # type: ignore[assignment]
+
+    def load() -> str:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+    print(f"$ python bench/mutants.py {' '.join(args)}")
+    print(f"commit {commit}{dirty}, {os.cpu_count()} cores")
+    print(f"start {time.strftime('%Y-%m-%d %H:%M UTC', now)}, load average {load()}")
+
+    def end() -> None:
+        print(f"\nend {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {load()}")
+        sys.stdout = console
+        handle.close()
+
+    atexit.register(end)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", type=int, default=1, help="breaks tested at once (default 1)")
@@ -1639,7 +1688,15 @@ def main(argv: list[str] | None = None) -> int:
         "take 4 times its selection's unbroken time (at least 60 s): longer is a hang",
     )
     parser.add_argument("--check", action="store_true", help="check the originals, run nothing")
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help="also write the whole output, with the commit, the times and the load, to "
+        "bench/results/mutants-DATE-COMMIT.txt (where a run's table is kept)",
+    )
     options = parser.parse_args(argv)
+    if options.save and not options.check:
+        _save_output(argv if argv is not None else sys.argv[1:])
 
     wanted = options.only.split(",")
     chosen = [m for m in MUTANTS if any(part in m.module for part in wanted)]
