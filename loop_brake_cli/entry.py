@@ -26,8 +26,7 @@ def main() -> None:
     if argv == ["--version"]:  # click's own --version says the same (cli.py), 2x slower
         from .version import version_text
 
-        sys.stdout.write(version_text() + "\n")
-        _exit_now(0)
+        _exit_now(_write_version(version_text() + "\n"))
     from .cli import main as cli_main
 
     if argv[:1] != ["filter"]:
@@ -37,6 +36,28 @@ def main() -> None:
         cli_main()
     except SystemExit as exc:  # cli.main always ends with sys.exit(int)
         _exit_now(exc.code if isinstance(exc.code, int) else 0)
+
+
+def _write_version(text: str) -> int:
+    """Write ``--version``'s text as the click path would end: 0, a reader that went
+    away included (``| head``); 5 and one stderr line when stdout cannot take it
+    (``>&-``, a full disk). Only that failure pays for importing click."""
+    try:
+        if sys.stdout is None:
+            raise OSError("it is closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from .commands._command import silence
+
+        silence("stdout")
+        return 0
+    except (OSError, ValueError) as exc:
+        from .commands._command import output_failed
+
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return output_failed(reason or exc.__class__.__name__)
+    return 0
 
 
 def _exit_now(status: int) -> NoReturn:
