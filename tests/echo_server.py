@@ -9,7 +9,9 @@ so whatever the proxy forwards comes back to the test unchanged. Options:
   --stay           ignore stdin EOF: keep running until a signal ends it
   --ignore-term    ignore SIGTERM as well, saying so on stderr (only SIGKILL ends it)
 
-A line ``__exit__ N`` makes it exit with status N at once. Each of SIGINT,
+A line ``__exit__ N`` (or the JSON line ``{"__exit__":N}``, which the proxy
+forwards: it answers lines that are not JSON itself) makes it exit with status N
+at once. Each of SIGINT,
 SIGTERM and SIGHUP (unless ignored) writes ``echo_server: got SIGxxx`` to
 stderr and exits with 128 + the signal number.
 """
@@ -51,6 +53,8 @@ def main() -> None:
     for line in iter(stdin.readline, b""):
         if line.startswith(b"__exit__ "):
             os._exit(int(line.split()[1]))
+        if line.startswith(b'{"__exit__":'):
+            os._exit(int(line[12:].strip().rstrip(b"}")))
         if record is not None:
             record.write(line)
         stdout.write(line)

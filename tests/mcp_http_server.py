@@ -6,7 +6,11 @@ bodies). Besides ``echo``, ``add`` and ``count_to`` (which record every call the
 receive in ``$MCP_TEST_CALLS``, never the arguments), three tools exercise the
 transport: ``big(size)`` returns a text of ``size`` bytes, ``ask(question)``
 sends the client an elicitation request (a server-to-client request) and returns
-its answer, ``wait(seconds)`` sleeps (for a client that leaves mid-call).
+its answer, ``confirm(action)`` asks the same through a resolver, so a 2026-07-28
+client gets an ``input_required`` answer and retries the call with its answer
+(the multi round-trip flow), ``wait(seconds)`` sleeps (for a client that leaves
+mid-call), ``hold(path)`` answers once the file ``path`` exists (a call the test
+keeps open as long as it needs, and then releases).
 A ``whoami`` tool answers with the ``Authorization`` header it received,
 hashed, so a test can tell whether the gateway forwarded the client's.
 """
@@ -15,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, Elicit, Resolve
 from mcp_server import _record, server
 from pydantic import BaseModel
 
@@ -41,12 +47,32 @@ async def ask(question: str, ctx: Context) -> str:
     return f"{result.action}:{result.data.answer if result.data else ''}"
 
 
+def _ask_first(action: str) -> Elicit[Answer]:
+    return Elicit(f"Really {action}?", Answer)
+
+
+@server.tool()
+def confirm(action: str, answer: Annotated[Answer, Resolve(_ask_first)]) -> str:
+    """Run ``action`` once the client confirms it (asked through a resolver)."""
+    _record("confirm", action)
+    return f"{action}:{answer.answer}"
+
+
 @server.tool()
 async def wait(seconds: float) -> str:
     """Sleep, then return "woke"."""
     _record("wait", str(seconds))
     await anyio.sleep(seconds)
     return "woke"
+
+
+@server.tool()
+async def hold(path: str) -> str:
+    """Answer "released" once the file at ``path`` exists."""
+    _record("hold", path)
+    while not Path(path).exists():
+        await anyio.sleep(0.02)
+    return "released"
 
 
 @server.tool()

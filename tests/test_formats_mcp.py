@@ -282,25 +282,56 @@ def test_fuzz_mutated_messages_never_raise(rows, prefix) -> None:
     judge_all("mcp", "\n".join(prefix + json.dumps(r) for r in rows).encode())
 
 
-def test_a_retry_with_input_responses_continues_its_call() -> None:
-    """2026-07-28: a call answered with InputRequiredResult is sent again with the
-    client's answers (inputResponses, requestState); that is the same call going on,
-    not a repeat, so a tool that asks twice is not denied at its third request."""
+def test_a_retry_continues_its_call_only_after_the_server_asked_for_input() -> None:
+    """2026-07-28 (basic/patterns/mrtr): a call answered with an InputRequiredResult is
+    retried, with a new id, carrying the client's answers (inputResponses) and the
+    server's requestState; that is the same call going on, so a tool that asks twice is
+    not denied at its third request. Issue 36.1: the params alone prove nothing (the
+    server runs such a request as a new call), so a retry the server did not ask for
+    (no input_required, a stale or altered requestState, another call's arguments,
+    a second retry of one answer) is counted like any call."""
     from loop_brake_cli.readers.wire.mcp import Connections
 
     connections = Connections()
     params = {"name": "deploy", "arguments": {"env": "prod"}}
-    rounds = [
-        params,
-        dict(params, inputResponses={"confirm": {"action": "accept"}}, requestState="s1"),
-        dict(params, inputResponses={"confirm": {"action": "accept"}}, requestState="s2"),
-        dict(params, requestState=None),  # null: not a continuation
-    ]
+    answers = {"confirm": {"action": "accept"}}
     records = []
-    for number, p in enumerate(rounds, 1):
+
+    def client(number: int, p: dict) -> None:
         message = {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": p}
         record = connections.client_message(message, line=number)
         if record is not None:
             records.append(record)
-    assert [r.line for r in records] == [1, 4]
-    assert [v.count for _, v in judge(records, LoopBrake(3))] == [1, 2]
+
+    def asks(number: int, state: str | None, original: int = 1) -> None:
+        result = {"resultType": "input_required", "inputRequests": {"confirm": {}}}
+        if state is not None:
+            result["requestState"] = state
+        answer = {"jsonrpc": "2.0", "id": number, "result": result}
+        # the call's result so far, paired with the call it continues
+        assert connections.server_message(answer).call_id == original  # type: ignore[union-attr]
+
+    client(1, params)  # counted
+    asks(1, "s1")
+    client(2, dict(params, inputResponses=answers, requestState="s1"))  # continues 1
+    asks(2, "s2")
+    client(3, dict(params, inputResponses=answers, requestState="s2"))  # continues it again
+    done = connections.server_message(
+        {"jsonrpc": "2.0", "id": 3, "result": {"content": [], "isError": False}}
+    )
+    assert done is not None and done.call_id == 1  # the result of the call it continued
+    client(4, dict(params, inputResponses=answers, requestState="s2"))  # replayed: counted
+    client(5, dict(params, inputResponses={}))  # never asked for: counted
+    client(6, dict(params, requestState=None))  # null: an ordinary call
+    client(7, params)
+    asks(7, None, 7)  # asked without a requestState: a retry must carry none
+    client(8, dict(params, inputResponses=answers, requestState="forged"))  # counted
+    client(9, dict(params, inputResponses=answers))  # continues 7 (one retry per answer)
+    client(10, dict(params, inputResponses=answers))  # a second retry: counted
+    other = {"name": "deploy", "arguments": {"env": "staging"}}
+    client(11, other)
+    asks(11, "t", 11)
+    client(12, dict(params, inputResponses=answers, requestState="t"))  # not 11's call
+    assert [r.line for r in records] == [1, 4, 5, 6, 7, 8, 10, 11, 12]
+    counts = [v.count for _, v in judge(records, LoopBrake(9))]
+    assert counts == [1, 2, 3, 4, 5, 6, 7, 1, 1]

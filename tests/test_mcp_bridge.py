@@ -235,3 +235,25 @@ def test_header_errors_name_the_header_never_the_value() -> None:
         assert result.returncode == 2, stderr
         assert expected in stderr
         assert CANARY not in result.stdout.decode() + stderr
+
+
+def test_a_tool_that_asks_for_input_is_one_call_not_two(tmp_path: Path) -> None:
+    """Issue 36.1 through the bridge: the 2026-07-28 client retries a call whose answer
+    asked for input (``confirm``); the retry continues it, so the third call is denied."""
+    log = tmp_path / "verdicts.jsonl"
+    results: list[Any] = []
+    with upstream(tmp_path) as (url, calls):
+
+        async def session() -> None:
+            async with Client(
+                bridge(url, "--log", str(log)), elicitation_callback=_accept
+            ) as client:
+                for _ in range(3):
+                    results.append(await client.call_tool("confirm", {"action": "deploy"}))
+
+        anyio.run(session)
+        ran = received(calls)
+    assert [r.is_error for r in results] == [False, False, True]
+    assert ran == ["confirm", "confirm"]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(v["verdict"], v["count"]) for v in lines] == [("pass", 1), ("pass", 2), ("deny", 3)]

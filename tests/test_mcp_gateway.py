@@ -85,12 +85,12 @@ def test_session_a_is_denied_at_its_third_call_and_session_b_passes(tmp_path: Pa
     assert outcome["seen"] == ["echo", "echo", "echo"]  # a, a, b: the denial never went upstream
     lines = verdicts(log)
     assert [(v["verdict"], v["sessionId"], v["count"], v["sessionSource"]) for v in lines] == [
-        ("pass", "a", 1, "meta"),
-        ("pass", "a", 2, "meta"),
-        ("deny", "a", 3, "meta"),
-        ("pass", "b", 1, "meta"),
+        ("pass", "name:a", 1, "meta"),
+        ("pass", "name:a", 2, "meta"),
+        ("deny", "name:a", 3, "meta"),
+        ("pass", "name:b", 1, "meta"),
     ]
-    assert "in session a (meta)" in stderr.read_text()
+    assert "in session name:a (meta)" in stderr.read_text()
 
 
 def test_a_stdio_server_the_gateway_starts(tmp_path: Path) -> None:
@@ -150,15 +150,15 @@ def test_session_sources_in_order_and_credentials_only_as_digests(tmp_path: Path
     sources = [(v["sessionId"], v["sessionSource"], v["count"]) for v in lines]
     one, two = digest(token_1), digest(token_2)
     assert sources == [
-        ("h", "header", 1),
-        ("h", "header", 2),
-        ("h", "header", 3),
+        ("name:h", "header", 1),
+        ("name:h", "header", 2),
+        ("name:h", "header", 3),
         (f"auth:{one}", "authorization", 1),
         (f"auth:{one}", "authorization", 2),
         (f"auth:{one}", "authorization", 3),
-        (f"shared@auth:{one}", "meta", 1),
-        (f"shared@auth:{one}", "meta", 2),
-        (f"shared@auth:{two}", "meta", 1),
+        (f"auth:{one}/name:shared", "meta", 1),
+        (f"auth:{one}/name:shared", "meta", 2),
+        (f"auth:{two}/name:shared", "meta", 1),
     ]
     assert CANARY not in log.read_text() + stderr.read_text()
 

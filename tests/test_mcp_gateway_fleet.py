@@ -63,7 +63,7 @@ def test_calls_alternating_between_two_gateways_are_denied_at_the_third(tmp_path
     lines = [
         json.loads(line) for log in (log_one, log_two) for line in log.read_text().splitlines()
     ]
-    counts = sorted((v["count"], v["verdict"]) for v in lines if v["sessionId"] == "fleet")
+    counts = sorted((v["count"], v["verdict"]) for v in lines if v["sessionId"] == "name:fleet")
     assert counts == [(1, "pass"), (2, "pass"), (3, "deny"), (4, "deny")]
 
 

@@ -1,12 +1,21 @@
-"""The gateway's session key: its sources in order, scoping by credential, no shared default."""
+"""The gateway's session key: its sources in order, one namespace per source, scoping by
+credential, no shared default."""
 
 from __future__ import annotations
 
 import pytest
 
-from loop_brake_cli.mcp_gateway.keys import SessionKey, SessionNameError, digest, session_key
+from loop_brake_cli.mcp_gateway.keys import (
+    MAX_NAME,
+    SessionKey,
+    SessionNameError,
+    digest,
+    scoped_id,
+    session_key,
+)
 
 SECRET = "Bearer CANARY-0b7e-token"
+OTHER = "Bearer CANARY-0b7e-other"
 
 
 def call(meta: dict[str, object] | None = None) -> dict[str, object]:
@@ -16,26 +25,77 @@ def call(meta: dict[str, object] | None = None) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
 
 
+def named(name: object) -> dict[str, object]:
+    return call({"loop-brake/session": name})
+
+
 def test_each_source_wins_over_the_ones_after_it() -> None:
     every = {"loop-brake-session": "h", "mcp-session-id": "sid", "authorization": SECRET}
-    scope = f"@auth:{digest(SECRET)}"
-    assert session_key(call({"loop-brake/session": "m"}), every, "p:1") == SessionKey(
-        "m" + scope, "meta"
-    )
-    assert session_key(call(), every, "p:1") == SessionKey("h" + scope, "header")
+    scope = f"auth:{digest(SECRET)}/"
+    assert session_key(named("m"), every, "p:1") == SessionKey(scope + "name:m", "meta")
+    assert session_key(call(), every, "p:1") == SessionKey(scope + "name:h", "header")
     del every["loop-brake-session"]
     assert session_key(call(), every, "p:1") == SessionKey(
-        f"mcp-session:{digest('sid')}", "mcp-session-id"
+        f"{scope}mcp-session:{digest('sid')}", "mcp-session-id"
     )
     del every["mcp-session-id"]
     assert session_key(call(), every, "p:1") == SessionKey(
         f"auth:{digest(SECRET)}", "authorization"
     )
+    assert session_key(call(), {"mcp-session-id": "sid"}, "p:1") == SessionKey(
+        f"mcp-session:{digest('sid')}", "mcp-session-id"
+    )
 
 
 def test_names_without_a_credential_are_the_clients_own() -> None:
-    assert session_key(call({"loop-brake/session": "a"}), {}, None) == SessionKey("a", "meta")
-    assert session_key(call(), {"loop-brake-session": "b"}, None) == SessionKey("b", "header")
+    assert session_key(named("a"), {}, None) == SessionKey("name:a", "meta")
+    assert session_key(call(), {"loop-brake-session": "b"}, None) == SessionKey("name:b", "header")
+
+
+def derived_keys(peer: str) -> list[str]:
+    """Every key the gateway derives for other clients, as a prober would name them."""
+    return [
+        f"conn:{peer}",
+        f"auth:{digest(SECRET)}",
+        f"mcp-session:{digest('sid')}",
+        f"auth:{digest(SECRET)}/name:a",
+        f"auth:{digest(SECRET)}/mcp-session:{digest('sid')}",
+        f"a@auth:{digest(SECRET)}",  # the form of c40a10b
+        "a",
+    ]
+
+
+@pytest.mark.parametrize("credential", [None, OTHER])
+@pytest.mark.parametrize("source", ["meta", "header"])
+def test_no_name_a_client_chooses_is_a_derived_key_or_another_credentials(
+    credential: str | None, source: str
+) -> None:
+    """Issue 36.4: at c40a10b a client naming ``conn:...``, ``auth:<digest>`` or
+    ``a@auth:<digest>`` joined that streak (resetting it, inflating it, or learning
+    whether a guessed call had just been made); a client without Authorization joined
+    an authenticated one's."""
+    peer = "127.0.0.1:5000"
+    victims = {
+        session_key(call(), {}, peer, "connection").name,  # type: ignore[union-attr]
+        session_key(call(), {"authorization": SECRET}, peer).name,  # type: ignore[union-attr]
+        session_key(call(), {"mcp-session-id": "sid"}, peer).name,  # type: ignore[union-attr]
+        session_key(named("a"), {"authorization": SECRET}, peer).name,  # type: ignore[union-attr]
+        session_key(call(), {"mcp-session-id": "sid", "authorization": SECRET}, peer).name,  # type: ignore[union-attr]
+    }
+    headers = {} if credential is None else {"authorization": credential}
+    for probe in derived_keys(peer):
+        if source == "meta":
+            key = session_key(named(probe), headers, "127.0.0.1:6000")
+        else:
+            key = session_key(call(), {**headers, "loop-brake-session": probe}, "127.0.0.1:6000")
+        assert key is not None and key.name not in victims, probe
+
+
+def test_two_credentials_never_share_a_name() -> None:
+    first = session_key(named("a"), {"authorization": SECRET}, None)
+    second = session_key(named("a"), {"authorization": OTHER}, None)
+    plain = session_key(named("a"), {}, None)
+    assert len({first.name, second.name, plain.name}) == 3  # type: ignore[union-attr]
 
 
 def test_no_key_is_refused_or_per_connection_never_shared() -> None:
@@ -46,11 +106,27 @@ def test_no_key_is_refused_or_per_connection_never_shared() -> None:
     assert session_key(call(), {}, None, "connection") is None
 
 
-@pytest.mark.parametrize("bad", ["", "  ", 7, None, "x" * 257])
+@pytest.mark.parametrize("bad", ["", "  ", 7, None, "x" * (MAX_NAME + 1)])
 def test_an_unusable_name_is_an_error_that_does_not_quote_it(bad: object) -> None:
     with pytest.raises(SessionNameError) as caught:
-        session_key(call({"loop-brake/session": bad}), {}, None)
+        session_key(named(bad), {}, None)
     assert "x" * 20 not in str(caught.value)
+
+
+def test_a_name_of_exactly_the_limit_is_taken() -> None:
+    """Issue 42: 256 characters is a name; 257 is refused (above)."""
+    assert MAX_NAME == 256
+    name = "é" * MAX_NAME  # characters, not bytes
+    assert session_key(named(name), {}, None) == SessionKey("name:" + name, "meta")
+    key = session_key(call(), {"loop-brake-session": "y" * MAX_NAME}, None)
+    assert key == SessionKey("name:" + "y" * MAX_NAME, "header")
+
+
+def test_call_ids_are_scoped_and_1_is_not_string_1() -> None:
+    """Issue 36.3: at c40a10b the gateway's scoped ids were ``scope/1`` for both."""
+    assert scoped_id("127.0.0.1:5000", 1) == "127.0.0.1:5000/1"
+    assert scoped_id("127.0.0.1:5000", "1") == '127.0.0.1:5000/"1"'
+    assert scoped_id(None, 1) == 1
 
 
 def test_digests_hide_the_secret_and_are_stable() -> None:

@@ -138,7 +138,7 @@ def test_a_cancellation_is_dropped_once_per_answer(tmp_path: Path) -> None:
     lines = [
         call(b"1"),
         call(b"3"),  # denied: answered by the proxy
-        call(b"3"),  # the same request sent again: a duplicate, denied and answered again
+        call(b"3"),  # sent again after its answer: a new call (issue 36.3), denied again
         cancel(b"3"),  # dropped
         cancel(b"3"),  # dropped: the second answer
         cancel(b"3"),  # forwarded: nothing left to cancel here
@@ -149,5 +149,56 @@ def test_a_cancellation_is_dropped_once_per_answer(tmp_path: Path) -> None:
     ]
     got, received = proxy(lines, tmp_path, "-m", "2")
     assert received == [call(b"1"), cancel(b"3"), tools_list, cancel(b"4"), cancel(b'"1"')]
-    assert got.count(answer(b"3", 2, 2)) == 2
-    assert answer(b"4", 3, 2) in got
+    assert answer(b"3", 2, 2) in got and answer(b"3", 3, 2) in got
+    assert answer(b"4", 4, 2) in got
+
+
+def test_ids_1_and_string_1_stay_apart_in_answers_and_cancellations(tmp_path: Path) -> None:
+    """Issue 42: a proxy that merged 1 and "1" would drop the cancellation of "1" (a
+    request the server has) as if it cancelled the denied 1, and count them as one."""
+    lines = [
+        call(b'"1"', arguments=b'{"a":2}'),  # forwarded: the server has "1"
+        call(b"5"),
+        call(b"6"),
+        call(b"1"),  # denied (the third): answered by the proxy
+        cancel(b'"1"'),  # the server's request: forwarded
+        cancel(b"1"),  # the proxy's answer: dropped
+        cancel(b"1"),  # nothing left: forwarded
+    ]
+    got, received = proxy(lines, tmp_path, "-m", "3")
+    assert received == [lines[0], lines[1], lines[2], cancel(b'"1"'), cancel(b"1")]
+    assert answer(b"1", 3, 3) in got
+
+
+def response(request_id: bytes, text: bytes = b"ok") -> bytes:
+    """A tools/call response; sent by the client, the echo server hands it back as its own."""
+    body = b'{"jsonrpc":"2.0","id":' + request_id + b',"result":{"content":[{"type":"text","text":"'
+    return body + text + b'"}]}}'
+
+
+WARNING_BLOCK = b',{"type":"text","text":"loop brake: '
+
+
+def test_only_the_answer_to_a_warned_call_gets_the_warning(tmp_path: Path) -> None:
+    """Issue 42: a request of the server's own that reuses a warned call's id (the echo
+    of the call itself here) passes unchanged and leaves the warning for the answer; an
+    answer to "2" is not one to 2."""
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    lines = [call(b"1"), call(b"2"), response(b'"2"'), response(b"2"), response(b"2")]
+    got, received = proxy(lines, tmp_path, "--policy", str(policy))
+    assert received == lines
+    assert got.count(call(b"2")) == 1  # the server's request with id 2: unchanged
+    warned = [line for line in got if WARNING_BLOCK in line]
+    assert len(warned) == 1 and warned[0].startswith(response(b"2")[:-4])
+    assert got.count(response(b"2")) == 1 and response(b'"2"') in got
+
+
+def test_shadow_mode_adds_no_warning(tmp_path: Path) -> None:
+    """Issue 42: under --shadow every server line reaches the client as it was."""
+    policy = tmp_path / "warn.toml"
+    policy.write_text("warn_at = 2\n")
+    lines = [call(b"1"), response(b"1"), call(b"2"), response(b"2"), call(b"3"), call(b"4")]
+    got, received = proxy(lines, tmp_path, "--policy", str(policy), "--shadow")
+    assert received == lines
+    assert sorted(got) == sorted(lines)

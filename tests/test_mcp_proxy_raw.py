@@ -83,26 +83,35 @@ def lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def test_every_kind_of_line_passes_byte_for_byte() -> None:
+def test_every_kind_of_line_passes_byte_for_byte(tmp_path: Path) -> None:
+    """What is JSON reaches the server byte for byte; what is not (issue 36.2: a
+    server's laxer parser could read a call in it) is answered with a parse error,
+    id null, and never forwarded."""
     big_json = request(2, "big", {"x": "a" * (8 << 20)})
-    sent = [
+    passed = [
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"x"}}\n',
         b'  {"jsonrpc" : "2.0",   "method":"notifications/initialized"}\r\n',
         b'{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t",'
         b'"arguments":{"b":1.0,"a":[1e2, -0]}},"extra":"\\u00e9"}\n',
         big_json,
-        b'\xff\xfe not UTF-8 but mentions "tools/call"\n',
-        b'{"method":"tools/call", this is not JSON\n',
         b"\n",
         b"[]\n",
-        b"x" * (3 << 20) + b"\n",
-        b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}',  # no newline at EOF
     ]
-    data = b"".join(sent)
-    result = run_proxy(data)
+    refused = [
+        b'\xff\xfe not UTF-8 but mentions "tools/call"\n',
+        b'{"method":"tools/call", this is not JSON\n',
+        b"x" * (3 << 20) + b"\n",
+    ]
+    last = b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}'  # no newline at EOF
+    record = tmp_path / "received"
+    data = b"".join(passed[:4] + refused[:2] + passed[4:] + refused[2:]) + last
+    result = run_proxy(data, server=[*ECHO, "--record", str(record)])
     assert result.returncode == 0, result.stderr
-    assert result.stdout == data
-    assert result.stderr == b""
+    assert record.read_bytes() == b"".join(passed) + last
+    answers = [line for line in lines(result.stdout) if line not in passed and line != last]
+    assert [json.loads(line)["error"]["code"] for line in answers] == [-32700] * 3
+    assert all(json.loads(line)["id"] is None for line in answers)
+    assert result.stderr.count(b"not strict JSON") == 3 and b"x" * 20 not in result.stderr
 
 
 def test_third_identical_call_is_answered_by_the_proxy_and_never_forwarded(
@@ -251,7 +260,7 @@ def test_server_exit_ends_the_proxy_while_the_client_is_still_connected() -> Non
         proxy_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=cli_env(), cwd=ROOT
     )
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(b'{"a":1}\n__exit__ 5\n')
+    proc.stdin.write(b'{"a":1}\n{"__exit__":5}\n')
     proc.stdin.flush()
     try:
         assert proc.wait(timeout=120) == 5

@@ -93,9 +93,9 @@ def test_gateway_to_the_node_server(tmp_path: Path, mode: str) -> None:
     assert not outcome["long"].is_error and outcome["progress"] == [1.0, 2.0]
     verdicts = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(v["verdict"], v["sessionId"]) for v in verdicts] == [
-        ("pass", "n"),
-        ("pass", "n"),
-        ("deny", "n"),
-        ("pass", "n"),
+        ("pass", "name:n"),
+        ("pass", "name:n"),
+        ("deny", "name:n"),
+        ("pass", "name:n"),
     ]
     assert "Traceback" not in stderr.read_text()

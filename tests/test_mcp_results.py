@@ -94,7 +94,7 @@ def test_raw_lines_and_claude_desktop_lines_carry_results() -> None:
 
 
 def test_pending_calls_are_bounded() -> None:
-    connections = Connections(results=True)
+    connections = Connections()
     for number in range(MAX_PENDING + 1):
         connections.client_message(json.loads(call(number)))
     oldest = connections.server_message(json.loads(response(0)))

@@ -640,7 +640,7 @@ def test_the_gateway_adds_the_warning_to_an_sse_stream_cut_anywhere() -> None:
     pytest.importorskip("starlette")
     import anyio
 
-    from loop_brake_cli.mcp_gateway.app import _warned
+    from loop_brake_cli.mcp_gateway.app import _Reply, _warned
 
     response = b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}'
     note = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}'
@@ -655,7 +655,8 @@ def test_the_gateway_adds_the_warning_to_an_sse_stream_cut_anywhere() -> None:
             for at in range(0, len(body), size):
                 yield body[at : at + size]
 
-        return b"".join([part async for part in _warned(chunks(), kind, 7, "W")])
+        reply = _Reply(7, "W")
+        return b"".join([part async for part in _warned(chunks(), kind, reply)])
 
     for size in (1, 5, 17, len(stream)):
         assert anyio.run(collect, size, "text/event-stream", stream) == want

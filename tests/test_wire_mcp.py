@@ -39,7 +39,7 @@ def test_a_tools_call_without_an_id_is_a_notification() -> None:
 
 
 def test_a_response_is_the_result_of_its_pending_call_once() -> None:
-    wire = Connections(results=True)
+    wire = Connections()
     wire.client_message(_call(1))
     assert wire.server_message(_response("1")) is None  # "1" is not 1
     result = wire.server_message(_response(1))
@@ -54,7 +54,7 @@ def test_a_response_is_the_result_of_its_pending_call_once() -> None:
 
 def test_at_most_max_pending_calls_wait_oldest_forgotten_first() -> None:
     assert MAX_PENDING == 4096
-    wire = Connections(results=True)
+    wire = Connections()
     for call_id in range(MAX_PENDING):
         wire.client_message(_call(call_id))
     assert isinstance(wire.server_message(_response(0)), ToolResult)  # exactly 4,096: kept

@@ -131,7 +131,7 @@ def sniff(head: bytes) -> bool:
 
 def parse(source: Source) -> Iterator[Record]:
     """Stream the client's tools/call requests, each as soon as its line is read."""
-    connections = Connections(results=True)
+    connections = Connections()
     for number, raw in source.lines():
         if raw is TOO_LONG:
             yield line_too_long(number, source.max_line_bytes)

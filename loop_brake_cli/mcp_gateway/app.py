@@ -27,6 +27,7 @@ ever raised to the ASGI server (which would print a traceback).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -41,12 +42,17 @@ from ..mcp_shared.answers import INVALID_REQUEST, append_warning, request_error
 from ..mcp_shared.headers import safe_url
 from ..mcp_shared.spans import member_span
 from ..mcp_shared.transport import transport_problem
-from .decide import GatewayBrake
+from ..readers.wire.mcp import INPUT_REQUIRED
+from .decide import Forward, GatewayBrake, Wait
 
 __all__ = ["DEFAULT_MAX_BODY", "Gateway", "GatewayConfig"]
 
 DEFAULT_MAX_BODY = 4 << 20  # bytes of one POSTed message
 UPSTREAM_FAILED = -32000  # the MCP SDK's CONNECTION_CLOSED: no answer can come
+WATCH_BYTES = 1 << 20  # of an answer kept to see whether it asks for input (else: counted)
+OPEN_WAIT = 1.0  # seconds a request waits for an open exchange with its id to end
+_KEY_HEADERS = ("authorization", "loop-brake-session", "mcp-session-id")
+PROG = "loop-brake mcp-gateway"
 
 _TO_UPSTREAM = frozenset(
     {
@@ -123,7 +129,7 @@ class Gateway:
             return
         except Exception as exc:  # noqa: BLE001 - one line, never a traceback
             self.note(f"internal error while handling a request ({type(exc).__name__})")
-            response = _json(500, request_error(b"null", -32603, "loop-brake mcp-gateway failed"))
+            response = _json(500, request_error(b"null", -32603, f"{PROG} failed"))
         await response(scope, receive, send)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
@@ -147,13 +153,13 @@ class Gateway:
 
     async def _handle(self, request: Request) -> Response:
         if not self._allowed(request):
-            text = "loop-brake mcp-gateway: Host or Origin is not a loopback name"
+            text = f"{PROG}: Host or Origin is not a loopback name"
             return _json(403, request_error(b"null", INVALID_REQUEST, text))
         method = request.method
         if method == "POST":
             return await self._post(request)
         if method in ("GET", "DELETE"):
-            return await self._forward(request, None, None)
+            return await self._forward(request, None)
         return Response(status_code=405, headers={"allow": "GET, POST, DELETE"})
 
     async def _read_body(self, request: Request) -> bytes | None:
@@ -171,19 +177,29 @@ class Gateway:
         return b"".join(chunks)
 
     async def _post(self, request: Request) -> Response:
+        refused = _unreadable(request)
+        if refused is not None:
+            status, text = refused
+            return _json(status, request_error(b"null", INVALID_REQUEST, f"{PROG}: {text}"))
         body = await self._read_body(request)
         if body is None:
             limit = self.config.max_body
-            text = f"loop-brake mcp-gateway: the request body is larger than {limit} bytes"
+            text = f"{PROG}: the request body is larger than {limit} bytes"
             return _json(413, request_error(b"null", INVALID_REQUEST, text))
         headers = {name.lower(): value for name, value in request.headers.items()}
         client = request.client
         peer = f"{client.host}:{client.port}" if client is not None else None
-        answer = self.brake.decide(body, headers, peer)
-        if answer is not None:
-            status, data = answer
+        decision = self.brake.decide(body, headers, peer)
+        if isinstance(decision, Wait):  # its id is open in another exchange ending now
+            try:
+                await asyncio.wait_for(decision.ended.wait(), OPEN_WAIT)
+            except TimeoutError:
+                pass  # still open: the brake says duplicate
+            decision = self.brake.decide(body, headers, peer, wait=False)
+        if not isinstance(decision, Forward):
+            status, data = decision
             return _json(status, data)
-        return await self._forward(request, body, _request_id(body), self.brake.warned)
+        return await self._forward(request, body, decision)
 
     def _upstream_headers(self, request: Request) -> list[tuple[str, str]]:
         out = []
@@ -200,11 +216,7 @@ class Gateway:
         return out
 
     async def _forward(
-        self,
-        request: Request,
-        body: bytes | None,
-        id_bytes: bytes | None,
-        warned: tuple[Any, str] | None = None,
+        self, request: Request, body: bytes | None, forward: Forward | None = None
     ) -> Response:
         upstream_request = self.client.build_request(
             request.method,
@@ -218,11 +230,14 @@ class Gateway:
         try:
             response = await self.client.send(upstream_request, stream=True)
         except httpx2.HTTPError as exc:
+            if forward is not None and forward.watched:
+                self.brake.answered(forward)  # the exchange is over: its id is free
             problem = f"{self.where}: {transport_problem(exc, self.config.read_timeout)}"
             if problem != self.last_problem:
                 self.note(problem)
             self.last_problem = problem
-            text = f"loop-brake mcp-gateway: upstream {problem}"
+            text = f"{PROG}: upstream {problem}"
+            id_bytes = _request_id(body) if body is not None else None
             return _json(502, request_error(id_bytes or b"null", UPSTREAM_FAILED, text))
         self.last_problem = None
         headers = {
@@ -232,14 +247,32 @@ class Gateway:
             or (self.config.forward_auth and name.lower() == "www-authenticate")
         }
         copy = self._copy(response)
-        if warned is not None:
-            copy = _warned(copy, response.headers.get("content-type", ""), *warned)
+        if forward is not None and forward.watched:
+            copy = self._watched(copy, response.headers.get("content-type", ""), forward)
         return StreamingResponse(
             copy,
             status_code=response.status_code,
             headers=headers,
             background=BackgroundTask(response.aclose),
         )
+
+    async def _watched(
+        self, chunks: AsyncIterator[bytes], content_type: str, forward: Forward
+    ) -> AsyncIterator[bytes]:
+        """The upstream's answer to a forwarded tools/call, passed on (with its warning
+        added, ``_warned``); when the exchange ends, however it ends, the brake hears
+        of it, and of whether the answer asked for input."""
+        reply = _Reply(forward.request_id, forward.warning)
+        reply.on_asked = lambda state: self.brake.asked(forward, state)
+        try:
+            if forward.warning is not None:
+                async for chunk in _warned(chunks, content_type, reply):
+                    yield chunk
+            else:
+                async for chunk in _watching(chunks, content_type, reply):
+                    yield chunk
+        finally:
+            self.brake.answered(forward)
 
     async def _copy(self, response: httpx2.Response) -> AsyncIterator[bytes]:
         """The upstream's body as it arrives; a broken stream just ends (the client's
@@ -253,8 +286,94 @@ class Gateway:
             await response.aclose()
 
 
+class _Reply:
+    """What the gateway looks for in the upstream's answer to one call: the JSON-RPC
+    response to ``request_id``; it adds ``warning`` to it (if any) and notes whether
+    it asked for input (``asked``, ``state``: the 2026-07-28 ``input_required``)."""
+
+    __slots__ = ("request_id", "warning", "asked", "state", "on_asked")
+
+    def __init__(self, request_id: Any, warning: str | None) -> None:
+        self.request_id = request_id
+        self.warning = warning
+        self.asked = False
+        self.state: Any = None
+        self.on_asked: Callable[[Any], None] | None = None  # told at once (``asked``)
+
+    def message(self, data: bytes) -> bytes | None:
+        """``data`` with the warning added when it is the response to the call (the
+        warning is then spent), else None; either way, notes an ``input_required``."""
+        try:
+            value = parse_json(data)
+        except JSONInputError:
+            return None
+        if not isinstance(value, dict) or "method" in value or "id" not in value:
+            return None
+        got = value["id"]
+        if type(got) is not type(self.request_id) or got != self.request_id:
+            return None
+        result = value.get("result")
+        if isinstance(result, dict) and result.get("resultType") == INPUT_REQUIRED:
+            self.asked, self.state = True, result.get("requestState")
+            if self.on_asked is not None:
+                self.on_asked(self.state)
+        if self.warning is None:
+            return None
+        changed = append_warning(data, self.warning)
+        self.warning = None
+        return None if changed is data else changed
+
+
+async def _watching(
+    chunks: AsyncIterator[bytes], content_type: str, reply: _Reply
+) -> AsyncIterator[bytes]:
+    """Every chunk as it came, read aside (before it is passed on, so a retry the
+    client sends at once finds the call awaiting it) for an ``input_required``: a
+    JSON body (up to ``WATCH_BYTES``), or each SSE ``data:`` line that names it
+    (lines longer than that are not read: such a call's retry is then counted)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind not in ("application/json", "text/event-stream"):
+        async for chunk in chunks:
+            yield chunk
+        return
+    marker = INPUT_REQUIRED.encode()
+    seen = bytearray()
+    overflow = False
+    async for chunk in chunks:
+        if kind == "application/json":
+            if not overflow:
+                seen += chunk
+                overflow = len(seen) > WATCH_BYTES
+                if not overflow and marker in seen and not reply.asked:
+                    reply.message(bytes(seen))  # once the body is whole, it parses
+            yield chunk
+            continue
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not overflow:
+                    seen += chunk[start:]
+                    overflow = len(seen) > WATCH_BYTES
+                break
+            if not overflow:
+                seen += chunk[start:end]
+                _sse_line(bytes(seen), reply)
+            seen.clear()
+            overflow = False
+            start = end + 1
+        yield chunk
+
+
+def _sse_line(line: bytes, reply: _Reply) -> None:
+    """One SSE line of the answer: a ``data:`` line that may ask for input is read."""
+    if line.startswith(b"data:") and INPUT_REQUIRED.encode() in line:
+        data = line[5:].rstrip(b"\r").removeprefix(b" ")
+        reply.message(data)
+
+
 async def _warned(
-    chunks: AsyncIterator[bytes], content_type: str, request_id: Any, warning: str
+    chunks: AsyncIterator[bytes], content_type: str, reply: _Reply
 ) -> AsyncIterator[bytes]:
     """The upstream's answer to a warned call with the warning added to its result: a
     JSON body whole, an SSE stream line by line (the ``data:`` line of the response
@@ -262,16 +381,15 @@ async def _warned(
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
         body = b"".join([chunk async for chunk in chunks])
-        yield _warn_message(body, request_id, warning) or body
+        yield reply.message(body) or body
         return
     if kind != "text/event-stream":
         async for chunk in chunks:
             yield chunk
         return
-    left: str | None = warning  # None once the warning is in
     pending = b""
     async for chunk in chunks:
-        if left is None:  # told: the rest passes as it comes
+        if reply.warning is None:  # told: the rest passes as it comes
             yield chunk
             continue
         pending += chunk
@@ -280,34 +398,39 @@ async def _warned(
             continue
         lines, pending = pending[:cut].split(b"\n")[:-1], pending[cut:]
         for index, line in enumerate(lines):
-            if left is not None and line.startswith(b"data:"):
+            if reply.warning is not None and line.startswith(b"data:"):
                 end = b"\r" if line.endswith(b"\r") else b""
                 data = line[5 : len(line) - len(end)].removeprefix(b" ")
-                changed = _warn_message(data, request_id, left)
+                changed = reply.message(data)
                 if changed is not None:
-                    lines[index], left = b"data: " + changed + end, None
+                    lines[index] = b"data: " + changed + end
         yield b"\n".join(lines) + b"\n"
-        if left is None and pending:  # the rest of the line after the warned response
+        if reply.warning is None and pending:  # the rest of the line after the warned response
             yield pending
             pending = b""
     if pending:
         yield pending
 
 
-def _warn_message(data: bytes, request_id: Any, warning: str) -> bytes | None:
-    """``data`` with the warning added when it is the JSON-RPC response to
-    ``request_id``, else None."""
-    try:
-        value = parse_json(data)
-    except JSONInputError:
-        return None
-    if not isinstance(value, dict) or "method" in value or "id" not in value:
-        return None
-    got = value["id"]
-    if type(got) is not type(request_id) or got != request_id:
-        return None
-    changed = append_warning(data, warning)
-    return None if changed is data else changed
+def _unreadable(request: Request) -> tuple[int, str] | None:
+    """Why a POST's body cannot be judged as the upstream would read it, or None: a
+    content encoding (the upstream might inflate what the brake cannot read), a
+    charset other than UTF-8, or a header that names the session given twice."""
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return 415, "a Content-Encoding is not accepted (send the body as is)"
+    content_type = request.headers.get("content-type", "")
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
+            "utf-8",
+            "utf8",
+        ):
+            return 415, "only a UTF-8 body is accepted (Content-Type charset)"
+    for name in _KEY_HEADERS:
+        if len(request.headers.getlist(name)) > 1:
+            return 400, f"the {name} header is given more than once"
+    return None
 
 
 def _request_id(body: bytes) -> bytes | None:

@@ -5,36 +5,117 @@ and judged by ``pipeline.judge`` over one ``LoopBrake`` whose sessions are the
 keys of ``keys.session_key``; its verdict line is ``records.verdict_record`` with
 ``sessionSource`` added, and a denial is answered with the stdio proxy's
 ``mcp_shared.answers.denial_answer`` (a tool error, ``isError: true``, for the
-same id). Anything else is forwarded as it came (bytes unchanged); so is a body that is not JSON
-(the server answers it), after an error line in the log.
+same id). Anything else that is a JSON-RPC message goes upstream as it came
+(bytes unchanged).
 
-A call a policy's ``warn_at`` warns is forwarded, and ``warned`` holds its id and
-the warning until the next decision: the application adds the warning to the
-upstream's response to that id (``mcp_shared.answers.append_warning``).
+Nothing reaches the upstream that the brake did not judge (issue 36.2): a body
+that is not strict JSON (``NaN``, a byte-order mark, another encoding, text after
+the value) is HTTP 400 with a JSON-RPC parse error; a ``tools/call`` the decoder
+cannot read (no params object, a name that is not a string, arguments that
+cannot be hashed) is HTTP 400 with an invalid-request error; a JSON-RPC batch
+(removed from MCP in 2025-06-18) holding a ``tools/call`` is HTTP 400 as well,
+as one decision per body is all the gateway makes. No answer quotes the input.
 
-A JSON-RPC batch (removed from MCP in 2025-06-18) is forwarded unless it holds a
-``tools/call``: that is refused, as one decision per body is all the gateway makes.
+An id counts once while its request is open (issue 36.3): the call's id, scoped
+where it is unique (``keys.scoped_id``), marks a duplicate until the exchange
+that carried it ends, when the application calls ``answered`` and the brake is
+told (``LoopBrake.end_call``). A duplicate (the same request sent again while
+open, even over a new connection of its MCP session) is HTTP 409, never
+forwarded, since the upstream would run it a second time; a duplicate of a
+denied call is denied again. After its answer the same id is a new call.
+
+A ``tools/call`` that retries a call whose upstream answer asked for input (the
+2026-07-28 ``input_required`` flow: same session, same tool and arguments, the
+``requestState`` that answer gave) continues that call and is not counted; the
+application reports such answers through ``asked`` as it sees them. Any other request
+carrying ``inputResponses`` or ``requestState`` is a call like any other.
+
+A call a policy's ``warn_at`` warns is forwarded with its warning in the
+``Forward`` returned, for the application to add to the upstream's response to
+that id (never under ``--shadow``).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.brake import LoopBrake
-from ..core.canonical import JSONInputError, parse_json
+from ..core.canonical import JSONInputError, call_digest, parse_json
 from ..core.records import BadRecord, ToolCall, error_record, verdict_record
-from ..mcp_shared.answers import INVALID_REQUEST, denial_answer, is_modern, request_error
-from ..mcp_shared.denials import describe_denial
+from ..mcp_shared.answers import (
+    INVALID_REQUEST,
+    denial_answer,
+    is_modern,
+    parse_error,
+    request_error,
+)
+from ..mcp_shared.denials import DenialNotes, describe_denial
 from ..mcp_shared.spans import member_span
 from ..readers.pipeline import judge
 from ..readers.wire.mcp import continues_call, decode_call
-from .keys import SessionNameError, call_scope, session_key
+from ..render.visible import visible
+from .keys import SessionNameError, call_scope, scoped_id, session_key
 
-__all__ = ["Answer", "GatewayBrake"]
+__all__ = ["Answer", "DUPLICATE", "Forward", "GatewayBrake", "MAX_AWAITING", "Wait"]
+
+PROG = "loop-brake mcp-gateway"
+DUPLICATE = 409  # HTTP: the same request is already open
+MAX_AWAITING = 4096  # calls whose upstream asked for input, awaiting their retry
+MAX_EXCHANGES = 65536  # forwarded calls whose exchange has not ended (the oldest forgotten)
 
 Answer = tuple[int, bytes]
 """The gateway's own answer: an HTTP status and a JSON body."""
+
+
+class Forward:
+    """A body the gateway forwards, and what its exchange means for the brake.
+
+    ``request_id``: the JSON-RPC id of a ``tools/call`` (None for anything else: its
+    answer is not looked at); ``warning``: the text to add to the upstream's response
+    to it (``warn_at``); ``session``/``call_id``: the streak and the scoped id to free
+    when the exchange ends (``call_id`` None: nothing to free); ``call``: its tool and
+    arguments, which a retry must repeat if the upstream asks for input."""
+
+    __slots__ = ("request_id", "warning", "session", "call_id", "call", "done", "ended")
+
+    def __init__(
+        self,
+        request_id: Any = None,
+        warning: str | None = None,
+        session: str | None = None,
+        call_id: Any = None,
+        call: tuple[str, Any] | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.warning = warning
+        self.session = session
+        self.call_id = call_id
+        self.call = call
+        self.done = False
+        self.ended = asyncio.Event()  # set when the exchange ends (``GatewayBrake.answered``)
+
+    @property
+    def watched(self) -> bool:
+        """Whether the upstream's answer matters to the brake (a tools/call's)."""
+        return self.session is not None
+
+
+PLAIN = Forward()
+"""A body forwarded with nothing to watch (not a tools/call)."""
+
+
+class Wait:
+    """The call's id is open in an exchange of the same session: wait until ``ended``
+    (it may be ending as the client, having read its answer, reuses the id), then
+    decide again with ``wait=False``."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self, ended: asyncio.Event) -> None:
+        self.ended = ended
 
 
 NO_KEY = (
@@ -42,6 +123,10 @@ NO_KEY = (
     'apart from other clients\' calls: send params._meta["loop-brake/session"] or a '
     "Loop-Brake-Session header (or an Authorization header), or start the gateway with "
     "--anonymous connection"
+)
+BATCH = (
+    "loop-brake mcp-gateway: a JSON-RPC batch holding tools/call is not accepted "
+    "(batches were removed from MCP in 2025-06-18); send each call alone"
 )
 
 
@@ -70,69 +155,137 @@ class GatewayBrake:
         )
         self.log = log
         self.note = note
+        self.denials = DenialNotes(note)
         self.shadow = shadow
         self.anonymous = anonymous
-        self.warned: tuple[Any, str] | None = None
-        """The last decision's warned call: (its JSON-RPC id, the warning), else None."""
+        self.awaiting: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        self.exchanges: OrderedDict[tuple[str, Any], Forward] = OrderedDict()
 
-    def decide(self, body: bytes, headers: Mapping[str, str], peer: str | None) -> Answer | None:
-        """None to forward ``body`` upstream, else the gateway's answer to it."""
-        self.warned = None
+    def close(self) -> None:
+        """The gateway stops: the denials still being counted are summed up."""
+        self.denials.close()
+
+    def decide(
+        self, body: bytes, headers: Mapping[str, str], peer: str | None, wait: bool = True
+    ) -> Any:
+        """A ``Forward`` to send ``body`` upstream, else the gateway's ``Answer`` to it;
+        a ``Wait`` (only with ``wait``) when its id is open in an exchange."""
         try:
             value = parse_json(body)
         except JSONInputError as exc:
             self.log(error_record(BadRecord(str(exc))))
-            return None
+            return 400, parse_error(PROG, str(exc))
         if isinstance(value, list):
             if any(_is_call(item) for item in value):
-                message = (
-                    "loop-brake mcp-gateway: a JSON-RPC batch holding tools/call is not "
-                    "accepted (batches were removed from MCP in 2025-06-18); send each call alone"
-                )
-                return 400, request_error(b"null", INVALID_REQUEST, message)
-            return None
+                return 400, request_error(b"null", INVALID_REQUEST, BATCH)
+            return PLAIN
         if not _is_call(value):
-            return None
+            return PLAIN
         span = member_span(body, "id")
         id_bytes = body[span[0] : span[1]] if span else b"null"
         try:
             key = session_key(value, headers, peer, self.anonymous)
         except SessionNameError as exc:
-            text = f"loop-brake mcp-gateway: {exc}"
+            text = f"{PROG}: {exc}"
             self.log(error_record(BadRecord(str(exc), None, "$.params._meta")))
             return 400, request_error(id_bytes, INVALID_REQUEST, text)
         if key is None:
             self.log(error_record(BadRecord("no session key (refused)")))
             return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
         record = decode_call(value, key.name)
-        scope = call_scope(headers, peer)
-        if scope is not None and isinstance(record, ToolCall) and record.call_id is not None:
-            record.call_id = f"{scope}/{record.call_id}"  # ids are unique per connection only
+        if isinstance(record, ToolCall):
+            if continues_call(value) and self._continues(key.name, record, value):
+                return Forward(value["id"], None, key.name, None, (record.tool, record.args))
+            record.call_id = scoped_id(call_scope(headers, peer), record.call_id)
+            open_exchange = self.exchanges.get((key.name, record.call_id))
+            if wait and open_exchange is not None:
+                return Wait(open_exchange.ended)
         ((record, verdict),) = judge((record,), self.brake)
-        if verdict is None:
+        if verdict is None:  # the decoder or the hash could not read it: never forwarded
             self.log(error_record(record))  # type: ignore[arg-type]
-            return None
+            text = f"{PROG}: {record.message}; not forwarded"  # type: ignore[union-attr]
+            return 400, request_error(id_bytes, INVALID_REQUEST, text)
         assert isinstance(record, ToolCall)
         line = verdict_record(record, verdict)
         line["sessionSource"] = key.source
         self.log(line)
+        session = key.name
         if not verdict.denied:
-            if verdict.warn_at is not None and not self.shadow:
-                self.warned = (value["id"], verdict.warning)  # type: ignore[assignment]
-            return None
-        what = f"{describe_denial(id_bytes, verdict)} in session {key.name} ({key.source})"
+            if verdict.duplicate and not self.shadow:
+                text = (
+                    f"{PROG}: this tools/call id is already open in its session (sent again "
+                    "before its answer); not forwarded"
+                )
+                return DUPLICATE, request_error(id_bytes, INVALID_REQUEST, text)
+            self.denials.passed(session)
+            warning = verdict.warning if verdict.warn_at is not None and not self.shadow else None
+            call = (record.tool, record.args)
+            return self._open(Forward(value["id"], warning, session, record.call_id, call))
+        what = f"{describe_denial(id_bytes, verdict)} in session {visible(session)} ({key.source})"
         if self.shadow:
-            self.note(f"shadow: would deny {what}; forwarded")
-            return None
-        self.note(f"denied {what}")
+            self.denials.denied(session, verdict, f"shadow: would deny {what}; forwarded", True)
+            call = (record.tool, record.args)
+            return self._open(Forward(value["id"], None, session, record.call_id, call))
+        self.denials.denied(session, verdict, f"denied {what}")
+        if record.call_id is not None:  # answered here: its id may name a new call
+            self.brake.end_call(session, record.call_id)
         return 200, denial_answer(id_bytes, verdict.message, is_modern(value))
+
+    def asked(self, forward: Forward, request_state: Any = None) -> None:
+        """The upstream's answer to a forwarded call asked for input (``request_state``:
+        the state it gave): one retry of that call continues it. Said as soon as the
+        answer is seen, before it reaches the client, so the retry finds it."""
+        if forward.call is None or forward.session is None:
+            return
+        key = _retry_key(forward.session, *forward.call, request_state)
+        if key is not None:
+            self.awaiting[key] = None
+            self.awaiting.move_to_end(key)
+            if len(self.awaiting) > MAX_AWAITING:
+                self.awaiting.popitem(last=False)
+
+    def answered(self, forward: Forward) -> None:
+        """The exchange of a forwarded call ended (answered, failed, or its client left):
+        its id is free."""
+        if forward.done:
+            return
+        forward.done = True
+        forward.ended.set()
+        if self.exchanges.get((forward.session, forward.call_id)) is forward:  # type: ignore[index]
+            del self.exchanges[(forward.session, forward.call_id)]  # type: ignore[index]
+        if forward.session is not None and forward.call_id is not None:
+            self.brake.end_call(forward.session, forward.call_id)
+
+    def _open(self, forward: Forward) -> Forward:
+        """A forwarded call whose exchange has begun (its id open until it ends)."""
+        if forward.call_id is not None:
+            key = (forward.session, forward.call_id)
+            self.exchanges[key] = forward  # type: ignore[index]
+            self.exchanges.move_to_end(key)  # type: ignore[arg-type]
+            if len(self.exchanges) > MAX_EXCHANGES:
+                self.exchanges.popitem(last=False)
+        return forward
+
+    def _continues(self, session: str, record: ToolCall, message: dict[str, Any]) -> bool:
+        """A retry the upstream asked for: it continues its call (once)."""
+        key = _retry_key(session, record.tool, record.args, message["params"].get("requestState"))
+        if key is not None and key in self.awaiting:
+            del self.awaiting[key]
+            return True
+        return False
+
+
+def _retry_key(session: str, tool: str, args: Any, state: Any) -> tuple[Any, ...] | None:
+    """What a retry repeats: the session, the tool, the arguments' digest and the
+    ``requestState`` (a string, or none); None when it cannot be one."""
+    if state is not None and not isinstance(state, str):
+        return None
+    try:
+        return session, tool, call_digest(tool, args), state
+    except (TypeError, ValueError):
+        return None
 
 
 def _is_call(message: Any) -> bool:
-    """A tools/call request that counts (``wire.mcp``'s rule: not a continuation)."""
-    return (
-        isinstance(message, dict)
-        and message.get("method") == "tools/call"
-        and "id" in message
-        and not continues_call(message)
-    )
+    """A tools/call request (``wire.mcp``'s rule: a method and an ``id`` member)."""
+    return isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message

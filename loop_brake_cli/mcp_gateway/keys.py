@@ -16,11 +16,18 @@ found wins (``SOURCES``):
    let one agent's loop deny another's calls, and a denial would tell a client
    that someone else had just made the same call.
 
-A name given by ``meta`` or ``header`` is scoped by the caller's credential when
-the request carries ``Authorization`` (``name@auth:<digest>``): two tokens never
-share a streak, whatever names their agents pick, so no client can probe another's
-session by naming it. Without ``Authorization`` (the loopback default: one user's
-agents) names are the clients' own choice.
+Every source has its own namespace, so no name a client chooses can be a key the
+gateway derives, nor another credential's (issue 36.4): a client's name ``a``
+is ``name:a``; a digest of ``Mcp-Session-Id`` is ``mcp-session:<digest>``; of
+``Authorization``, ``auth:<digest>``; a connection, ``conn:HOST:PORT``. When
+the request carries ``Authorization``, whatever else names the session is
+scoped by that credential: ``auth:<digest>/name:a``,
+``auth:<digest>/mcp-session:<digest>``. So a client without ``Authorization``
+never reaches an authenticated client's streak, two tokens never share one
+whatever names their agents pick, and no client can probe, inflate or reset
+another's streak by naming its key. Without ``Authorization`` (the loopback
+default: one user's agents) names are the clients' own: two clients that give
+the same name share a streak, as they asked.
 
 Digests are the first 16 hex digits of a SHA-256 under a fixed label: they stay
 equal across gateway processes (a shared store needs that) and across restarts.
@@ -34,8 +41,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.canonical import canonical_json
+
 __all__ = [
     "ANONYMOUS_RULES",
+    "MAX_NAME",
     "META_KEY",
     "SESSION_HEADER",
     "SOURCES",
@@ -43,6 +53,7 @@ __all__ = [
     "SessionKey",
     "call_scope",
     "digest",
+    "scoped_id",
     "session_key",
 ]
 
@@ -104,17 +115,18 @@ def session_key(
     nothing names a session and ``anonymous`` is ``refuse``. Raises ``SessionNameError``
     for a name that is given but unusable."""
     auth = headers.get("authorization")
-    scope = f"@auth:{digest(auth)}" if auth else ""
+    scope = f"auth:{digest(auth)}/" if auth else ""
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if isinstance(meta, dict) and META_KEY in meta:
         name = _named(meta[META_KEY], f'params._meta["{META_KEY}"]')
-        return SessionKey(name + scope, "meta")
+        return SessionKey(f"{scope}name:{name}", "meta")
     if SESSION_HEADER in headers:
-        return SessionKey(_named(headers[SESSION_HEADER], "Loop-Brake-Session") + scope, "header")
+        name = _named(headers[SESSION_HEADER], "Loop-Brake-Session")
+        return SessionKey(f"{scope}name:{name}", "header")
     mcp_session = headers.get("mcp-session-id")
     if mcp_session:
-        return SessionKey(f"mcp-session:{digest(mcp_session)}", "mcp-session-id")
+        return SessionKey(f"{scope}mcp-session:{digest(mcp_session)}", "mcp-session-id")
     if auth:
         return SessionKey(f"auth:{digest(auth)}", "authorization")
     if anonymous == "connection" and peer is not None:
@@ -126,10 +138,18 @@ def call_scope(headers: Mapping[str, str], peer: str | None) -> str | None:
     """Where a JSON-RPC id is unique: its MCP session (a digest of ``Mcp-Session-Id``),
     else the client's TCP connection. Every client numbers its requests from 1, so
     within one streak (many clients may share a session name, several gateways a
-    store) the id alone would make one client's call look like another's retry and
-    go uncounted; scoped (``127.0.0.1:53422/5``) a retry on the same connection is
-    still a duplicate."""
+    store) the id alone would make one client's call look like another's retry;
+    scoped (``127.0.0.1:53422/5``), a request sent again in its MCP session while
+    open, even over a new connection, is still the same request (``scoped_id``)."""
     mcp_session = headers.get("mcp-session-id")
     if mcp_session:
         return f"mcp-session:{digest(mcp_session)[:8]}"
     return peer
+
+
+def scoped_id(scope: str | None, call_id: Any) -> Any:
+    """A call id made unique where it is: ``<scope>/<id as JSON>`` (``peer/5``,
+    ``peer/"5"``: the ids 5 and "5" stay apart), or the id itself without a scope."""
+    if scope is None:
+        return call_id
+    return f"{scope}/{canonical_json(call_id)}"

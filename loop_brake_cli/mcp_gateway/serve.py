@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -21,12 +23,15 @@ import uvicorn
 from ..mcp_shared.headers import safe_url
 from ..mcp_shared.pipes import write_all
 from ..mcp_shared.verdict_log import VerdictLog
+from ..render.visible import visible
 from .app import Gateway, GatewayConfig
 from .decide import GatewayBrake
 
 __all__ = ["ListenError", "StdioUpstream", "is_loopback", "parse_listen", "run_gateway"]
 
 PROG = "loop-brake mcp-gateway"
+TOKEN_HEADER = "x-loop-brake-upstream-token"  # the stdio upstream answers only with it
+TOKEN_VARIABLE = "LOOP_BRAKE_UPSTREAM_TOKEN"  # how the child is given the token
 
 
 class ListenError(ValueError):
@@ -52,7 +57,13 @@ def is_loopback(host: str) -> bool:
 
 class StdioUpstream:
     """``--upstream -- CMD ARGS``: the child that serves a stdio server over HTTP on a
-    private loopback port (``stdio_upstream``), started before the gateway listens."""
+    private loopback port (``stdio_upstream``), started before the gateway listens.
+
+    Private twice over (issue 36.12): its address is never printed, and it answers
+    only requests that carry a token drawn at random for this run, which the child
+    gets in its environment (not on its command line, which ``ps`` shows to every
+    user) and the gateway sends with every upstream request; the stdio server itself
+    never sees it. So no client reaches the server around the brake."""
 
     START_TIMEOUT = 60.0  # seconds for the child (and the stdio server) to start
 
@@ -61,9 +72,17 @@ class StdioUpstream:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.token = secrets.token_urlsafe(32)
+        self.header = (TOKEN_HEADER, self.token)
         module = "loop_brake_cli.mcp_gateway.stdio_upstream"
         argv = [sys.executable, "-m", module, str(self.port), "--", *command]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        env = {**os.environ, TOKEN_VARIABLE: self.token}
+        # Its stdin is a pipe from us that it reads until the end: when the gateway
+        # ends in any way (a signal during start-up included), the child sees the end
+        # of the pipe and stops, so no server outlives its gateway.
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env
+        )
         deadline = time.monotonic() + self.START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -77,6 +96,8 @@ class StdioUpstream:
         raise ListenError(f"the stdio server {command[0]!r} did not start within 60 s")
 
     def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -87,9 +108,10 @@ class StdioUpstream:
 
 
 def note(text: str) -> None:
-    """One line for people on stderr."""
+    """One line for people on stderr; every control in it shown, none obeyed (a
+    session name a client chose is escaped where it is quoted, ``render.visible``)."""
     try:
-        write_all(2, f"{PROG}: {text}\n".encode("utf-8", "replace"))
+        write_all(2, f"{PROG}: {visible(text, lines=True)}\n".encode("utf-8", "replace"))
     except OSError:
         pass
 
@@ -132,9 +154,11 @@ def run_gateway(
             sock.close()
             raise
         config.upstream = child.url
-        note(f"started the stdio server {stdio[0]!r}, served privately on {child.url}")
+        config.headers = [*config.headers, child.header]
+        note(f"started the stdio server {visible(stdio[0])!r} (the gateway is its only client)")
     try:
-        return _serve(sock, host, port, config, brake_options, log_path)
+        shown = None if child is None else f"the stdio server {visible(stdio[0])!r}"  # type: ignore[index]
+        return _serve(sock, host, port, config, brake_options, log_path, shown)
     finally:
         if child is not None:
             child.stop()
@@ -147,6 +171,7 @@ def _serve(
     config: GatewayConfig,
     brake_options: dict[str, Any],
     log_path: str | None,
+    upstream_shown: str | None = None,
 ) -> int:
     log = VerdictLog(log_path, note)
     brake = GatewayBrake(log=log.write, note=note, **brake_options)
@@ -165,7 +190,8 @@ def _serve(
         )
     )
     shown = f"[{host}]" if ":" in host else host
-    note(f"listening on http://{shown}:{port}/ (any path), upstream {safe_url(config.upstream)}")
+    upstream = upstream_shown or safe_url(config.upstream)
+    note(f"listening on http://{shown}:{port}/ (any path), upstream {upstream}")
     if not is_loopback(host):
         note(
             "not a loopback address: every client that reaches it uses the upstream "
@@ -179,6 +205,7 @@ def _serve(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        brake.close()  # the denials still being counted are summed up
         log.close()
         sock.close()
     return 0

@@ -2,7 +2,8 @@
 
 The gateway forwards HTTP; a stdio server speaks lines to one client. So the
 gateway starts this module as a child process on a private loopback port
-(``python -m loop_brake_cli.mcp_gateway.stdio_upstream PORT -- CMD ARGS``): an MCP
+(``python -m loop_brake_cli.mcp_gateway.stdio_upstream PORT -- CMD ARGS``, the
+run's token in ``$LOOP_BRAKE_UPSTREAM_TOKEN``: a request without it is 403): an MCP
 SDK ``Server`` whose handlers ask the stdio server, through one SDK ``Client``
 (the stdio server is started once and shared by every agent; the SDK client
 keeps their requests apart). The SDK serves both the 2026-07-28 protocol and
@@ -17,7 +18,11 @@ read) and prompts (list, get). Requests the stdio server would send its client
 
 from __future__ import annotations
 
+import hmac
+import os
+import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,7 +33,7 @@ from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.server.lowlevel.server import Server
 
-from .serve import _quiet_uvicorn
+from .serve import TOKEN_HEADER, TOKEN_VARIABLE, _quiet_uvicorn
 
 __all__ = ["build_server", "main"]
 
@@ -39,9 +44,7 @@ def build_server(command: list[str]) -> Server[Any]:
 
     @asynccontextmanager
     async def lifespan(_server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-        import os
-
-        params.env = dict(os.environ)
+        params.env = {k: v for k, v in os.environ.items() if k != TOKEN_VARIABLE}
         async with Client(params, mode="legacy") as client:
             yield {"client": client}
 
@@ -87,13 +90,47 @@ def build_server(command: list[str]) -> Server[Any]:
     )
 
 
+def _token_only(app: Any, token: str) -> Any:
+    """``app`` for requests carrying the run's token (``TOKEN_HEADER``); 403 for any
+    other, so the private port serves the gateway alone."""
+    expected = token.encode()
+    header = TOKEN_HEADER.encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(header, b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 403, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _stop_with_the_gateway() -> None:
+    """Read stdin (a pipe from the gateway) to its end, then stop as SIGTERM stops us:
+    the gateway has ended, however it ended."""
+    try:
+        while sys.stdin.buffer.read(1 << 16):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str]) -> int:
     """``PORT -- CMD ARGS``: serve the stdio server on 127.0.0.1:PORT/mcp until stopped."""
     port, separator, *command = argv
     if separator != "--" or not command:
         sys.stderr.write("usage: stdio_upstream PORT -- CMD [ARGS...]\n")
         return 2
-    app = build_server(command).streamable_http_app(host="127.0.0.1")
+    token = os.environ.pop(TOKEN_VARIABLE, "")
+    if not token:
+        sys.stderr.write(f"stdio_upstream: {TOKEN_VARIABLE} is not set\n")
+        return 2
+    app = _token_only(build_server(command).streamable_http_app(host="127.0.0.1"), token)
+    threading.Thread(target=_stop_with_the_gateway, daemon=True).start()
     _quiet_uvicorn()
     uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=int(port), log_config=None, access_log=False)

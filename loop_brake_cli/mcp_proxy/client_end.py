@@ -63,6 +63,7 @@ class ClientEnd:
         try:
             return end.run()
         finally:
+            end.router.close()  # the denials still being counted are summed up
             end.log.close()
 
     def run(self) -> int:

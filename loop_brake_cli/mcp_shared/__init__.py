@@ -8,7 +8,8 @@ front-end never imports a sibling (``tests/test_layers.py``):
   the client's;
 * ``answers``: the JSON-RPC answers a front-end writes itself (the denial, errors,
   the warning spliced into a response);
-* ``denials``: the denial as a stderr note (id, tool, prefix, rule; no argument);
+* ``denials``: the denial as a stderr note (id, tool, prefix, rule; no argument;
+  escaped), and repeats summed up rather than said one by one;
 * ``headers``: ``--header`` values (``env:NAME``) and ``safe_url``;
 * ``verdict_log``: the ``--log`` file (0600, never through a symlink);
 * ``pipes``: lines in and whole lines out over raw file descriptors;

@@ -19,14 +19,17 @@ from .spans import array_element_spans, member_span
 __all__ = [
     "INVALID_REQUEST",
     "MODERN_META_KEY",
+    "PARSE_ERROR",
     "append_warning",
     "denial_answer",
     "error_line",
     "is_modern",
+    "parse_error",
     "request_error",
 ]
 
 INVALID_REQUEST = -32600  # JSON-RPC: the message is not a valid request
+PARSE_ERROR = -32700  # JSON-RPC: the message is not JSON (here: not strict JSON)
 
 MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
 """The ``params._meta`` key of a 2026-07-28 (or later) request, whose results
@@ -57,6 +60,15 @@ def request_error(id_bytes: bytes, code: int, message: str) -> bytes:
 def error_line(id_bytes: bytes, code: int, message: str) -> bytes:
     """``request_error`` as one stdio line (with its ``\\n``)."""
     return request_error(id_bytes, code, message) + b"\n"
+
+
+def parse_error(prog: str, reason: str) -> bytes:
+    """The JSON-RPC answer to a message that is not strict JSON (id null, as JSON-RPC
+    answers what it cannot read): never forwarded, since a laxer parser in the server
+    could read a call in it that the brake never judged. ``reason`` is the parser's
+    (a column, never the input)."""
+    text = f"{prog}: the message is not strict JSON ({reason}); not forwarded"
+    return request_error(b"null", PARSE_ERROR, text)
 
 
 def append_warning(data: bytes, warning: str, start: int = 0) -> bytes:
