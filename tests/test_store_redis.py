@@ -275,9 +275,10 @@ def test_no_argument_text_anywhere_in_redis(
         "progress = true\n[cycles]\nmax_period = 2\nmax_repeats = 2\n[stop]\nafter_denials = 2\n"
     )
     outputs = b""
-    for _ in range(3):
-        done = _hook("--store", redis_url, input=_claude("hook-s", f"echo {CANARY}"))
-        outputs += done.stdout + done.stderr
+    for extra in ((), ("--policy", str(policy))):  # the hook: stores/resp.py's connection
+        for _ in range(3):
+            done = _hook("--store", redis_url, *extra, input=_claude("hook-s", f"echo {CANARY}"))
+            outputs += done.stdout + done.stderr
     event = {"tool": "search", "args": {"q": CANARY}, "sessionId": "f", "callId": "c1"}
     result = {"type": "result", "sessionId": "f", "callId": "c1", "result": {"text": CANARY}}
     lines = (json.dumps(event) + "\n" + json.dumps(result) + "\n").encode() * 3
@@ -327,14 +328,20 @@ def private_server():
     server.stop()
 
 
+# the store through redis-py, and as the hook opens it (stores/resp.py's connection)
+CLIENTS = pytest.mark.parametrize("short_lived", [False, True], ids=["redis-py", "resp"])
+
+
+@CLIENTS
 def test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict(
-    private_server: RedisServer,
+    private_server: RedisServer, short_lived: bool
 ) -> None:
     """The server stops answering (frozen by SIGSTOP: it accepts, never replies) for as
     long as the test wants, then answers again (SIGCONT): no pause that must outlast
     the calls made during it."""
     warned: list[str] = []
-    brake = LoopBrake(3, store=private_server.url, warn=warned.append)
+    store = open_store(private_server.url, short_lived=short_lived)
+    brake = LoopBrake(3, store=store, warn=warned.append)
     assert brake.check("read", {"p": 1}, session_id="p").count == 1
     private_server.freeze()
     try:
@@ -350,8 +357,9 @@ def test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict(
     assert len(warned) == 2 and "answers again" in warned[1]
 
 
-def test_script_flush_is_transparent(private_server: RedisServer) -> None:
-    store = open_store(private_server.url)
+@CLIENTS
+def test_script_flush_is_transparent(private_server: RedisServer, short_lived: bool) -> None:
+    store = open_store(private_server.url, short_lived=short_lived)
     digest = call_digest("read", {})
     assert store.count_call("f", "read", digest, "c1", 3)[0].count == 1
     assert private_server.command("SCRIPT", "FLUSH") == "OK"
@@ -433,10 +441,12 @@ class FakeClock:
         return self.now
 
 
-def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
+@CLIENTS
+def test_the_circuit_breaker_stops_asking_a_dead_server(short_lived: bool) -> None:
     port = free_port()
     clock = FakeClock()
-    store = RedisStore(f"redis://127.0.0.1:{port}/0", breaker_cooldown=0.5, clock=clock)
+    url = f"redis://127.0.0.1:{port}/0"
+    store = RedisStore(url, breaker_cooldown=0.5, clock=clock, short_lived=short_lived)
     digest = call_digest("read", {})
     for _ in range(3):
         with pytest.raises(StoreUnavailable, match="cannot connect"):
@@ -458,7 +468,8 @@ def test_the_circuit_breaker_stops_asking_a_dead_server() -> None:
         server.stop()
 
 
-def test_a_unix_socket_url(tmp_path: Path) -> None:
+@CLIENTS
+def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
     """``unix://`` reaches a server on its socket (TCP off: ``--port 0``)."""
     from redis_server import require_redis_server
 
@@ -470,7 +481,7 @@ def test_a_unix_socket_url(tmp_path: Path) -> None:
     )
     try:
         _wait_for(sock.exists, "redis-server made no socket", within=60)
-        store = open_store(f"unix://{sock}?db=0")
+        store = open_store(f"unix://{sock}?db=0", short_lived=short_lived)
         digest = call_digest("read", {})
         assert [store.count_call("u", "read", digest, None, 3)[0].count for _ in range(3)] == [
             1,

@@ -1,7 +1,8 @@
 """The shared store suite: every session table against the one-process rule.
 
 Parametrised over the memory table (``core/table.py``), SQLite and a real
-redis-server (tests/redis_server.py): a backend is correct when this whole file
+redis-server (tests/redis_server.py), through redis-py and through the hook's own
+connection (``stores/resp.py``): a backend is correct when this whole file
 passes against it (STYLE habit 10). Each drawn sequence of calls (and, under a
 policy, results and ends) goes through the table and through the reference,
 ``MemoryTable`` on ``streak.step``/``streak.policy_step``: every state must be
@@ -60,22 +61,33 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("redis_url")
 
 
-@pytest.fixture
-def store(store_url: str):
-    """A shared store (it also lists its sessions, for ``state list``)."""
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
+@pytest.fixture(params=["sqlite", "redis", "redis-resp"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """A shared store (it also lists its sessions, for ``state list``). ``redis-resp``:
+    the Redis store as the hook opens it (``short_lived``: stores/resp.py's connection,
+    not redis-py)."""
+    yield from _opened(request, tmp_path)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-resp"])
 def table(request: pytest.FixtureRequest, tmp_path: Path):
     """Every session table a brake can count through."""
     if request.param == "memory":
         yield MemoryTable()
         return
-    url = str(tmp_path / "state.db") if request.param == "sqlite" else None
-    opened = open_store(url or request.getfixturevalue("redis_url"))
+    yield from _opened(request, tmp_path)
+
+
+def _opened(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "sqlite":
+        opened = open_store(str(tmp_path / "state.db"))
+    else:
+        short_lived = request.param == "redis-resp"
+        opened = open_store(request.getfixturevalue("redis_url"), short_lived=short_lived)
+        if short_lived:  # the connection the hook gets, where hiredis is installed
+            opened.count_call("probe", "t", b"p" * 32, None, 3)
+            assert opened._client.__class__.__name__ == "RespConnection"
+            opened.reset("probe")
     yield opened
     opened.close()
 

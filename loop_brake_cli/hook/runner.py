@@ -57,7 +57,8 @@ from ..core.limits import DEFAULT_MAX_REPEATS, InvalidMaxRepeatsError, resolve_m
 from ..core.records import BadRecord, ToolCall, ToolResult, UserTurn
 from ..core.verdicts import Verdict
 from ..stores import Store, StoreError, open_store, store_target
-from ..stores.sqlite_store import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS, DEFAULT_TTL
+from ..stores.base import DEFAULT_IDLE_TTL as DEFAULT_TTL
+from ..stores.base import DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS
 from .stdio import Streams
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -341,6 +342,7 @@ class _Hook:
                 max_sessions=opts.get("max_sessions", DEFAULT_MAX_SESSIONS),
                 lock_timeout=opts.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
                 warn=self.warn,
+                short_lived=True,  # one decision, then exit: no redis-py import (stores/resp.py)
             )
         except ValueError as exc:
             raise StoreError(f"--store: {exc}") from None

@@ -142,8 +142,9 @@ _OPENERS: dict[str | None, Callable[..., Store]] = {}
 def register(scheme: str | None, opener: Callable[..., Store]) -> None:
     """Open ``scheme://...`` targets with ``opener(target, *, idle_ttl, warn, **options)``
     (None: a plain path). ``options`` are what a command passes for every store
-    (``max_sessions``, ``lock_timeout``): a backend takes those it understands and
-    ignores the rest. A later registration of a scheme replaces the earlier one."""
+    (``max_sessions``, ``lock_timeout``, ``short_lived``: the process makes a decision or
+    two and exits): a backend takes those it understands and ignores the rest. A later
+    registration of a scheme replaces the earlier one."""
     _OPENERS[None if scheme is None else scheme.lower()] = opener
 
 
@@ -162,9 +163,10 @@ def open_store(
     """The store a target names (see ``store_target``), by its scheme (``register``).
     ``idle_ttl``: seconds a session may stay idle before its streak is forgotten.
     ``options``: ``max_sessions`` and ``lock_timeout`` of the SQLite store (Redis has
-    no session cap: keys expire). Raises ValueError for a target no backend reads (a
-    URL we do not read, or one mistyped: ``check_target``), StoreError when a
-    backend's library is missing. Connects on first use."""
+    no session cap: keys expire), ``short_lived`` of the Redis store (``RedisStore``).
+    Raises ValueError for a target no backend reads (a URL we do not read, or one
+    mistyped: ``check_target``), StoreError when a backend's library is missing.
+    Connects on first use."""
     scheme = _scheme(target)
     if scheme is None:
         check_target(target)
@@ -181,10 +183,10 @@ def _sqlite(target: str, *, idle_ttl: float, warn: Any = None, **options: Any) -
     return StateStore(sqlite_path(target), ttl=idle_ttl, warn=warn, **known)
 
 
-def _redis(target: str, *, idle_ttl: float, **_options: Any) -> Store:
+def _redis(target: str, *, idle_ttl: float, **options: Any) -> Store:
     from .redis_store import RedisStore
 
-    return RedisStore(target, idle_ttl=idle_ttl)
+    return RedisStore(target, idle_ttl=idle_ttl, short_lived=options.get("short_lived", False))
 
 
 register(None, _sqlite)

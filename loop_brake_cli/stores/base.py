@@ -35,10 +35,22 @@ if TYPE_CHECKING:
 else:
     Protocol = object  # a structural type: nothing checks it at run time
 
-__all__ = ["DEFAULT_IDLE_TTL", "ENV_STORE", "Store", "StoreError", "StoreUnavailable"]
+__all__ = [
+    "DEFAULT_IDLE_TTL",
+    "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_MAX_SESSIONS",
+    "ENV_STORE",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+]
 
 ENV_STORE = "LOOP_BRAKE_STORE"
 DEFAULT_IDLE_TTL = 24 * 3600.0
+# The SQLite store's defaults, here so that the hook reads them without importing
+# sqlite3 when its store is Redis.
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_LOCK_TIMEOUT = 10.0
 
 
 class Store(SessionTable, Protocol):

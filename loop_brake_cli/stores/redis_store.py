@@ -44,8 +44,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.canonical import canonical_json
@@ -53,6 +51,12 @@ from ..core.streak import PolicySlot, Slot, policy_step, result_step
 from .base import DEFAULT_IDLE_TTL, StoreError, StoreUnavailable
 from .policy_rows import decode_policy_state, encode_policy_state
 from .rows import SessionRow, call_id_key, decode_call_id, session_row
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's start-up)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["KEY_PREFIX", "REDIS_SCHEMES", "RedisStore", "redact"]
 
@@ -145,10 +149,16 @@ class RedisStore:
         breaker_failures: int = BREAKER_FAILURES,
         breaker_cooldown: float = BREAKER_COOLDOWN,
         clock: Callable[[], float] = time.monotonic,
+        short_lived: bool = False,
     ) -> None:
         """``clock`` times the breaker's cool-down (seconds, monotonic): a test passes
-        one it moves by hand, so no test sleeps until a cool-down has passed."""
+        one it moves by hand, so no test sleeps until a cool-down has passed.
+        ``short_lived``: the process makes a decision or two and exits (the hook), so
+        it connects through ``resp.RespConnection`` where that reads the URL as redis-py
+        does and hiredis is installed, and never imports redis-py (a quarter of a CPU
+        second); elsewhere redis-py connects."""
         self.url = url
+        self.short_lived = short_lived
         self.label = redact(url)
         self.idle_ttl = idle_ttl
         self.timeout = timeout
@@ -162,6 +172,9 @@ class RedisStore:
         self._step: Any = None
         self._cas: Any = None
         self._end: Any = None
+        self._unavailable: tuple[type[BaseException], ...] = ()
+        self._failed: tuple[type[BaseException], ...] = ()
+        self._worded = False
         if importlib.util.find_spec("redis") is None:
             raise StoreError(
                 f"redis store {self.label}: redis-py is not installed "
@@ -171,8 +184,18 @@ class RedisStore:
     # -- connection and failures ------------------------------------------------
 
     def _connect(self) -> Any:
+        if self._client is None and self.short_lived:
+            from . import resp
+
+            where = resp.target(self.url, self.timeout) if resp.available() else None
+            if where is not None:
+                self._unavailable, self._failed = (resp.RespUnavailable,), (resp.RespError,)
+                self._worded = True  # its failures say what _why says of redis-py's
+                self.timeout = where.timeout
+                self._use(resp.RespConnection(where))
         if self._client is None:
             import redis
+            import redis.exceptions as errors
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
@@ -188,29 +211,39 @@ class RedisStore:
                 raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
             # the URL's socket_timeout, if it gives one, is the one in force
             self.timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
-            self._step = client.register_script(_script("redis_step.lua"))
-            self._cas = client.register_script(_script("redis_cas.lua"))
-            self._end = client.register_script(_script("redis_end.lua"))
-            self._client = client
+            unavailable = (errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError)
+            self._unavailable = unavailable
+            self._failed = (errors.RedisError,)
+            self._use(client)
         return self._client
 
-    def _ask(self, work):
-        """Run ``work(client)``: the breaker first, every redis-py failure as one line."""
-        import redis.exceptions as errors
+    def _use(self, client: Any) -> None:
+        """Count through ``client`` (redis-py's, or a ``resp.RespConnection``)."""
+        self._step = client.register_script(_script("redis_step.lua"))
+        self._cas = client.register_script(_script("redis_cas.lua"))
+        self._end = client.register_script(_script("redis_end.lua"))
+        self._client = client
 
+    def _ask(self, work):
+        """Run ``work(client)``: the breaker first, every failure of the client as one
+        line."""
         self._breaker.check(self.label)
+        client = self._connect()
         try:
-            result = work(self._connect())
-        except (errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError) as exc:
+            result = work(client)
+        except self._unavailable as exc:
             self._breaker.failed()
             raise StoreUnavailable(f"redis store {self.label}: {self._why(exc)}") from None
-        except errors.RedisError as exc:
+        except self._failed as exc:
             raise StoreError(f"redis store {self.label}: {self._why(exc)}") from None
         self._breaker.succeeded()
         return result
 
     def _why(self, exc: BaseException) -> str:
-        """A redis-py failure in a few words, credentials scrubbed."""
+        """A client's failure in a few words, credentials scrubbed (``resp`` words its
+        own as this does redis-py's)."""
+        if self._worded:
+            return self._scrub(str(exc))
         import redis.exceptions as errors
 
         if isinstance(exc, errors.TimeoutError):

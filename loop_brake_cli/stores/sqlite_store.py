@@ -49,6 +49,7 @@ import time
 
 from ..core.streak import PolicySlot, Slot, call_ended, policy_step, result_step, step
 from . import policy_rows
+from .base import DEFAULT_IDLE_TTL, DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_SESSIONS
 from .rows import (
     SessionRow,
     decode_call_id,
@@ -87,9 +88,7 @@ __all__ = [
     "encode_call_id",
 ]
 
-DEFAULT_TTL = 24 * 3600.0
-DEFAULT_MAX_SESSIONS = 10_000
-DEFAULT_LOCK_TIMEOUT = 10.0
+DEFAULT_TTL = DEFAULT_IDLE_TTL
 SCHEMA_VERSION = 2  # 2: call ids as canonical JSON text (1 kept them as TEXT)
 
 _SCHEMA = (
