@@ -58,7 +58,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     about twofold on unusual inputs, so a bug report or a benchmark should say."""
     if not value or ctx.resilient_parsing:
         return
-    from .version import version_text
+    from .commands.version import version_text
 
     click.echo(version_text())
     ctx.exit()

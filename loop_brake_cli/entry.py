@@ -24,7 +24,7 @@ def main() -> None:
 
         _exit_now(hook_main(argv[1:]))
     if argv == ["--version"]:  # click's own --version says the same (cli.py), 2x slower
-        from .version import version_text
+        from .commands.version import version_text
 
         _exit_now(_write_version(version_text() + "\n"))
     from .cli import main as cli_main

@@ -43,9 +43,9 @@ def test_the_version_names_the_c_reader_when_it_is_built():
 
 
 def test_the_version_is_stated_once_and_the_metadata_says_the_same():
-    """pyproject.toml reads ``loop_brake_cli.version.__version__``: what ``--version``
+    """pyproject.toml reads ``loop_brake_cli.commands.version.__version__``: what ``--version``
     prints without importlib.metadata is what an installer recorded."""
-    from loop_brake_cli.version import __version__
+    from loop_brake_cli.commands.version import __version__
 
     assert __version__ == version("loop-brake-cli")
 

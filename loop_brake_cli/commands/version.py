@@ -1,4 +1,4 @@
-"""What ``loop-brake --version`` prints: the version, and the event reader ``filter`` uses.
+"""``loop-brake --version``: the version, and the event reader ``filter`` uses.
 
 ``__version__`` is the one statement of the version: pyproject.toml reads it at build
 time (``[tool.setuptools.dynamic]``), so the installed metadata says the same. Reading
@@ -15,6 +15,6 @@ __version__ = "0.1.0"
 
 def version_text() -> str:
     """The two lines of ``--version`` (without the final newline)."""
-    from .readers.c_reader import reader_name
+    from ..readers.c_reader import reader_name
 
     return f"loop-brake, version {__version__}\nevent reader: {reader_name()}"
