@@ -38,7 +38,7 @@ LAYERS = (
     {"mcp_shared"},
     # the live front-ends: the public API's attach(), hooks, MCP proxy/gateway, frameworks
     FRONT_ENDS | {"__init__"},
-    {"commands", "cli", "entry", "__main__", "version"},  # the click CLI, thin; --version
+    {"commands", "cli", "entry", "__main__"},  # the click CLI, thin
 )
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
 
@@ -115,13 +115,12 @@ def test_the_sibling_check_sees_a_sibling() -> None:
 
 
 def test_the_top_level_is_packages() -> None:
-    """Only the entry points (and the version they print) sit beside the packages;
-    every other module is in the package that names its layer, and every package is
-    in a layer."""
+    """Only the entry points sit beside the packages; every other module is in the
+    package that names its layer, and every package is in a layer."""
     modules = {p.name for p in PACKAGE.glob("*.py")}
-    assert modules == {"__init__.py", "__main__.py", "cli.py", "entry.py", "version.py"}
+    assert modules == {"__init__.py", "__main__.py", "cli.py", "entry.py"}
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    assert packages == set(LAYER) - {"__init__", "__main__", "cli", "entry", "version"}
+    assert packages == set(LAYER) - {"__init__", "__main__", "cli", "entry"}
 
 
 def test_the_core_imports_no_backend() -> None:
