@@ -7,6 +7,12 @@
   with a policy using every feature (a per-tool limit, an exemption, cycles of
   2..4, stop after 5), which takes the exact path; median of the rounds, and
   the slowdown against no policy;
+* against Node (issue 41 goal 1): ``filter`` under a realistic policy (``REALISTIC``:
+  warn_at, per-tool limits, a window, args_ignore, cycles) against ``node
+  bench/reference.mjs`` without one, on the throughput input and on 1,000,000
+  sessions, in paired interleaved rounds (CPU seconds, user + system); the target is
+  2x Node per CPU second; the policy's output is checked byte for byte against the
+  exact path's (``LOOP_BRAKE_EXACT=1``, same policy) once per input;
 * memory per session, in process with ``tracemalloc`` (exact, not RSS noise):
   100,000 sessions each fed 6 distinct calls (so a cycle window is full; each
   call its own 32-byte digest object, as in a real run), held by
@@ -42,6 +48,66 @@ max_repeats = 5
 [stop]
 after_denials = 5
 """
+
+
+REALISTIC = """\
+warn_at = 2
+[[tools]]
+match = "read_file"
+max_repeats = 5
+[[tools]]
+match = "search"
+max_repeats = 4
+args_ignore = ["$.limit"]
+[[tools]]
+match = ["list_*", "BashOutput"]
+exempt = true
+[window]
+calls = 8
+max_repeats = 3
+[cycles]
+max_period = 4
+max_repeats = 3
+"""
+"""What issue 41 calls a realistic policy: a warning before the limit, per-tool limits,
+an exemption, a window, a path ignored in one tool's arguments, cycles."""
+
+
+def bench_policy_vs_node(run, loop_brake, inputs, data: Path, rounds: int, row, reference):
+    """Paired rounds: filter under REALISTIC, Node without a policy; CPU per input."""
+    import os
+    import shutil
+
+    node = shutil.which("node")
+    policy = _policy_file(data, "policy-realistic.toml", REALISTIC)
+    env = dict(os.environ, LOOP_BRAKE_POLICY="")
+    for label, events, n in inputs:
+        ours, theirs = [], []
+        out = data / "policy-realistic.out"
+        for _ in range(rounds):
+            cmd = [*loop_brake(), "filter", "--policy", str(policy), str(events)]
+            ours.append(run(cmd, out, env=env))
+            if node:
+                theirs.append(run([node, str(reference), str(events)]))
+        exact_out = data / "policy-realistic-exact.out"
+        exact = dict(env, LOOP_BRAKE_EXACT="1")
+        run([*loop_brake(), "filter", "--policy", str(policy), str(events)], exact_out, env=exact)
+        same = "identical to" if out.read_bytes() == exact_out.read_bytes() else "DIFFERS FROM"
+        cpu = statistics.median(r["user"] + r["sys"] for r in ours)
+        row(
+            f"filter --policy realistic, {label}: events per CPU s",
+            f"{n / cpu:,.0f}",
+            f"median of {rounds}; output {same} the exact path",
+        )
+        if theirs:
+            node_cpu = statistics.median(r["user"] + r["sys"] for r in theirs)
+            ratio = node_cpu / cpu
+            ok = "met" if ratio >= 2 else "MISSED"
+            row(
+                f"  ratio to Node without a policy, {label}",
+                f"{ratio:.2f}x",
+                f"per CPU second, paired; target >= 2x: {ok}",
+            )
 
 
 def _policy_file(data: Path, name: str, text: str) -> Path:
