@@ -17,6 +17,7 @@ from .core.exitcodes import ExitStatus
 
 COMMANDS: dict[str, str] = {
     "check-config": "loop_brake_cli.commands.check_config:check_config_command",
+    "doctor": "loop_brake_cli.commands.doctor:doctor_command",
     "filter": "loop_brake_cli.commands.filter:filter_command",
     "hash": "loop_brake_cli.commands.hash:hash_command",
     "help": "loop_brake_cli.commands.help:help_command",

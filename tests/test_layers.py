@@ -15,13 +15,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "loop_brake_cli"
 
-FRONT_ENDS = frozenset({"hook", "mcp_proxy", "mcp_gateway", "integrations", "run"})
+FRONT_ENDS = frozenset({"hook", "mcp_proxy", "mcp_gateway", "integrations", "run", "doctor"})
 """Siblings: each stands on the layers below, never on another (what two of them
 share goes below them, as ``mcp_shared`` under the MCP proxy and gateway)."""
 
-SIBLING_USES = {"run": {"hook"}}
-"""The one front-end built on another by design: ``loop-brake run`` installs the hook
-into the agent it starts and checks it with one decision."""
+SIBLING_USES = {"run": {"hook"}, "doctor": {"hook"}}
+"""The front-ends built on another by design: ``loop-brake run`` installs the hook
+into the agent it starts and checks it with one decision; ``loop-brake doctor``
+finds the hook's entries as install writes them and checks each the same way."""
 
 LAYERS = (
     # the brake: the hash contract, the streak rule, verdicts, policies, progress, and

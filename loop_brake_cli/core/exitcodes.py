@@ -30,7 +30,7 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
-COMMANDS = ("filter", "replay", "merge", "check-config", "hash", "state", "run")
+COMMANDS = ("filter", "replay", "merge", "check-config", "hash", "state", "run", "doctor")
 """The commands that follow this table (``hook`` and ``mcp-proxy`` document their own)."""
 
 
@@ -67,6 +67,7 @@ EXIT_TABLE: tuple[tuple[ExitStatus, tuple[Part, ...]], ...] = (
             Part("a call was denied and `--fail-on-deny` was given", ("filter", "replay")),
             Part("`--expect-deny` found no denial", ("replay",)),
             Part("a check failed (`--expect`, `--strict`)", ("check-config",)),
+            Part("a check failed (the brake would be off)", ("doctor",)),
         ),
     ),
     (

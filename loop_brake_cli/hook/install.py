@@ -78,6 +78,7 @@ __all__ = [
     "hook_entry",
     "install_events",
     "install_target",
+    "is_ours",
     "plan_install",
     "plan_uninstall",
     "running_program",
@@ -230,8 +231,12 @@ def hook_entry(
     return {"matcher": target.matcher, "hooks": [handler]}
 
 
-def _is_ours(command: str) -> bool:
+def is_ours(command: str) -> bool:
+    """Whether a handler's command runs ``loop-brake hook`` (by any path)."""
     return _OURS.search(command) is not None
+
+
+_is_ours = is_ours
 
 
 def install_events(agent: str, progress: bool = False, user_turns: bool = False) -> tuple[str, ...]:
