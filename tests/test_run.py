@@ -181,8 +181,10 @@ def test_a_looping_agent_is_denied_through_the_hook_then_stopped(env: Env, agent
         "reasons": [],
     }
     assert doc["totals"]["denied"] == 3
+    # the agent writes each denial's result after the call's line, and the run ends
+    # it on seeing the third denied call's line: that last result may be cut short
     denied_results = out.read_text().count("the call was denied before it ran")
-    assert denied_results == 3
+    assert denied_results in (2, 3)
     assert "deny 3/3" in stderr and "ending the agent" in stderr
     junit = (env.tmp / "junit.xml").read_text()
     assert 'failures="1"' in junit and "stopped by the brake" in junit

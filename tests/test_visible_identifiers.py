@@ -69,9 +69,9 @@ def test_replay_compare_policy_and_errors_show_the_escapes(tmp_path: Path) -> No
     err = missing.stderr.decode()
     assert_clean(err)
     assert "gone\\x1b[2J\\u2028.jsonl" in err
-    usage = run_cli("filter", "--policy", str(tmp_path / "no\x9bsuch.toml"), str(path))
-    assert usage.returncode == 2
-    assert_clean(usage.stderr.decode())
+    unreadable = run_cli("filter", "--policy", str(tmp_path / "no\x9bsuch.toml"), str(path))
+    assert unreadable.returncode == 3  # a missing --policy is unreadable input (d3a5130)
+    assert_clean(unreadable.stderr.decode())
 
 
 def test_filter_verdicts_stay_exact_json(tmp_path: Path) -> None:
