@@ -67,6 +67,19 @@ HOME_COPIES = {
         "__session-2025-12-01T21-45-5b959dae.json"
     ),
     "Library/Logs/Claude/mcp.log": "mcp/real--odoo-mcp-claude-desktop-EXCERPT-lines200-720.log.gz",
+    **{
+        f".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1765000000000/{name}": (
+            f"cline/synthetic--1765000000000/{name}"
+        )
+        for name in ("api_conversation_history.json", "ui_messages.json", "task_metadata.json")
+    },
+    **{
+        ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/"
+        f"019cadc0-7c00-7000-8000-000000000001/{name}": (
+            f"roo-code/synthetic--019cadc0-7c00-7000-8000-000000000001/{name}"
+        )
+        for name in ("api_conversation_history.json", "ui_messages.json")
+    },
 }
 
 

@@ -68,6 +68,8 @@ def test_every_sample_names_a_registered_format() -> None:
         ("swe-agent", "swe-agent.traj", 3),
         ("mini-swe-agent", "mini-swe-agent.traj.json", 4),
         ("cline", "cline.json", 4),
+        ("roo-code", "roo-code.json", 4),
+        ("cline-ui", "cline-ui.json", 4),
     ],
 )
 def test_own_sample_detected(fmt: str, name: str, count: int) -> None:

@@ -902,6 +902,13 @@ CANARY_FILES = [
     ("swe-agent", SWE / "synthetic--results-usage.traj"),
     ("mini-swe-agent", FIXTURES / "mini-swe-agent" / "synthetic--results-usage.traj.json"),
     ("cline", FIXTURES / "cline" / "synthetic--1765000000000" / "api_conversation_history.json"),
+    (
+        "roo-code",
+        FIXTURES
+        / "roo-code"
+        / "synthetic--019cadc0-7c00-7000-8000-000000000001"
+        / "api_conversation_history.json",
+    ),
     *((fmt, FIXTURES / fmt / "synthetic--results-usage.jsonl") for fmt, _ in API),
     ("gemini-cli", GEMINI / "synthetic--results-usage.jsonl"),
     ("otel", FIXTURES / "otel" / "synthetic--results-usage.json"),

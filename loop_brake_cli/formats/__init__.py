@@ -62,6 +62,8 @@ FORMATS: dict[str, str] = {
     "swe-agent": "swe_agent",
     "mini-swe-agent": "mini_swe_agent",
     "cline": "cline",
+    "roo-code": "roo_code",
+    "cline-ui": "cline_ui",
     # Chat-shaped formats last: their sniffs are the most general.
     "openai-responses": "openai_responses",
     "anthropic": "anthropic",

@@ -12,8 +12,12 @@ first verdict is not held back. The messages name formats and files only,
 never content.
 
 ``not_a_transcript`` knows the files agents keep beside their transcripts
-(Gemini CLI's ``logs.json``, its prompts only), which a directory replay
-skips without a word.
+(Gemini CLI's ``logs.json``, its prompts only; Cline's and Roo Code's
+``task_metadata.json``, and a task's ``ui_messages.json`` when its
+``api_conversation_history.json`` is beside it, whose reader takes the usage from it),
+which a directory replay skips without a word. A task's ``ui_messages.json`` named on
+the command line with its history beside is skipped with one line (the folder is one
+transcript, read once), unless a ``--format`` is given.
 """
 
 from __future__ import annotations
@@ -241,6 +245,7 @@ _GEMINI_TRANSCRIPT = rb'"toolCalls"\s*:'
 
 
 _CLINE_UI = rb'^\[\s*\{\s*"ts"\s*:\s*\d+\s*,\s*"type"\s*:\s*"(?:say|ask)"'
+_CLINE_HISTORY = "api_conversation_history.json"
 _CLINE_METADATA = rb'^\{\s*"(?:files_in_context|model_usage|environment_history)"\s*:'
 
 
@@ -250,7 +255,7 @@ def not_a_transcript(head: bytes, path: str) -> str | None:
     if base.endswith(".gz"):
         base = base[:-3]
     if base in ("ui_messages.json", "task_metadata.json"):
-        return _cline_companion(base, head_text(head))
+        return _cline_companion(base, head_text(head), path)
     if base != "logs.json":
         return None
     body = head_text(head)
@@ -262,16 +267,29 @@ def not_a_transcript(head: bytes, path: str) -> str | None:
     return None
 
 
-def _cline_companion(base: str, body: bytes) -> str | None:
-    """Cline's and Roo Code's files beside a task's api_conversation_history.json."""
-    if base == "ui_messages.json" and re.match(_CLINE_UI, body):
+def _cline_companion(base: str, body: bytes, path: str) -> str | None:
+    """Cline's and Roo Code's files beside a task's api_conversation_history.json: the UI
+    log only where that history is there to read it with (alone, it is ``cline-ui``)."""
+    if base == "ui_messages.json" and re.match(_CLINE_UI, body) and _history_beside(path):
         return (
-            "Cline's UI log (ui_messages.json; the task's calls are read from its "
-            "api_conversation_history.json)"
+            "a task's UI log, read with the api_conversation_history.json beside it "
+            "(the task's calls; its usage from this file); --format cline-ui reads it alone"
         )
     if base == "task_metadata.json" and re.match(_CLINE_METADATA, body):
         return "Cline's task metadata (task_metadata.json, no tool call)"
     return None
+
+
+def _is_ui_log(path: str) -> bool:
+    base = os.path.basename(path).lower()
+    return base.removesuffix(".gz") == "ui_messages.json"
+
+
+def _history_beside(path: str) -> bool:
+    try:
+        return os.path.isfile(os.path.join(os.path.dirname(path), _CLINE_HISTORY))
+    except (OSError, ValueError):
+        return False
 
 
 class Choice:
@@ -312,6 +330,8 @@ def choose(
     known = not_a_transcript(head, path)
     if known is not None and in_directory:
         return Choice(skip=known, quiet=True)
+    if known is not None and format_name is None and _is_ui_log(path):
+        return Choice(skip=known)  # named: said, not read twice (--format reads it alone)
     if format_name is not None:
         adapter = get(format_name)
         return Choice(adapter, FormatCheck(adapter, head, path=rereadable(path)))
