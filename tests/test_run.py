@@ -387,3 +387,68 @@ def test_session_names_the_runs_streaks(env: Env) -> None:
     )
     assert result.returncode == 6
     assert 'name="ci-job-7"' in (env.tmp / "j.xml").read_text()
+
+
+OPENCODE_STANDIN = """
+import json, os, subprocess, sys
+with open(os.environ["STANDIN_PIDS"], "a") as handle:
+    handle.write(f"{os.getpid()}\\n")
+    child = subprocess.Popen(["sleep", "600"])
+    handle.write(f"{child.pid}\\n")
+session = "ses_standin"
+for step in range(1000):  # a loop only a stop ends: the same read, again and again
+    part = {"id": f"prt_{step}", "messageID": f"msg_{step}", "sessionID": session,
+            "type": "tool", "tool": "read", "callID": f"call_{step}",
+            "state": {"status": "completed", "input": {"filePath": os.environ["STANDIN_ARG"]},
+                      "output": "same", "title": "read", "metadata": {}}}
+    line = {"type": "tool_use", "timestamp": step, "sessionID": session, "part": part}
+    sys.stdout.write(json.dumps(line) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_opencode_is_braked_from_its_stream_alone(env: Env) -> None:
+    """OpenCode has no command hook: the run reads its stream and ends it at the first
+    denial (the third identical call), with its child, and says the hook could not reach it."""
+    opencode = env.bin / "opencode"
+    opencode.write_text(f"#!{sys.executable}\n{OPENCODE_STANDIN}", encoding="utf-8")
+    opencode.chmod(0o755)
+    out = env.tmp / "agent.jsonl"
+    result = env.run(
+        [
+            "--output",
+            str(out),
+            "--json",
+            str(env.tmp / "run.json"),
+            "--junit",
+            str(env.tmp / "junit.xml"),
+            "--",
+            "opencode",
+            "run",
+            "--format",
+            "json",
+            "fix the tests",
+        ],
+        CODEX_SMALL,  # unread by this stand-in; the Env wants a stream
+        STANDIN_ARG=CANARY,
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 6, stderr
+    run = json.loads((env.tmp / "run.json").read_text())["run"]
+    assert run["decision"]["kind"] == "unreachable"
+    assert run["status"] == 6 and run["agentStatus"] == -signal.SIGTERM
+    assert "deny 3/3" in stderr
+    # the stream is passed through, from the first call to at least the denied one
+    calls = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(calls) >= 3 and {c["part"]["callID"] for c in calls[:3]} == {
+        "call_0",
+        "call_1",
+        "call_2",
+    }
+    assert CANARY in out.read_text() and CANARY not in stderr
+    assert CANARY not in (env.tmp / "run.json").read_text()
+    assert CANARY not in (env.tmp / "junit.xml").read_text()
+    assert "stopped by the brake" in env.summary.read_text()
+    assert env.snapshot() == env.before
+    pids = env.agent_pids()
+    assert len(pids) == 2 and not [pid for pid in pids if alive(pid)]
