@@ -32,11 +32,13 @@ ARGS = {"text": "same"}
 def test_calls_alternating_between_two_gateways_are_denied_at_the_third(tmp_path: Path) -> None:
     redis = RedisServer().start()
     outcome: dict[str, Any] = {}
+    # exact counts: no decision may miss the default 1 s --store-deadline on a loaded machine
+    store = ("--store", redis.url, "--store-deadline", "120")
     try:
         with (
             upstream(tmp_path) as (up, calls),
-            gateway(tmp_path, up, "--store", redis.url) as (one, log_one, _e1),
-            gateway(tmp_path, up, "--store", redis.url) as (two, log_two, _e2),
+            gateway(tmp_path, up, *store) as (one, log_one, _e1),
+            gateway(tmp_path, up, *store) as (two, log_two, _e2),
         ):
 
             async def run() -> None:

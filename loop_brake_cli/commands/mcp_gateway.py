@@ -49,6 +49,8 @@ def _note(message: str) -> None:
         "store_url",
         "idle_ttl",
         "fail_closed",
+        "store_deadline",
+        "store_workers",
     ),
     context_settings={"allow_interspersed_args": False},
 )
@@ -108,6 +110,28 @@ def _note(message: str) -> None:
 )
 @policy_option()
 @store_options
+@click.option(
+    "--store-deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help=(
+        "With --store: the longest a call waits for the store's decision; then it is "
+        "allowed uncounted (denied with --fail-closed) and counted as a fail-open."
+    ),
+)
+@click.option(
+    "--store-workers",
+    type=click.IntRange(min=1, max=1024),
+    default=16,
+    show_default=True,
+    metavar="N",
+    help=(
+        "With --store: threads asking the store at once (Redis; a SQLite store gets one). "
+        "No request waits on the store but the calls that need it."
+    ),
+)
 def mcp_gateway_command(**params: Any) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
@@ -145,6 +169,8 @@ class GatewayCommandOptions(NamedTuple):
     store_url: str | None
     idle_ttl: str | None
     fail_closed: bool
+    store_deadline: float
+    store_workers: int
 
 
 def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
@@ -188,6 +214,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "policy": policy,
         "store": store,
         "fail_closed": opts.fail_closed,
+        "store_deadline": opts.store_deadline,
+        "store_workers": opts.store_workers,
     }
     try:
         return run_gateway((host, port), config, brake_options, opts.log_path, stdio)

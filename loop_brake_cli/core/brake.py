@@ -282,6 +282,17 @@ class LoopBrake:
             self._warn(f"{exc}; calls are {how} and not counted until it answers")
         self.failure = str(exc)
 
+    def store_failed(self, exc: Exception) -> None:
+        """A store failure met outside ``observe`` (a front-end that asks the table in a
+        worker thread, ``mcp_gateway.store_calls``): counted and said as ``observe``'s."""
+        self._store_failed(exc)
+
+    def store_answered(self) -> None:
+        """The store answered a front-end that asked it outside ``observe``: a failure
+        said before is over (one line), as when ``observe`` hears it answer."""
+        if self.failure is not None:
+            self._store_answered()
+
     def _store_answered(self) -> None:
         self.failure = None
         self._warn(

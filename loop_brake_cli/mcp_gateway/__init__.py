@@ -7,7 +7,10 @@ Modules, by responsibility:
   by ``pipeline.judge``, answered with the stdio proxy's deny answer);
 * ``app``: the ASGI application (Starlette in, ``httpx2`` to the upstream,
   streaming both ways, limits, header allow-lists);
-* ``serve``: uvicorn, the listening socket, quiet logging.
+* ``serve``: uvicorn, the listening socket, quiet logging;
+* ``store_calls``: a shared store's round trips off the event loop (a bounded pool
+  of threads, a deadline per decision);
+* ``counters``: what the gateway counts about itself (fail-opens, store latency).
 
 Needs the ``mcp`` extra (the SDK brings Starlette, uvicorn and httpx2).
 """

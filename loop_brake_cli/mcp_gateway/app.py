@@ -189,13 +189,13 @@ class Gateway:
         headers = {name.lower(): value for name, value in request.headers.items()}
         client = request.client
         peer = f"{client.host}:{client.port}" if client is not None else None
-        decision = self.brake.decide(body, headers, peer)
+        decision = await self.brake.decide_async(body, headers, peer)
         if isinstance(decision, Wait):  # its id is open in another exchange ending now
             try:
                 await asyncio.wait_for(decision.ended.wait(), OPEN_WAIT)
             except TimeoutError:
                 pass  # still open: the brake says duplicate
-            decision = self.brake.decide(body, headers, peer, wait=False)
+            decision = await self.brake.decide_async(body, headers, peer, wait=False)
         if not isinstance(decision, Forward):
             status, data = decision
             return _json(status, data)

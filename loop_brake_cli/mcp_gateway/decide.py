@@ -1,8 +1,11 @@
 """The gateway's decision for one POSTed body: forward it, or answer it here.
 
 No verdict logic of its own: a ``tools/call`` is decoded by ``wire.mcp.decode_call``
-and judged by ``pipeline.judge`` over one ``LoopBrake`` whose sessions are the
-keys of ``keys.session_key``; its verdict line is ``records.verdict_record`` with
+and counted by ``LoopBrake.observe`` on ``LoopBrake.digest`` (as ``pipeline.judge``
+counts) over one ``LoopBrake`` whose sessions are the keys of ``keys.session_key``;
+with a store, the count runs in a worker thread (``store_calls``: the event loop
+never waits on the store, and a decision waits at most ``--store-deadline``, then
+fails open, counted in ``counters``); its verdict line is ``records.verdict_record`` with
 ``sessionSource`` added, and a denial is answered with the stdio proxy's
 ``mcp_shared.answers.denial_answer`` (a tool error, ``isError: true``, for the
 same id). Anything else that is a JSON-RPC message goes upstream as it came
@@ -45,6 +48,7 @@ from typing import Any
 from ..core.brake import LoopBrake
 from ..core.canonical import JSONInputError, call_digest, parse_json
 from ..core.records import BadRecord, ToolCall, error_record, verdict_record
+from ..core.verdicts import Verdict
 from ..mcp_shared.answers import (
     INVALID_REQUEST,
     denial_answer,
@@ -54,10 +58,11 @@ from ..mcp_shared.answers import (
 )
 from ..mcp_shared.denials import DenialNotes, describe_denial
 from ..mcp_shared.spans import member_span
-from ..readers.pipeline import judge
 from ..readers.wire.mcp import continues_call, decode_call
 from ..render.visible import visible
+from .counters import GatewayCounters
 from .keys import SessionNameError, call_scope, scoped_id, session_key
+from .store_calls import DEFAULT_DEADLINE, DEFAULT_WORKERS, StoreCalls
 
 __all__ = ["Answer", "DUPLICATE", "Forward", "GatewayBrake", "MAX_AWAITING", "Wait"]
 
@@ -146,6 +151,9 @@ class GatewayBrake:
         policy: Any = None,
         store: Any = None,
         fail_closed: bool = False,
+        counters: GatewayCounters | None = None,
+        store_workers: int = DEFAULT_WORKERS,
+        store_deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         # With a store (--store redis://...) every gateway process behind one address
         # counts a session's calls in the same streak; its failures are the store's
@@ -160,16 +168,55 @@ class GatewayBrake:
         self.anonymous = anonymous
         self.awaiting: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self.exchanges: OrderedDict[tuple[str, Any], Forward] = OrderedDict()
+        self.counters = counters or GatewayCounters()
+        self.calls: StoreCalls | None = None
+        """With a store: its round trips, off the event loop (``store_calls``)."""
+        if store is not None:
+            self.calls = StoreCalls(
+                self.brake, self.counters, workers=store_workers, deadline=store_deadline
+            )
 
     def close(self) -> None:
         """The gateway stops: the denials still being counted are summed up."""
         self.denials.close()
+        if self.calls is not None:
+            self.calls.close()
 
     def decide(
         self, body: bytes, headers: Mapping[str, str], peer: str | None, wait: bool = True
     ) -> Any:
         """A ``Forward`` to send ``body`` upstream, else the gateway's ``Answer`` to it;
-        a ``Wait`` (only with ``wait``) when its id is open in an exchange."""
+        a ``Wait`` (only with ``wait``) when its id is open in an exchange. Counts in
+        this thread: the in-memory brake, or a test's (the application awaits
+        ``decide_async``, which asks a store in the worker pool)."""
+        step = self._prepare(body, headers, peer, wait)
+        if not isinstance(step, _Counting):
+            return step
+        call = step.record
+        verdict = self.brake.observe(call.session, call.tool, step.digest, call.call_id)
+        return self._conclude(step, verdict)
+
+    async def decide_async(
+        self, body: bytes, headers: Mapping[str, str], peer: str | None, wait: bool = True
+    ) -> Any:
+        """``decide`` for the event loop: everything but the store's round trip is done
+        here; that round trip (only a ``tools/call`` makes one) runs in the worker pool
+        (``store_calls``), so no other request waits for it."""
+        step = self._prepare(body, headers, peer, wait)
+        if not isinstance(step, _Counting):
+            return step
+        call = step.record
+        if self.calls is None:
+            verdict = self.brake.observe(call.session, call.tool, step.digest, call.call_id)
+        else:
+            verdict = await self.calls.count(call.session, call.tool, step.digest, call.call_id)
+        return self._conclude(step, verdict)
+
+    def _prepare(
+        self, body: bytes, headers: Mapping[str, str], peer: str | None, wait: bool
+    ) -> Any:
+        """Everything before the count: the gateway's own answer, a ``Forward`` that
+        needs none, a ``Wait``, or the ``_Counting`` of a call to count."""
         try:
             value = parse_json(body)
         except JSONInputError as exc:
@@ -200,12 +247,20 @@ class GatewayBrake:
             open_exchange = self.exchanges.get((key.name, record.call_id))
             if wait and open_exchange is not None:
                 return Wait(open_exchange.ended)
-        ((record, verdict),) = judge((record,), self.brake)
-        if verdict is None:  # the decoder or the hash could not read it: never forwarded
-            self.log(error_record(record))  # type: ignore[arg-type]
-            text = f"{PROG}: {record.message}; not forwarded"  # type: ignore[union-attr]
-            return 400, request_error(id_bytes, INVALID_REQUEST, text)
-        assert isinstance(record, ToolCall)
+            try:  # the digest ``pipeline.judge`` counts on (a policy's, under args_ignore)
+                digest = self.brake.digest(record.tool, record.args)
+            except (JSONInputError, TypeError) as exc:
+                record = BadRecord(str(exc), record.line, record.path)
+            else:
+                return _Counting(value, id_bytes, key, record, digest)
+        # the decoder or the hash could not read it: never forwarded
+        self.log(error_record(record))
+        text = f"{PROG}: {record.message}; not forwarded"
+        return 400, request_error(id_bytes, INVALID_REQUEST, text)
+
+    def _conclude(self, step: _Counting, verdict: Verdict) -> Any:
+        """The call counted: its verdict logged and acted on."""
+        value, id_bytes, key, record = step.value, step.id_bytes, step.key, step.record
         line = verdict_record(record, verdict)
         line["sessionSource"] = key.source
         self.log(line)
@@ -228,7 +283,7 @@ class GatewayBrake:
             return self._open(Forward(value["id"], None, session, record.call_id, call))
         self.denials.denied(session, verdict, f"denied {what}")
         if record.call_id is not None:  # answered here: its id may name a new call
-            self.brake.end_call(session, record.call_id)
+            self._end_call(session, record.call_id, _nothing)
         return 200, denial_answer(id_bytes, verdict.message, is_modern(value))
 
     def asked(self, forward: Forward, request_state: Any = None) -> None:
@@ -250,11 +305,25 @@ class GatewayBrake:
         if forward.done:
             return
         forward.done = True
+        if forward.session is None or forward.call_id is None:
+            self._ended(forward)
+            return
+        # the exchange stays open (a request reusing the id waits) until the store heard
+        self._end_call(forward.session, forward.call_id, lambda: self._ended(forward))
+
+    def _ended(self, forward: Forward) -> None:
         forward.ended.set()
         if self.exchanges.get((forward.session, forward.call_id)) is forward:  # type: ignore[index]
             del self.exchanges[(forward.session, forward.call_id)]  # type: ignore[index]
-        if forward.session is not None and forward.call_id is not None:
-            self.brake.end_call(forward.session, forward.call_id)
+
+    def _end_call(self, session: str, call_id: Any, then: Callable[[], None]) -> None:
+        """The call's id may count again: told to the brake here (memory), or to the
+        store in the background (``StoreCalls.end``); ``then()`` once it is told."""
+        if self.calls is None:
+            self.brake.end_call(session, call_id)
+            then()
+        else:
+            self.calls.end(session, call_id, then)
 
     def _open(self, forward: Forward) -> Forward:
         """A forwarded call whose exchange has begun (its id open until it ends)."""
@@ -273,6 +342,25 @@ class GatewayBrake:
             del self.awaiting[key]
             return True
         return False
+
+
+class _Counting:
+    """A ``tools/call`` read and keyed, to be counted: what ``_conclude`` needs after."""
+
+    __slots__ = ("value", "id_bytes", "key", "record", "digest")
+
+    def __init__(
+        self, value: dict[str, Any], id_bytes: bytes, key: Any, record: ToolCall, digest: bytes
+    ) -> None:
+        self.value = value
+        self.id_bytes = id_bytes
+        self.key = key
+        self.record = record
+        self.digest = digest
+
+
+def _nothing() -> None:
+    """Nothing waits on the end of a denied call (it never opened an exchange)."""
 
 
 def _retry_key(session: str, tool: str, args: Any, state: Any) -> tuple[Any, ...] | None:

@@ -1,0 +1,41 @@
+"""What the gateway counts about its own health: plain numbers anyone may read.
+
+One ``GatewayCounters`` per gateway process, shared by the brake (``decide``) and
+the store's worker pool (``store_calls``). Every field is a plain ``int``
+attribute, only ever added to, on the event loop's thread; ``store_latency`` is a
+list of hooks, each called with the seconds one store round trip took (a metrics
+exporter appends its own). Nothing here names a session, a tool or an argument:
+counts only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+__all__ = ["GatewayCounters"]
+
+
+class GatewayCounters:
+    """The gateway's counts (module docstring); all start at 0."""
+
+    def __init__(self) -> None:
+        self.store_decisions = 0
+        """Calls whose decision asked the store (in the worker pool)."""
+        self.fail_open_deadline = 0
+        """Calls decided without the store because it did not answer within
+        ``--store-deadline`` (allowed uncounted; denied with ``--fail-closed``)."""
+        self.fail_open_store = 0
+        """Calls decided without the store because it failed (unreachable, circuit open)."""
+        self.end_calls_late = 0
+        """Ends of exchanges the store did not hear within the deadline."""
+        self.store_latency: list[Callable[[float], None]] = []
+        """Hooks: each is called with the seconds of every store round trip."""
+
+    def store_answered_in(self, seconds: float) -> None:
+        """One store round trip took ``seconds``: every hook hears it."""
+        for hook in self.store_latency:
+            hook(seconds)
+
+    def as_dict(self) -> dict[str, int]:
+        """Every count by name (the bench prints them)."""
+        return {name: value for name, value in vars(self).items() if isinstance(value, int)}
