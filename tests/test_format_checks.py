@@ -99,8 +99,10 @@ def test_replay_fail_on_deny_warns_and_expect_deny_fails_when_nothing_was_read(
     assert b"nothing was checked" in forced.stderr
 
 
-def test_a_claude_code_transcript_piped_into_filter_gets_one_hint() -> None:
-    done = run_cli("filter", input=CLAUDE.read_bytes())
+def test_a_claude_code_transcript_forced_into_events_gets_one_hint() -> None:
+    """``--format events``: the seed's reading, one hint (without --format, filter reads
+    it as claude-code: tests/test_filter_detect.py)."""
+    done = run_cli("filter", "--format", "events", input=CLAUDE.read_bytes())
     lines = CLAUDE.read_bytes().count(b"\n")
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(verdicts) == lines and {v["verdict"] for v in verdicts} == {"error"}
@@ -108,7 +110,8 @@ def test_a_claude_code_transcript_piped_into_filter_gets_one_hint() -> None:
         "loop-brake filter: <stdin>: looks like a claude-code transcript, not tool-call "
         "events; use --format claude-code\n"
     )
-    assert run_cli("filter", "--strict", input=CLAUDE.read_bytes()).returncode == 3
+    forced_strict = run_cli("filter", "--format", "events", "--strict", input=CLAUDE.read_bytes())
+    assert forced_strict.returncode == 3
     right = run_cli("filter", "--format", "claude-code", input=CLAUDE.read_bytes())
     assert right.returncode == 0 and right.stderr == b"" and right.stdout.count(b"\n") == 10
 
@@ -129,10 +132,11 @@ def _read_until(proc: subprocess.Popen[bytes], stream: str, needle: bytes) -> by
 
 
 def test_live_stream_is_decided_from_its_first_line_and_keeps_going() -> None:
-    """``tail -f`` of a Claude Code transcript: the hint and the first verdict come after the
-    first line alone (the reader waits for no 64 KiB head), and the run goes on."""
+    """``tail -f`` of a Claude Code transcript read as events: the hint and the first
+    verdict come after the first line alone (the reader waits for no 64 KiB head), and
+    the run goes on."""
     first, second, *_ = CLAUDE.read_bytes().splitlines(keepends=True)
-    proc = spawn_cli("filter", bufsize=0)
+    proc = spawn_cli("filter", "--format", "events", bufsize=0)
     try:
         proc.stdin.write(first)  # type: ignore[union-attr]
         err = _read_until(proc, "stderr", b"\n")

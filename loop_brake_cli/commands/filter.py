@@ -1,16 +1,20 @@
-"""``loop-brake filter``: tool-call events in, one verdict line per event out.
+"""``loop-brake filter``: tool calls in, one verdict line per call out.
 
-Every input is also sniffed (``formats/_detect.py``) from the head the reader
-buffers anyway, before the run: one that looks like another format, or from
-which the format read gives no tool call, is said once on stderr and counted
-(``--strict`` exits 3). The fast path is not touched: for event lines the
-check is one parse of the first line unless that line is not an event.
+Every input is sniffed (``formats/_detect.py``) from the head the reader buffers
+anyway, before the run. Without ``--format``, an input whose first line is not a
+tool-call event but which looks like a transcript or headless stream of a known
+format is read in that format, as replay reads it, said once on stderr; with
+``--format`` (``events`` included: the seed's reading) one that looks like
+another format, or from which the format read gives no tool call, is said once
+and counted (``--strict`` exits 3). The fast path is not touched: for event lines
+the check is one parse of the first line.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import click
@@ -69,11 +73,10 @@ def _say(message: str) -> None:
     "--format",
     "format_name",
     type=click.Choice(names()),
-    default="events",
-    show_default=True,
+    default=None,
     metavar="NAME",
-    help="Input format (loop-brake help formats). An input that looks like another "
-    "format, or gives no tool call, is named on stderr.",
+    help="Read every input as NAME (loop-brake help formats). Default: tool-call "
+    "events, or the transcript or headless stream the first line shows (said on stderr).",
 )
 @click.option(
     "--only",
@@ -136,7 +139,7 @@ class FilterOptions(NamedTuple):
     files: tuple[str, ...]
     max_repeats: int | None
     config_paths: tuple[str, ...]
-    format_name: str
+    format_name: str | None
     only: tuple[str, ...]
     fail_on_deny: bool
     strict: bool
@@ -191,7 +194,8 @@ def _filter(brake: LoopBrake, opts: FilterOptions, shard: tuple[int, int] | None
     """Judge every file (``--continue-sessions``: one brake across them; always so with a
     shared store, which is never reset here)."""
     continue_sessions = opts.continue_sessions or brake.store is not None
-    adapter = get(opts.format_name)
+    forced = opts.format_name is not None
+    adapter = get(opts.format_name or "events")
     wanted = set(opts.only) if opts.only else set(VERDICT_KINDS)
     out = LineWriter(sys.stdout.buffer)
     tally = Tally()
@@ -215,13 +219,16 @@ def _filter(brake: LoopBrake, opts: FilterOptions, shard: tuple[int, int] | None
             continue
         file_label = source.name if label else None
         try:
-            check = FormatCheck(adapter, peek(source), path=rereadable(path))
-            if (mismatch := check.mismatch()) is not None:
+            read_as, check, mismatch = _format_of(adapter, peek(source), path, forced)
+            if read_as is not adapter:
+                out.flush()
+                _say(f"{source.name}: {_detected_note(read_as.INFO.name)}")
+            if mismatch is not None:
                 out.flush()
                 _say(f"{source.name}: {mismatch}")
                 not_read += 1
             before = tally.calls
-            _run_source(adapter, source, brake, tally, out, wanted, file_label, shard)
+            _run_source(read_as, source, brake, tally, out, wanted, file_label, shard)
             if tally.calls == before and (nothing := check.nothing_read()) is not None:
                 out.flush()
                 _say(f"{source.name}: {nothing}")
@@ -243,6 +250,34 @@ def _filter(brake: LoopBrake, opts: FilterOptions, shard: tuple[int, int] | None
     if opts.fail_on_deny and tally.denied:
         return ExitStatus.BRAKE
     return ExitStatus.OK
+
+
+def _format_of(
+    adapter: ModuleType, head: bytes, path: str, forced: bool
+) -> tuple[ModuleType, FormatCheck, str | None]:
+    """How one input is read: the adapter, its check, and what to say when the input
+    does not look like the format it is read as (``FormatCheck.mismatch``).
+
+    ``--format`` given (``forced``): that format, always (``--format events`` is the
+    seed's reading). Without it: tool-call events, unless the head is not an event line
+    and looks like a transcript or headless stream of another format, which is then
+    read as replay reads it. Events are recognised from their first line alone (one
+    parse), so event input costs what it did and the fast path stays as it is."""
+    check = FormatCheck(adapter, head, path=rereadable(path))
+    if forced:
+        return adapter, check, check.mismatch()
+    found = check.other()
+    if found is None:
+        return adapter, check, None
+    return found, FormatCheck(found, head, path=rereadable(path)), None
+
+
+def _detected_note(name: str) -> str:
+    """Said once per input read as a detected format instead of as events."""
+    return (
+        f"detected as {name}, not tool-call events: read as replay reads it "
+        "(--format events: as events)"
+    )
 
 
 def _summary(brake: LoopBrake, tally: Tally, inputs: int, sessions: int, not_read: int) -> None:

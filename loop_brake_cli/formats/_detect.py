@@ -1,10 +1,11 @@
 """Is an input in the format it is read as? Said once per input, never silently wrong.
 
-A format given with ``--format`` (or ``filter``'s default, ``events``) is
-trusted for reading, but every input is also sniffed: when its head looks like
-another format, or the format read finds no tool call in content that is not
-blank, the caller says so once (``looks like a claude-code transcript, not
-codex; use --format claude-code``) and counts the input as unreadable.
+A format given with ``--format`` is trusted for reading, but every input is
+also sniffed: when its head looks like another format, or the format read finds
+no tool call in content that is not blank, the caller says so once (``looks
+like a claude-code transcript, not codex; use --format claude-code``) and counts
+the input as unreadable. ``filter`` without ``--format`` reads the format the
+head shows instead of events (``FormatCheck.other``).
 
 A live stream (a pipe, a terminal) is decided from its first lines: ``peek``
 waits for one complete non-blank line, never for the whole 64 KiB head, so the
@@ -126,12 +127,21 @@ class FormatCheck:
         except Exception:
             return False
 
-    def mismatch(self) -> str | None:
-        """Before reading: the head looks like another format (and not like this one)."""
-        if self.said or not head_text(self.head) or self._sniffs():
+    def other(self) -> ModuleType | None:
+        """The format the head shows instead of this one: None when the head is blank,
+        sniffs as this format (one parse of the first line for events), or is of no
+        known format."""
+        if not head_text(self.head) or self._sniffs():
             return None
         other = self.detected()
-        if other is None or other is self.adapter:
+        return None if other is self.adapter else other
+
+    def mismatch(self) -> str | None:
+        """Before reading: the head looks like another format (and not like this one)."""
+        if self.said:
+            return None
+        other = self.other()
+        if other is None:
             return None
         self.said = True
         found = other.INFO.name
