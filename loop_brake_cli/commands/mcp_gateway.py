@@ -24,6 +24,7 @@ from ._options import (
 )
 
 PROG = "loop-brake mcp-gateway"
+DEFAULT_MAX_SESSIONS = 20_000  # about 15 MB of sessions at most (700 bytes each)
 
 GATEWAY_EXIT_HELP = (
     "Exit status: 0 after SIGINT or SIGTERM; before it listens, 2 usage or configuration "
@@ -51,6 +52,11 @@ def _note(message: str) -> None:
         "fail_closed",
         "store_deadline",
         "store_workers",
+        "max_sessions",
+        "session_idle",
+        "max_connections",
+        "request_timeout",
+        "keep_alive",
     ),
     context_settings={"allow_interspersed_args": False},
 )
@@ -97,6 +103,51 @@ def _note(message: str) -> None:
     default=4 << 20,
     show_default=True,
     help="Largest POST body in bytes (larger: HTTP 413).",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SESSIONS,
+    show_default=True,
+    metavar="N",
+    help=(
+        "Without --store: sessions held in memory; beyond it the least recently used "
+        "is forgotten (it starts a new streak if it returns)."
+    ),
+)
+@click.option(
+    "--session-idle",
+    metavar="DURATION",
+    default="1h",
+    show_default=True,
+    help="Without --store: a session unused this long is forgotten (90s, 30m, 1h).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    metavar="N",
+    help="Client connections open at once; one more is answered 503 and closed.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help=(
+        "A request's headers and body must arrive within this (from the connection's "
+        "start or its last answer), else the connection is closed (slow clients)."
+    ),
+)
+@click.option(
+    "--keep-alive",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="An idle client connection is closed after this.",
 )
 @timeout_options(
     "Seconds to connect to the upstream.",
@@ -160,6 +211,11 @@ class GatewayCommandOptions(NamedTuple):
     forward_auth: bool
     anonymous: str
     max_body: int
+    max_sessions: int
+    session_idle: str
+    max_connections: int
+    request_timeout: float
+    keep_alive: float
     timeout: float
     read_timeout: float
     max_repeats: int | None
@@ -197,6 +253,14 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
             "a policy with progress or [same_error] is not supported by mcp-gateway"
             " (results are not read)"
         )
+    from ..hook.runner import parse_duration
+    from ..mcp_gateway.limits import GatewayLimits
+
+    try:
+        session_idle = parse_duration(opts.session_idle)
+    except ValueError as exc:
+        raise CommandError(f"--session-idle: {exc}") from None
+    limits = GatewayLimits(opts.max_connections, opts.request_timeout, opts.keep_alive)
     config = GatewayConfig(
         upstream,
         headers,
@@ -205,6 +269,7 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         max_body=opts.max_body,
         forward_auth=opts.forward_auth,
         loopback=is_loopback(host),
+        limits=limits,
     )
     store = open_shared_store(opts.store_url, opts.idle_ttl, _note)
     brake_options = {
@@ -216,6 +281,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "fail_closed": opts.fail_closed,
         "store_deadline": opts.store_deadline,
         "store_workers": opts.store_workers,
+        "max_sessions": opts.max_sessions,
+        "session_idle": session_idle,
     }
     try:
         return run_gateway((host, port), config, brake_options, opts.log_path, stdio)

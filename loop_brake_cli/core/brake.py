@@ -112,6 +112,7 @@ class LoopBrake:
         store: Any = None,
         fail_closed: bool = False,
         warn: Callable[[str], None] | None = None,
+        session_idle: float | None = None,
     ) -> None:
         """``source`` names where an explicit ``max_repeats`` came from (for summaries).
 
@@ -127,7 +128,10 @@ class LoopBrake:
         ``fail_closed``; ``warn`` (default: the ``loop_brake_cli`` logger) hears one
         line when the store fails and one when it answers again, ``store_failures``
         counts the calls decided without it and ``failure`` says why, until it
-        answers."""
+        answers.
+
+        ``session_idle`` (seconds, with ``max_sessions``): ``expire`` forgets the
+        sessions unused that long (a long-running server calls it now and then)."""
         self.max_repeats, self.max_repeats_source = resolve_max_repeats(max_repeats)
         if source is not None and max_repeats is not None:
             self.max_repeats_source = source
@@ -149,7 +153,11 @@ class LoopBrake:
             store = open_table(os.fspath(store))
         self.store: Any = store
         """The shared store counted through, or None: this process's memory."""
-        self.table: SessionTable = memory_table(max_sessions) if store is None else store
+        if session_idle is not None and (store is not None or max_sessions is None):
+            raise ValueError("session_idle needs max_sessions (and no store)")
+        self.table: SessionTable = (
+            memory_table(max_sessions, session_idle) if store is None else store
+        )
         """Where every session's state lives: the one road from a call to its state."""
         self.fail_closed = fail_closed
         self.store_failures = 0
@@ -171,6 +179,16 @@ class LoopBrake:
     def evictions(self) -> int:
         """Sessions evicted by ``max_sessions`` (least recently used first)."""
         return getattr(self.table, "evictions", 0)
+
+    @property
+    def expired(self) -> int:
+        """Sessions forgotten after ``session_idle`` seconds unused."""
+        return getattr(self.table, "expired", 0)
+
+    def expire(self) -> int:
+        """Forget the sessions unused for ``session_idle`` seconds; how many."""
+        expire = getattr(self.table, "expire", None)
+        return 0 if expire is None else expire()
 
     def check(
         self,

@@ -185,14 +185,35 @@ class MemoryTable:
 
 class BoundedMemoryTable(MemoryTable):
     """``MemoryTable`` holding at most ``max_sessions`` sessions: the least recently
-    used is evicted (``evictions`` counts them) and starts afresh if it returns."""
+    used is evicted (``evictions`` counts them) and starts afresh if it returns.
 
-    def __init__(self, max_sessions: int) -> None:
+    With ``idle`` (seconds), ``expire`` also forgets every session unused that long
+    (``expired`` counts them; ``clock`` is ``time.monotonic`` unless a test moves its
+    own): a long-running server (the MCP gateway) calls it now and then, so a flood
+    of sessions that never return leaves no memory behind. Sessions are kept in order
+    of last use, so expiry only looks at the oldest ones. When most sessions have gone,
+    the table is rebuilt smaller (a dict never shrinks by itself)."""
+
+    def __init__(
+        self,
+        max_sessions: int,
+        idle: float | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
+        if idle is not None and not idle > 0:
+            raise ValueError("idle must be a positive number of seconds")
         self.max_sessions = max_sessions
         self.evictions = 0
+        self.idle = idle
+        self.expired = 0
         self._slots: OrderedDict[str, Any] = OrderedDict()
+        self._used: dict[str, float] | None = None if idle is None else {}
+        if clock is None and idle is not None:
+            from time import monotonic as clock
+        self._clock = clock
+        self._peak = 0
 
     def count_call(
         self,
@@ -213,18 +234,63 @@ class BoundedMemoryTable(MemoryTable):
         if prev is None:
             slots[session] = state
             if len(slots) > self.max_sessions:
-                slots.popitem(last=False)
+                evicted, _ = slots.popitem(last=False)
                 self.evictions += 1
+                if self._used is not None:
+                    del self._used[evicted]
+            elif len(slots) > self._peak:
+                self._peak = len(slots)
         else:
             slots.move_to_end(session)
             if not duplicate:
                 slots[session] = state
+        if self._used is not None:
+            self._used[session] = self._clock()  # type: ignore[misc]
         return state, duplicate
 
+    def reset(self, session: str | None = None) -> int:
+        if self._used is not None:
+            if session is None:
+                self._used.clear()
+            else:
+                self._used.pop(session, None)
+        return super().reset(session)
 
-def memory_table(max_sessions: int | None = None) -> MemoryTable:
-    """A table in this process's memory: unbounded, or the LRU of ``max_sessions``."""
-    return MemoryTable() if max_sessions is None else BoundedMemoryTable(max_sessions)
+    def expire(self) -> int:
+        """Forget every session unused for ``idle`` seconds; how many (0 without ``idle``)."""
+        used = self._used
+        if used is None:
+            return 0
+        cutoff = self._clock() - self.idle  # type: ignore[misc, operator]
+        slots = self._slots
+        removed = 0
+        while slots:
+            oldest = next(iter(slots))
+            if used[oldest] > cutoff:
+                break
+            del slots[oldest]
+            del used[oldest]
+            removed += 1
+        self.expired += removed
+        if removed and len(slots) * 4 < self._peak:  # mostly gone: give the memory back
+            self._slots = OrderedDict(slots)
+            self._used = dict(used)
+            self._peak = len(slots)
+        return removed
+
+
+def memory_table(
+    max_sessions: int | None = None,
+    idle: float | None = None,
+    clock: Callable[[], float] | None = None,
+) -> MemoryTable:
+    """A table in this process's memory: unbounded, or the LRU of ``max_sessions``
+    (forgetting sessions unused for ``idle`` seconds when asked to ``expire``)."""
+    if max_sessions is None:
+        if idle is not None:
+            raise ValueError("an idle expiry needs max_sessions")
+        return MemoryTable()
+    return BoundedMemoryTable(max_sessions, idle, clock)
 
 
 _url_opener: Callable[[str], SessionTable] | None = None

@@ -10,7 +10,10 @@ Modules, by responsibility:
 * ``serve``: uvicorn, the listening socket, quiet logging;
 * ``store_calls``: a shared store's round trips off the event loop (a bounded pool
   of threads, a deadline per decision);
-* ``counters``: what the gateway counts about itself (fail-opens, store latency).
+* ``limits``: the bounds on clients (connections, slow requests, keep-alive) and
+  memory given back after a flood;
+* ``counters``: what the gateway counts about itself (fail-opens, store latency,
+  evictions, connections refused or cut).
 
 Needs the ``mcp`` extra (the SDK brings Starlette, uvicorn and httpx2).
 """

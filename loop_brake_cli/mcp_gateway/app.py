@@ -44,6 +44,7 @@ from ..mcp_shared.spans import member_span
 from ..mcp_shared.transport import transport_problem
 from ..readers.wire.mcp import INPUT_REQUIRED
 from .decide import Forward, GatewayBrake, Wait
+from .limits import GatewayLimits, trim_memory
 
 __all__ = ["DEFAULT_MAX_BODY", "Gateway", "GatewayConfig"]
 
@@ -51,6 +52,9 @@ DEFAULT_MAX_BODY = 4 << 20  # bytes of one POSTed message
 UPSTREAM_FAILED = -32000  # the MCP SDK's CONNECTION_CLOSED: no answer can come
 WATCH_BYTES = 1 << 20  # of an answer kept to see whether it asks for input (else: counted)
 OPEN_WAIT = 1.0  # seconds a request waits for an open exchange with its id to end
+HOUSEKEEPING = 1.0  # seconds between two ``Gateway.tidy``
+TRIM_AFTER_BYTES = 32 << 20  # of request bodies read, then memory is given back when idle
+TRIM_AFTER_SESSIONS = 1000  # sessions expired at once, then memory is given back
 _KEY_HEADERS = ("authorization", "loop-brake-session", "mcp-session-id")
 PROG = "loop-brake mcp-gateway"
 
@@ -83,6 +87,7 @@ class GatewayConfig:
         max_body: int = DEFAULT_MAX_BODY,
         forward_auth: bool = False,
         loopback: bool = True,
+        limits: GatewayLimits | None = None,
     ) -> None:
         self.upstream = upstream
         self.headers = headers
@@ -91,6 +96,7 @@ class GatewayConfig:
         self.max_body = max_body
         self.forward_auth = forward_auth
         self.loopback = loopback
+        self.limits = limits or GatewayLimits()
 
     def __repr__(self) -> str:  # never the header values
         return f"GatewayConfig(upstream={safe_url(self.upstream)!r})"
@@ -116,6 +122,10 @@ class Gateway:
             trust_env=False,
         )
         self.last_problem: str | None = None
+        self.counters = brake.counters
+        self._reading = 0  # POST bodies being read now
+        self._read_bytes = 0  # bytes of bodies read since memory was last given back
+        self._housekeeper: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -136,11 +146,29 @@ class Gateway:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self._housekeeper = asyncio.get_running_loop().create_task(self._housekeeping())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self._housekeeper is not None:
+                    self._housekeeper.cancel()
                 await self.client.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _housekeeping(self) -> None:
+        """Every ``HOUSEKEEPING`` seconds: ``tidy``."""
+        while True:
+            await asyncio.sleep(HOUSEKEEPING)
+            self.tidy()
+
+    def tidy(self) -> None:
+        """Forget idle sessions; once a flood of bodies (or of sessions) has gone, give
+        the freed memory back to the system (``limits.trim_memory``)."""
+        expired = self.brake.expire()
+        flood_over = self._read_bytes >= TRIM_AFTER_BYTES and self._reading == 0
+        if flood_over or expired >= TRIM_AFTER_SESSIONS:
+            self._read_bytes = 0
+            trim_memory()
 
     def _allowed(self, request: Request) -> bool:
         if not self.config.loopback:
@@ -169,11 +197,16 @@ class Gateway:
             return None
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
+        self._reading += 1
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    return None
+                chunks.append(chunk)
+        finally:
+            self._reading -= 1
+            self._read_bytes += size
         return b"".join(chunks)
 
     async def _post(self, request: Request) -> Response:
@@ -183,6 +216,7 @@ class Gateway:
             return _json(status, request_error(b"null", INVALID_REQUEST, f"{PROG}: {text}"))
         body = await self._read_body(request)
         if body is None:
+            self.counters.bodies_too_large += 1
             limit = self.config.max_body
             text = f"{PROG}: the request body is larger than {limit} bytes"
             return _json(413, request_error(b"null", INVALID_REQUEST, text))

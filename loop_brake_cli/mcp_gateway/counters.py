@@ -1,7 +1,8 @@
 """What the gateway counts about its own health: plain numbers anyone may read.
 
-One ``GatewayCounters`` per gateway process, shared by the brake (``decide``) and
-the store's worker pool (``store_calls``). Every field is a plain ``int``
+One ``GatewayCounters`` per gateway process, shared by the brake (``decide``), the
+store's worker pool (``store_calls``), the session table's bounds and the HTTP
+side's (``limits``). Every field is a plain ``int``
 attribute, only ever added to, on the event loop's thread; ``store_latency`` is a
 list of hooks, each called with the seconds one store round trip took (a metrics
 exporter appends its own). Nothing here names a session, a tool or an argument:
@@ -28,6 +29,17 @@ class GatewayCounters:
         """Calls decided without the store because it failed (unreachable, circuit open)."""
         self.end_calls_late = 0
         """Ends of exchanges the store did not hear within the deadline."""
+        self.sessions_evicted = 0
+        """Sessions dropped from memory because ``--max-sessions`` were held."""
+        self.sessions_expired = 0
+        """Sessions dropped from memory after ``--session-idle`` seconds unused."""
+        self.connections_refused = 0
+        """Connections answered 503 at once because ``--max-connections`` were open."""
+        self.requests_timed_out = 0
+        """Connections closed because a request (headers and body) did not arrive
+        within ``--request-timeout`` (a slow or stalled client)."""
+        self.bodies_too_large = 0
+        """POST bodies refused with 413 (over ``--max-body``)."""
         self.store_latency: list[Callable[[float], None]] = []
         """Hooks: each is called with the seconds of every store round trip."""
 

@@ -154,12 +154,24 @@ class GatewayBrake:
         counters: GatewayCounters | None = None,
         store_workers: int = DEFAULT_WORKERS,
         store_deadline: float = DEFAULT_DEADLINE,
+        max_sessions: int | None = None,
+        session_idle: float | None = None,
     ) -> None:
         # With a store (--store redis://...) every gateway process behind one address
         # counts a session's calls in the same streak; its failures are the store's
         # rule (allowed uncounted, or denied with fail_closed), one note each way.
+        # Without one, sessions live in this process's memory: at most ``max_sessions``
+        # (the least recently used evicted), each forgotten after ``session_idle``
+        # seconds unused (``expire``, from the application's housekeeping).
+        bounded = store is None and max_sessions is not None
         self.brake = LoopBrake(
-            max_repeats, policy=policy, store=store, fail_closed=fail_closed, warn=note
+            max_repeats,
+            max_sessions=max_sessions if bounded else None,
+            session_idle=session_idle if bounded else None,
+            policy=policy,
+            store=store,
+            fail_closed=fail_closed,
+            warn=note,
         )
         self.log = log
         self.note = note
@@ -181,6 +193,14 @@ class GatewayBrake:
         self.denials.close()
         if self.calls is not None:
             self.calls.close()
+
+    def expire(self) -> int:
+        """Forget the in-memory sessions idle past ``session_idle``; how many. Keeps
+        ``counters`` up to date with the table's evictions and expiries."""
+        removed = self.brake.expire()
+        self.counters.sessions_expired += removed
+        self.counters.sessions_evicted = self.brake.evictions
+        return removed
 
     def decide(
         self, body: bytes, headers: Mapping[str, str], peer: str | None, wait: bool = True
@@ -208,6 +228,7 @@ class GatewayBrake:
         call = step.record
         if self.calls is None:
             verdict = self.brake.observe(call.session, call.tool, step.digest, call.call_id)
+            self.counters.sessions_evicted = self.brake.evictions
         else:
             verdict = await self.calls.count(call.session, call.tool, step.digest, call.call_id)
         return self._conclude(step, verdict)

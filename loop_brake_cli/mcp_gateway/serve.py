@@ -19,13 +19,16 @@ import time
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..mcp_shared.headers import safe_url
 from ..mcp_shared.pipes import write_all
 from ..mcp_shared.verdict_log import VerdictLog
 from ..render.visible import visible
 from .app import Gateway, GatewayConfig
+from .counters import GatewayCounters
 from .decide import GatewayBrake
+from .limits import bounded_protocol
 
 __all__ = ["ListenError", "StdioUpstream", "is_loopback", "parse_listen", "run_gateway"]
 
@@ -174,14 +177,19 @@ def _serve(
     upstream_shown: str | None = None,
 ) -> int:
     log = VerdictLog(log_path, note)
-    brake = GatewayBrake(log=log.write, note=note, **brake_options)
+    counters = GatewayCounters()
+    brake = GatewayBrake(log=log.write, note=note, counters=counters, **brake_options)
     app = Gateway(config, brake, note)
     _quiet_uvicorn()
+    limits = config.limits
+    _enough_descriptors(limits.max_connections)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host=host,
             port=port,
+            http=bounded_protocol(AutoHTTPProtocol, limits, counters),
+            timeout_keep_alive=limits.keep_alive,  # type: ignore[arg-type]
             log_config=None,
             access_log=False,
             lifespan="on",
@@ -212,6 +220,24 @@ def _serve(
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _enough_descriptors(connections: int) -> None:
+    """Raise the soft limit on open files toward the hard one, so ``--max-connections``
+    (plus the upstream's and the store's sockets) can be open at once: a process that
+    runs out accepts nothing for a second at a time."""
+    try:
+        import resource
+    except ImportError:  # not on this system
+        return
+    wanted = connections * 2 + 256  # each proxied request also holds an upstream socket
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            top = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, top), hard))
+    except (OSError, ValueError):
+        pass
 
 
 def _stopped(_signum: int, _frame: Any) -> None:
