@@ -140,6 +140,7 @@ def test_tools_list_and_other_sessions_are_answered_while_a_call_waits_on_the_st
     ]  # counted in the store after it returned, not decided without it
     assert executed == 2
     assert "fail-open" not in notes
+    assert "Task was destroyed" not in notes  # every end told to the store before exit
     assert CANARY not in notes + log.read_text()
 
 

@@ -151,6 +151,7 @@ class Gateway:
             elif message["type"] == "lifespan.shutdown":
                 if self._housekeeper is not None:
                     self._housekeeper.cancel()
+                await self.brake.drain()
                 await self.client.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

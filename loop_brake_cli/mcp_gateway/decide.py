@@ -194,6 +194,12 @@ class GatewayBrake:
         if self.calls is not None:
             self.calls.close()
 
+    async def drain(self) -> None:
+        """The gateway stops: ends of exchanges still being told to the store are
+        awaited (``StoreCalls.drain``)."""
+        if self.calls is not None:
+            await self.calls.drain()
+
     def expire(self) -> int:
         """Forget the in-memory sessions idle past ``session_idle``; how many. Keeps
         ``counters`` up to date with the table's evictions and expiries."""

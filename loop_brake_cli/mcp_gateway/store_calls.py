@@ -70,6 +70,12 @@ class StoreCalls:
         self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="loop-brake-store")
         self._ending: set[asyncio.Task[None]] = set()  # ends told in the background
 
+    async def drain(self) -> None:
+        """The gateway stops: the ends still being told to the store are awaited (each
+        within the deadline), so none is lost and no task is left pending."""
+        if self._ending:
+            await asyncio.gather(*list(self._ending), return_exceptions=True)
+
     def close(self) -> None:
         """Round trips still queued are dropped; running ones end in their threads."""
         self.pool.shutdown(wait=False, cancel_futures=True)
