@@ -95,6 +95,7 @@ BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
 REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
 REDIS_BREAKER = ("test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server",)
+FAST_OBSERVE = ("test_fast_observe.py", "test_fastpath_replay.py")
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
@@ -114,15 +115,15 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/streak.py",
-        "if not decision.denied and not exempt and errors >= same_error.after:",
-        "if not decision.denied and not exempt and errors > same_error.after:",
+        "if call.open and call.errors >= same_error.after:",
+        "if call.open and call.errors > same_error.after:",
         RULES,
         "[same_error]: the call after the after-th identical error is denied",
     ),
     M(
         "core/streak.py",
-        "if prev is not None and not prev.awaiting and prev.slot.tool == tool:",
-        "if prev is not None and prev.slot.tool == tool:",
+        "if prev is not None and not prev.awaiting and prev.slot.tool == call.tool:",
+        "if prev is not None and prev.slot.tool == call.tool:",
         RULES,
         "[same_error]: a call whose result never came ends the run",
     ),
@@ -135,8 +136,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/streak.py",
-        "awaiting = not decision.denied",
-        "awaiting = True",
+        "call.awaiting = not call.decision.denied",
+        "call.awaiting = True",
         RULES,
         "[same_error]: a denied call did not run, its result is no error",
     ),
@@ -156,22 +157,22 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/streak.py",
-        "not decision.denied and not exempt and slot.count >= warn_at:",
-        "not decision.denied and not exempt and slot.count > warn_at:",
+        "call.open and call.slot.count >= call.warn_at:",
+        "call.open and call.slot.count > call.warn_at:",
         WARN,
         "warn_at: the warn_at-th identical call is warned (the brute-force reference)",
     ),
     M(
         "core/streak.py",
-        "            warn_at = rule.warn_at",
-        "            warn_at = policy.warn_at",
+        "        call.warn_at = rule.warn_at",
+        "        call.warn_at = call.policy.warn_at",
         WARN,
         "warn_at: a rule's own warn_at overrides the global one",
     ),
     M(
         "core/streak.py",
-        "not decision.denied and not exempt and slot.count >= warn_at:",
-        "not decision.denied and slot.count >= warn_at:",
+        "call.open and call.slot.count >= call.warn_at:",
+        "not call.decision.denied and call.slot.count >= call.warn_at:",
         WARN,
         "warn_at: an exempt call is never warned",
     ),
@@ -294,36 +295,36 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/streak.py",
-        "denials = (prev.decision.denials if prev is not None else 0) + 1",
-        "denials = (prev.decision.denials if prev is not None else 1) + 1",
+        "denials = (call.prev.decision.denials if call.prev is not None else 0) + 1",
+        "denials = (call.prev.decision.denials if call.prev is not None else 1) + 1",
         STREAK,
         "max_repeats = 1 and [stop] after_denials = 2: the first call is a denial, not a stop",
     ),
     M(
         "core/streak.py",
-        "if progress and slot.count > 1:",
-        "if progress and slot.count > 2:",
+        "if not call.progress or call.slot.count <= 1 or prev is None:",
+        "if not call.progress or call.slot.count <= 2 or prev is None:",
         STREAK,
         "the second call of a streak carries the first call's result",
     ),
     M(
         "core/streak.py",
-        "earlier, earlier_results = prev.latest_result, prev.earlier_results + 1",
-        "earlier, earlier_results = prev.latest_result, prev.earlier_results + 2",
+        "call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results + 1",
+        "call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results + 2",
         STREAK,
         "the progress message counts the identical results",
     ),
     M(
         "core/streak.py",
-        "elif is_denied(slot.count, limit):",
-        "elif is_denied(slot.count, max_repeats):",
+        "denied = is_denied(call.slot.count, call.limit)",
+        "denied = is_denied(call.slot.count, call.max_repeats)",
         STREAK,
         "a tool rule's max_repeats is its limit",
     ),
     M(
         "core/streak.py",
-        "if cycles is not None and not decision.denied and not exempt:",
-        "if cycles is not None and not decision.denied:",
+        "    if call.open:\n        found = find_cycle(",
+        "    if not call.decision.denied:\n        found = find_cycle(",
         STREAK,
         equivalent="find_cycle skips every cycle holding an exempt tool, and the call is in it",
     ),
@@ -357,8 +358,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/streak.py",
-        "decision = decision._replace(denials=denials)",
-        "decision = decision._replace(denials=1)",
+        "call.decision = call.decision._replace(denials=denials)",
+        "call.decision = call.decision._replace(denials=1)",
         STREAK,
         "denials count the consecutive denials",
     ),
@@ -392,18 +393,34 @@ MUTANTS: tuple[Mutant, ...] = (
         "maxRepeats of a cycle verdict is the streak limit",
     ),
     M(
-        "core/verdicts.py",
+        "readers/fast_observe.py",
         "count >= max_repeats,  # streak.is_denied",
         "count > max_repeats,  # streak.is_denied",
-        STREAK,
-        "the seed's verdict denies at the limit",
+        FAST_OBSERVE,
+        "the seed's verdict denies at the limit (replay's, as LoopBrake.observe's)",
     ),
     M(
-        "core/verdicts.py",
+        "readers/fast_observe.py",
         "digest[:_PREFIX_BYTES].hex(),",
         "digest[: _PREFIX_BYTES + 1].hex(),",
-        STREAK,
-        "the verdict's prefix is 12 hex characters",
+        FAST_OBSERVE,
+        "the verdict's prefix is 12 hex characters (replay's, as LoopBrake.observe's)",
+    ),
+    M(
+        "core/streak.py",
+        "    progress_rule,\n    streak_rule,\n",
+        "    streak_rule,\n    progress_rule,\n",
+        PROGRESS,
+        "RULES' order: a progress denial says how many results were identical "
+        "(progress_rule first)",
+    ),
+    M(
+        "core/streak.py",
+        "    cycle_rule,\n    window_rule,\n",
+        "    window_rule,\n    cycle_rule,\n",
+        RULES,
+        "RULES' order: a call that both completes a cycle and fills the window is the "
+        "cycle's denial",
     ),
     M(
         "core/verdicts.py",

@@ -226,6 +226,22 @@ def test_a_call_seen_three_times_in_five_with_others_between_is_denied() -> None
     assert not brake.check("a", {}, session_id="t").denied  # per session
 
 
+def test_a_call_a_cycle_and_the_window_both_deny_is_the_cycles() -> None:
+    """The rules decide in their documented order (``streak.RULES``: cycle, then
+    window): b c a b a b completes two repetitions of (a, b) and is b's third in the
+    last 6 calls; the cycle names the denial. The window alone denies that call too."""
+    cycles = "[cycles]\nmax_period = 2\nmax_repeats = 2\n"
+    window = "[window]\ncalls = 6\nmax_repeats = 3\n"
+    brake = LoopBrake(9, policy=policy_of(cycles + window))
+    verdicts = [brake.check(tool, {}, session_id="s") for tool in "bcabab"]
+    assert [v.denied for v in verdicts] == [False] * 5 + [True]
+    assert (verdicts[5].rule, verdicts[5].cycle_repeats, verdicts[5].window) == ("cycle", 2, 0)
+    alone = LoopBrake(9, policy=policy_of(window))
+    verdicts = [alone.check(tool, {}, session_id="s") for tool in "bcabab"]
+    assert [v.denied for v in verdicts] == [False] * 5 + [True]
+    assert (verdicts[5].rule, verdicts[5].window) == ("window", 6)
+
+
 def test_the_window_is_bounded_to_its_calls() -> None:
     policy = policy_of("[window]\ncalls = 4\nmax_repeats = 2\n")
     state = None

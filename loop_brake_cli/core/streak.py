@@ -27,31 +27,36 @@ progress policy) never ends a call: there an id equal to the last counted id
 is always a duplicate, the Node plugin's rule, byte for byte.
 
 With a policy (``policy/``), ``policy_step`` is the rule: the same slot and the
-same duplicate rule, and then, in this order, one decision per counted call:
+same duplicate rule (``step`` counts), and then the rule functions of ``RULES``,
+in this order, each deciding or keeping its part of the counted call's state:
 
-* the call's limit is its first matching ``[[tools]]`` rule's, else the global
-  one; an exempt call is never denied (it still ends any other streak);
-* ``streak``: denied when its count reaches that limit;
-* ``cycle`` (when ``[cycles]`` is on): else denied when it completes the
-  ``max_repeats``-th consecutive repetition of a 2..max_period-call cycle
-  (``policy/cycles.py``);
-* ``window`` (when ``[window]`` is on): else denied when its digest is seen
-  ``max_repeats`` times (this call included) among the session's last
-  ``calls`` counted calls (denied and exempt calls included): the window
-  keeps those ``calls`` digests, nothing more;
-* ``same_error`` (when ``[same_error]`` is on): else denied when the session's
-  latest counted calls that ran, all of this call's tool and none of another
-  tool's in between, returned the identical error ``after`` times in a row
-  (the result's digest, as the progress mode hashes it, and an error flag;
-  denied calls did not run and neither extend nor end the run; a call whose
-  result was never seen ends it);
-* ``stop`` (when ``[stop]`` is on): a denied call that makes
+* ``tool_rule``: the call's limit is its first matching ``[[tools]]`` rule's,
+  else the global one; an exempt call is never denied (it still ends any other
+  streak);
+* ``progress_rule`` (progress mode): the streak's results go on with it (the
+  progress section below);
+* ``streak_rule``, ``streak``: denied when its count reaches that limit;
+* ``cycle_rule``, ``cycle`` (when ``[cycles]`` is on): else denied when it
+  completes the ``max_repeats``-th consecutive repetition of a
+  2..max_period-call cycle (``policy/cycles.py``);
+* ``window_rule``, ``window`` (when ``[window]`` is on): else denied when its
+  digest is seen ``max_repeats`` times (this call included) among the
+  session's last ``calls`` counted calls (denied and exempt calls included):
+  the window keeps those ``calls`` digests, nothing more;
+* ``same_error_rule``, ``same_error`` (when ``[same_error]`` is on): else
+  denied when the session's latest counted calls that ran, all of this call's
+  tool and none of another tool's in between, returned the identical error
+  ``after`` times in a row (the result's digest, as the progress mode hashes
+  it, and an error flag; denied calls did not run and neither extend nor end
+  the run; a call whose result was never seen ends it);
+* ``stop_rule``, ``stop`` (when ``[stop]`` is on): a denied call that makes
   ``after_denials`` denials in a row in the session is a stop; a passing call
   resets that count;
-* ``warn_at`` (when the call's rule or the policy gives one): a call that
-  passes, is not exempt and whose streak count has reached ``warn_at`` is
-  warned (``Decision.warn_at``): it runs, and the model is told it is looping.
-  A ``warn_at`` at or above the call's limit never warns (the deny comes first).
+* ``warn_rule``, ``warn_at`` (when the call's rule or the policy gives one): a
+  call that passes, is not exempt and whose streak count has reached
+  ``warn_at`` is warned (``Decision.warn_at``): it runs, and the model is told
+  it is looping. A ``warn_at`` at or above the call's limit never warns (the
+  deny comes first).
 
 A call whose rule has ``args_ignore`` was hashed by its front-end without those
 argument paths (``Policy.args_digest``): the rule above counts that policy hash,
@@ -114,6 +119,7 @@ if TYPE_CHECKING:
     from .policy.model import Policy
 
 __all__ = [
+    "RULES",
     "Decision",
     "PolicySlot",
     "Slot",
@@ -246,6 +252,225 @@ class PolicySlot(NamedTuple):
         )
 
 
+_PASS = Decision(False, "streak", None, 0)  # a counted call's decision before its rules
+
+
+class _Call:
+    """One counted call under a policy while its rules decide (``policy_step``): what the
+    call is (its slot, tool, digest), what the previous state was, what its tool's rule
+    gives it, the decision so far and the parts of the next state each rule keeps.
+    Mutable and private: a rule reads what earlier rules wrote and writes its own part."""
+
+    __slots__ = (
+        "prev",
+        "restarted",
+        "slot",
+        "tool",
+        "digest",
+        "max_repeats",
+        "policy",
+        "limit",
+        "exempt",
+        "match",
+        "policy_hash",
+        "progress",
+        "warn_at",
+        "decision",
+        "earlier",
+        "earlier_results",
+        "recent",
+        "recent_tools",
+        "runs",
+        "seen",
+        "error_digest",
+        "errors",
+        "awaiting",
+    )
+
+    def __init__(
+        self,
+        prev: PolicySlot | None,
+        restarted: bool,
+        slot: Slot,
+        digest: bytes,
+        max_repeats: int,
+        policy: Policy,
+    ) -> None:
+        self.prev, self.restarted, self.slot = prev, restarted, slot
+        self.tool, self.digest = slot.tool, digest
+        self.max_repeats, self.policy = max_repeats, policy
+        self.limit, self.exempt, self.match, self.policy_hash = max_repeats, False, None, False
+        self.progress, self.warn_at = policy.progress, policy.warn_at
+        self.decision = _PASS
+        self.earlier: bytes | None = None
+        self.earlier_results = 0
+        self.recent: tuple[bytes, ...] = ()
+        self.recent_tools: tuple[str, ...] = ()
+        self.runs: tuple[int, ...] = ()
+        self.seen: tuple[bytes, ...] = ()
+        self.error_digest: bytes | None = None
+        self.errors = 0
+        self.awaiting = False
+
+    def deny(self, rule: str, limit: int, **fields: Any) -> None:
+        """The call is denied by ``rule`` (its limit ``limit``)."""
+        self.decision = self.decision._replace(denied=True, rule=rule, limit=limit, **fields)
+
+    @property
+    def open(self) -> bool:
+        """Not denied yet and not exempt: a later rule may still deny it."""
+        return not self.decision.denied and not self.exempt
+
+    def state(self) -> PolicySlot:
+        return PolicySlot(
+            self.slot,
+            self.decision,
+            self.recent,
+            self.recent_tools,
+            self.runs,
+            self.earlier,
+            self.earlier_results,
+            None,
+            self.seen,
+            self.error_digest,
+            self.errors,
+            self.awaiting,
+        )
+
+
+def tool_rule(call: _Call) -> None:
+    """The call's limit: its first matching ``[[tools]]`` rule's, else the global one; an
+    exempt call is never denied. The rule may also set ``progress``, ``warn_at`` and
+    ``args_ignore`` (the call was counted on a policy hash)."""
+    found = call.policy.rule_for(call.tool)
+    if found is None:
+        return
+    rule, call.match = found
+    call.exempt = rule.exempt
+    call.policy_hash = bool(rule.ignore_paths)
+    if rule.max_repeats is not None:
+        call.limit = rule.max_repeats
+    if rule.progress is not None:
+        call.progress = rule.progress
+    if rule.warn_at is not None:
+        call.warn_at = rule.warn_at
+
+
+def progress_rule(call: _Call) -> None:
+    """Progress mode: the streak goes on, so its results go on with it (the latest call's
+    result becomes an earlier one; after a restart, the only earlier one)."""
+    prev = call.prev
+    if not call.progress or call.slot.count <= 1 or prev is None:
+        return
+    if call.restarted:
+        call.earlier, call.earlier_results = prev.latest_result, 1
+    elif prev.latest_result is not None:
+        call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results + 1
+    else:
+        call.earlier, call.earlier_results = prev.earlier_result, prev.earlier_results
+
+
+def streak_rule(call: _Call) -> None:
+    """``streak``: denied when its count reaches the call's limit (``is_denied``)."""
+    if call.exempt:
+        decision = Decision(False, "streak", None, call.max_repeats, exempt=True, match=call.match)
+    else:
+        denied = is_denied(call.slot.count, call.limit)
+        decision = Decision(denied, "streak", call.limit, call.limit, match=call.match)
+    if call.progress:
+        decision = decision._replace(progress=True, results=call.earlier_results)
+    if call.policy_hash:
+        decision = decision._replace(policy_hash=True)
+    call.decision = decision
+
+
+def cycle_rule(call: _Call) -> None:
+    """``cycle``: the window of recent calls goes on; the call that completes the
+    ``max_repeats``-th consecutive repetition of a 2..max_period-call cycle is denied."""
+    cycles = call.policy.cycles
+    if cycles is None:
+        return
+    from .policy.cycles import advance, find_cycle
+
+    prev = call.prev
+    if prev is not None:
+        call.recent, call.recent_tools, call.runs = prev.recent, prev.recent_tools, prev.runs
+    call.recent, call.recent_tools, call.runs = advance(
+        call.recent, call.recent_tools, call.runs, call.digest, call.tool, cycles.max_period
+    )
+    if call.open:
+        found = find_cycle(
+            call.recent, call.recent_tools, call.runs, cycles.max_repeats, call.policy.is_exempt
+        )
+        if found is not None:
+            period, repeats = found
+            call.deny("cycle", cycles.max_repeats, period=period, repeats=repeats)
+
+
+def window_rule(call: _Call) -> None:
+    """``window``: the last ``calls`` digests go on; denied when this call's digest is
+    among them ``max_repeats`` times."""
+    window = call.policy.window
+    if window is None:
+        return
+    prev = call.prev
+    call.seen = (() if prev is None else prev.seen[1 - window.calls :]) + (call.digest,)
+    if call.open:
+        times = call.seen.count(call.digest)
+        if times >= window.max_repeats:
+            call.deny("window", window.max_repeats, window=window.calls, repeats=times)
+
+
+def same_error_rule(call: _Call) -> None:
+    """``same_error``: the run of identical errors goes on while the session's calls are
+    this tool's and their results were seen; denied at ``after`` in a row. A call let
+    run awaits its result (``result_step``)."""
+    same_error = call.policy.same_error
+    if same_error is None:
+        return
+    prev = call.prev
+    if prev is not None and not prev.awaiting and prev.slot.tool == call.tool:
+        call.error_digest, call.errors = prev.error_digest, prev.errors  # the run goes on
+    if call.open and call.errors >= same_error.after:
+        call.deny("same_error", same_error.after, repeats=call.errors)
+    call.awaiting = not call.decision.denied
+
+
+def stop_rule(call: _Call) -> None:
+    """``stop``: a denied call counts the session's denials in a row; at
+    ``after_denials`` it is a stop. A passing call ends the run of denials."""
+    if not call.decision.denied:
+        return
+    denials = (call.prev.decision.denials if call.prev is not None else 0) + 1
+    stop = call.policy.stop
+    if stop is not None and denials >= stop.after_denials:
+        call.decision = call.decision._replace(
+            rule="stop", limit=stop.after_denials, denials=denials
+        )
+    else:
+        call.decision = call.decision._replace(denials=denials)
+
+
+def warn_rule(call: _Call) -> None:
+    """``warn_at``: a call that passes, is not exempt and whose streak count reached
+    ``warn_at`` runs, warned."""
+    if call.warn_at is not None and call.open and call.slot.count >= call.warn_at:
+        call.decision = call.decision._replace(warn_at=call.warn_at)
+
+
+RULES = (
+    tool_rule,
+    progress_rule,
+    streak_rule,
+    cycle_rule,
+    window_rule,
+    same_error_rule,
+    stop_rule,
+    warn_rule,
+)
+"""The policy's rules, in the order they decide a counted call (``policy_step``)."""
+
+
 def policy_step(
     prev: PolicySlot | None,
     tool: str,
@@ -255,7 +480,8 @@ def policy_step(
     policy: Policy,
 ) -> tuple[PolicySlot, bool]:
     """The session's state after one call under ``policy``, and whether the call was a
-    duplicate. Pure, like ``step`` (which does the counting)."""
+    duplicate. Pure, like ``step`` (which does the counting, from 1 again after a
+    progress restart); then each of ``RULES``, in order, decides."""
     base = None if prev is None else prev.slot
     restarted = prev is not None and prev.restarts
     if restarted:
@@ -264,106 +490,10 @@ def policy_step(
     if duplicate:
         assert prev is not None
         return prev, True
-    found = policy.rule_for(tool)
-    limit, exempt, match, policy_hash = max_repeats, False, None, False
-    progress, warn_at = policy.progress, policy.warn_at
-    if found is not None:
-        rule, match = found
-        exempt = rule.exempt
-        policy_hash = bool(rule.ignore_paths)
-        if rule.max_repeats is not None:
-            limit = rule.max_repeats
-        if rule.progress is not None:
-            progress = rule.progress
-        if rule.warn_at is not None:
-            warn_at = rule.warn_at
-    earlier: bytes | None = None
-    earlier_results = 0
-    if progress and slot.count > 1:  # the streak goes on: carry its results
-        assert prev is not None
-        if restarted:
-            earlier, earlier_results = prev.latest_result, 1
-        elif prev.latest_result is not None:
-            earlier, earlier_results = prev.latest_result, prev.earlier_results + 1
-        else:
-            earlier, earlier_results = prev.earlier_result, prev.earlier_results
-    recent: tuple[bytes, ...] = ()
-    recent_tools: tuple[str, ...] = ()
-    runs: tuple[int, ...] = ()
-    cycles = policy.cycles
-    if cycles is not None:
-        from .policy.cycles import advance, find_cycle
-
-        if prev is not None:
-            recent, recent_tools, runs = prev.recent, prev.recent_tools, prev.runs
-        recent, recent_tools, runs = advance(
-            recent, recent_tools, runs, digest, tool, cycles.max_period
-        )
-    if exempt:
-        decision = Decision(False, "streak", None, max_repeats, exempt=True, match=match)
-    elif is_denied(slot.count, limit):
-        decision = Decision(True, "streak", limit, limit, match=match)
-    else:
-        decision = Decision(False, "streak", limit, limit, match=match)
-    if progress:
-        decision = decision._replace(progress=True, results=earlier_results)
-    if policy_hash:
-        decision = decision._replace(policy_hash=True)
-    if cycles is not None and not decision.denied and not exempt:
-        found_cycle = find_cycle(recent, recent_tools, runs, cycles.max_repeats, policy.is_exempt)
-        if found_cycle is not None:
-            period, repeats = found_cycle
-            decision = decision._replace(
-                denied=True, rule="cycle", limit=cycles.max_repeats, period=period, repeats=repeats
-            )
-    seen: tuple[bytes, ...] = ()
-    window = policy.window
-    if window is not None:
-        seen = (() if prev is None else prev.seen[1 - window.calls :]) + (digest,)
-        if not decision.denied and not exempt:
-            times = seen.count(digest)
-            if times >= window.max_repeats:
-                decision = decision._replace(
-                    denied=True,
-                    rule="window",
-                    limit=window.max_repeats,
-                    window=window.calls,
-                    repeats=times,
-                )
-    error_digest: bytes | None = None
-    errors, awaiting = 0, False
-    same_error = policy.same_error
-    if same_error is not None:
-        if prev is not None and not prev.awaiting and prev.slot.tool == tool:
-            error_digest, errors = prev.error_digest, prev.errors  # the run goes on
-        if not decision.denied and not exempt and errors >= same_error.after:
-            decision = decision._replace(
-                denied=True, rule="same_error", limit=same_error.after, repeats=errors
-            )
-        awaiting = not decision.denied
-    if warn_at is not None and not decision.denied and not exempt and slot.count >= warn_at:
-        decision = decision._replace(warn_at=warn_at)
-    if decision.denied:
-        denials = (prev.decision.denials if prev is not None else 0) + 1
-        stop = policy.stop
-        if stop is not None and denials >= stop.after_denials:
-            decision = decision._replace(rule="stop", limit=stop.after_denials, denials=denials)
-        else:
-            decision = decision._replace(denials=denials)
-    return PolicySlot(
-        slot,
-        decision,
-        recent,
-        recent_tools,
-        runs,
-        earlier,
-        earlier_results,
-        None,
-        seen,
-        error_digest,
-        errors,
-        awaiting,
-    ), False
+    call = _Call(prev, restarted, slot, digest, max_repeats, policy)
+    for rule in RULES:
+        rule(call)
+    return call.state(), False
 
 
 def result_step(

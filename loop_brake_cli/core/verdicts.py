@@ -8,8 +8,8 @@ names, counts and hash prefixes only.
 
 from __future__ import annotations
 
-from .canonical import PREFIX_LENGTH, hash_prefix, js_string
-from .streak import PolicySlot, Slot
+from .canonical import hash_prefix, js_string
+from .streak import PolicySlot, Slot, is_denied
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
@@ -291,37 +291,18 @@ def verdict_of(
     """The verdict for a call just counted into ``slot`` (``streak.step``'s result).
 
     The slot's tool and digest are the counted call's, which is what a duplicate
-    reports; for any other call they are the call's own."""
-    digest, count, _, tool = slot  # unpacked: 3.11 does not specialise named-tuple fields
-    return _new_verdict(
-        Verdict,
-        (
-            count >= max_repeats,  # streak.is_denied, inline: once per call of a replay
-            tool,
-            session,
-            count,
-            max_repeats,
-            digest[:_PREFIX_BYTES].hex(),  # hash_prefix(): a slot holds the 32-byte digest
-            call_id,
-            duplicate,
-            None,
-            None,
-            False,
-            None,
-            (),
-            0,
-            0,
-            False,
-            0,
-            0,
-            None,
-            False,
-        ),
+    reports; for any other call they are the call's own. (Replay's loop builds the
+    same verdict faster: ``readers/fast_observe.py``.)"""
+    return Verdict(
+        is_denied(slot.count, max_repeats),
+        slot.tool,
+        session,
+        slot.count,
+        max_repeats,
+        hash_prefix(slot.digest),
+        call_id,
+        duplicate,
     )
-
-
-_PREFIX_BYTES = PREFIX_LENGTH // 2
-_new_verdict = tuple.__new__  # Verdict's fields in order, with no Python-level __new__
 
 
 def verdict_of_policy(state: PolicySlot, session: str, call_id: Any, duplicate: bool) -> Verdict:

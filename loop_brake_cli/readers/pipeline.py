@@ -6,11 +6,11 @@ summary needs, so filter, replay and the live paths count the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from ..core.brake import LoopBrake
-from ..core.canonical import JSONInputError, call_digest
+from ..core.canonical import JSONInputError
 from ..core.records import (
     BadRecord,
     Record,
@@ -23,6 +23,7 @@ from ..core.records import (
 )
 from ..core.slotted import Fields
 from ..core.verdicts import Verdict
+from .fast_observe import digest_for, observe_for, plain_records
 from .output import LineWriter
 
 __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
@@ -30,24 +31,6 @@ __all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
 VERDICT_KINDS = ("pass", "deny", "stop", "error", "warn")
 """The ``verdict`` values of a verdict line (``filter --only``). ``stop`` (under a
 policy's ``[stop]``) is a denial too, so wanting ``deny`` also keeps stops."""
-
-# The code of the generators whose calls' arguments an adapter read with parse_json or
-# orjson: judge hashes those with fast_digest. (orjson would also serialise values
-# canonical_json rejects, such as UUIDs and enums, so arguments of unknown origin take
-# call_digest.) The stream is marked, not each call: an id() and a dict entry per
-# call cost about 2,000 instructions a call of a replay.
-_PLAIN_CODE: set[object] = set()
-
-RecordStream = Generator[Record, None, None]
-
-
-def plain_records(records: RecordStream) -> RecordStream:
-    """Mark a generator of records (returned as is) whose calls' arguments are plain
-    JSON values from parse_json or orjson, as every generator of its function's gives:
-    the adapter's promise that lets ``judge`` hash them the fast way. Only where
-    ``fast_canonical.AVAILABLE`` (orjson is installed)."""
-    _PLAIN_CODE.add(records.gi_code)
-    return records
 
 
 class Tally(Fields):
@@ -116,14 +99,14 @@ def judge(
     verdict, for the consumers that read them; a user turn is first given to the
     brake (``LoopBrake.user_turn``) and tallied. Under a policy's progress mode each result is
     first given to the brake (``LoopBrake.observe_result``) and tallied; one that
-    is not JSON becomes a BadRecord, as a call would. Calls from a generator marked
-    by ``plain_records`` are hashed with ``fast_canonical.fast_digest``; a tool whose
-    policy rule has ``args_ignore`` without those paths (``LoopBrake.digest``)."""
-    observe = brake.observe
+    is not JSON becomes a BadRecord, as a call would. Calls are hashed with
+    ``call_digest``, or, from a generator marked by ``plain_records``, its faster
+    equal (``fast_observe.digest_for``); a tool whose policy rule has ``args_ignore``
+    without those paths (``LoopBrake.digest``). Each call is ``LoopBrake.observe``d,
+    or by its faster equal (``fast_observe.observe_for``)."""
+    observe = observe_for(brake)  # brake.observe, or its equal built faster
     progress = brake.progress
-    digest_of: Callable[[str, object], bytes] = call_digest
-    if getattr(records, "gi_code", None) in _PLAIN_CODE:
-        from .fast_canonical import fast_digest as digest_of
+    digest_of = digest_for(records)  # call_digest, or fast_digest for a plain stream
     if brake.ignores_args:  # some tool's calls are counted on a policy hash (args_ignore)
         digest_of = _args_digest(brake.policy, digest_of)
     for record in records:
