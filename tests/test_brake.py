@@ -199,3 +199,57 @@ def test_an_end_of_an_older_call_changes_nothing() -> None:
     assert brake.end_call("s", "a") is False
     assert brake.end_call("s", "1") is False
     assert brake.check(*B, session_id="s", call_id=1).duplicate
+
+
+class _FlakyTable:
+    """A session table that cannot be asked while ``down`` (``StoreUnavailable``), else
+    counts in memory: the one failure rule, without a server."""
+
+    label = "flaky://test"
+
+    def __init__(self) -> None:
+        from loop_brake_cli.core.table import MemoryTable
+
+        self.down = True
+        self.memory = MemoryTable()
+
+    def _ask(self, name: str, *args):
+        from loop_brake_cli.core.table import StoreUnavailable
+
+        if self.down:
+            raise StoreUnavailable("flaky store: not asked")
+        return getattr(self.memory, name)(*args)
+
+    def count_call(self, *args):
+        return self._ask("count_call", *args)
+
+    def observe_result(self, *args):
+        return self._ask("observe_result", *args)
+
+    def end_call(self, *args):
+        return self._ask("end_call", *args)
+
+    def reset(self, *args):
+        return self._ask("reset", *args)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fail_closed", [False, True])
+def test_a_store_that_fails_decides_uncounted_and_says_so_once(fail_closed: bool) -> None:
+    """``LoopBrake.uncounted``, the one rule: rule "store", count 0, allowed (or denied
+    fail-closed), one line when it starts failing and one when it answers again;
+    ``failure`` says why meanwhile, and nothing was counted."""
+    said: list[str] = []
+    table = _FlakyTable()
+    brake = LoopBrake(2, store=table, fail_closed=fail_closed, warn=said.append)
+    verdicts = [brake.check(*A, session_id="s", call_id=n) for n in range(3)]
+    assert [(v.rule, v.count, v.denied) for v in verdicts] == [("store", 0, fail_closed)] * 3
+    assert brake.store_failures == 3 and brake.failure == "flaky store: not asked"
+    assert brake.end_call("s", 2) is False and brake.store_failures == 4
+    assert len(said) == 1 and ("denied (fail-closed)" if fail_closed else "allowed") in said[0]
+    table.down = False
+    assert brake.check(*A, session_id="s").count == 1  # nothing was counted while down
+    assert brake.failure is None and len(said) == 2 and "answers again" in said[1]
+    assert "4 calls so far" in said[1]

@@ -86,6 +86,26 @@ def test_the_denial_says_progress_and_how_many_results_were_identical() -> None:
     assert verdict.message.startswith('loop brake: tool "poll" called 3 times in a row')
 
 
+@pytest.mark.parametrize(
+    ("results", "identical", "said"),
+    [
+        (["a", "b", "b"], 2, "the last 2 results identical"),  # c1 restarted it: c1, c2
+        (["a", "b", None], 1, "1 result reported"),  # c2 reported nothing: c1 alone
+        (["a", "b", "c", "c"], 2, "the last 2 results identical"),  # restarted twice
+        (["a", "a"], 2, "the last 2 results identical"),  # no restart: c0 and c1
+    ],
+)
+def test_a_denial_after_a_restart_counts_the_results_since_it(results, identical, said) -> None:
+    """Issue 42: the identical results a denial names are those of its streak since the
+    last restart (the restarting call's result is the first), not one more or less."""
+    b = brake()
+    run(b, results)
+    verdict = b.check("poll", {}, session_id="s", call_id="last")
+    assert verdict.denied and verdict.count == 3
+    assert verdict.identical_results == identical
+    assert f"and {said} (call" in verdict.message
+
+
 def test_the_rule_of_the_latest_calls_tool_decides() -> None:
     b = brake(RULES)
     assert run(b, ["a", "b", "c"], tool="quiet") == [(1, False), (2, False), (3, True)]
@@ -244,7 +264,10 @@ class Reference:
             streak = streak + [None]
         else:
             streak = [None]
-        verdict = (len(streak), len(streak) >= self.limits[tool])
+        # the results the streak's earlier calls reported (all identical, or it would
+        # have restarted): what a denial says (identicalResults)
+        identical = sum(r is not None for r in streak[:-1]) if self.progress[tool] else 0
+        verdict = (len(streak), len(streak) >= self.limits[tool], identical)
         self.sessions[session] = {"key": (tool, args), "id": call_id, "streak": streak}
         self.sessions[session]["verdict"] = verdict
         return verdict
@@ -298,7 +321,8 @@ def test_the_rule_equals_the_reference_model(events: list, global_progress: bool
             _, session, tool, args, kind = event
             call_id = {"fresh": f"c{number}", "none": None, "latest": latest.get(session)}[kind]
             verdict = b.check(tool, {"a": args}, session_id=session, call_id=call_id)
-            assert (verdict.count, verdict.denied) == model.call(session, tool, args, call_id)
+            got = (verdict.count, verdict.denied, verdict.identical_results)
+            assert got == model.call(session, tool, args, call_id)
             if not verdict.duplicate:
                 latest[session] = call_id
         else:

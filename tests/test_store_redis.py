@@ -25,6 +25,7 @@ from redis_server import RedisServer, free_port
 
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
+from loop_brake_cli.core.policy import load_policy
 from loop_brake_cli.stores import StoreUnavailable, open_store
 from loop_brake_cli.stores.redis_store import RedisStore
 
@@ -320,6 +321,44 @@ def test_idle_sessions_expire(redis_server: RedisServer, redis_url: str) -> None
     store.close()
 
 
+def test_a_policy_session_expires_too(
+    redis_server: RedisServer, redis_url: str, tmp_path: Path
+) -> None:
+    """Issue 42: under a policy the write is ``redis_cas.lua``: every counted call sets
+    the idle expiry, a result and an end keep it (never a key without one), and an
+    idle policy session is gone: its next call is count 1 again. The expiry is read
+    back under a long TTL (no race with it), then a short one is waited out."""
+    path = tmp_path / "policy.toml"
+    path.write_text("progress = true\n[stop]\nafter_denials = 2\n", encoding="utf-8")
+    policy = load_policy(str(path))
+    key = "lb:v1:{pttl}"
+    digest, result = call_digest("read", {}), call_digest("result", {"r": 1})
+
+    def expiry() -> None:
+        left = int(redis_server.command("PTTL", key))
+        assert 0 < left <= 600_000, left  # -1 would be a key that never expires
+
+    store = RedisStore(redis_url, idle_ttl=600)
+    try:
+        for call_id in ("c1", "c2"):
+            store.count_call("pttl", "read", digest, call_id, 3, policy)
+            expiry()
+        assert store.observe_result("pttl", "c2", result, policy)
+        expiry()
+        store.count_call("pttl", "read", digest, "c3", 3, policy)
+        assert store.end_call("pttl", "c3")
+        expiry()
+    finally:
+        store.close()
+    idle = RedisStore(redis_url, idle_ttl=0.2)
+    try:
+        assert idle.count_call("pttl", "read", digest, "c4", 3, policy)[0].slot.count == 4
+        _wait_for(lambda: redis_server.command("EXISTS", key) == "0", f"{key} never expired")
+        assert idle.count_call("pttl", "read", digest, "c5", 3, policy)[0].slot.count == 1
+    finally:
+        idle.close()
+
+
 @pytest.fixture
 def private_server():
     """A server of the test's own, to pause, flush or kill."""
@@ -443,29 +482,64 @@ class FakeClock:
 
 @CLIENTS
 def test_the_circuit_breaker_stops_asking_a_dead_server(short_lived: bool) -> None:
+    """Three unreachable answers open it: the server, back, is not asked until the
+    cool-down ends; a failed try doubles it; an answer resets it, so the next outage
+    opens it again after three failures, for the first cool-down (issue 42)."""
     port = free_port()
     clock = FakeClock()
     url = f"redis://127.0.0.1:{port}/0"
-    store = RedisStore(url, breaker_cooldown=0.5, clock=clock, short_lived=short_lived)
+    store = RedisStore(url, breaker_cooldown=1.0, clock=clock, short_lived=short_lived)
     digest = call_digest("read", {})
-    for _ in range(3):
-        with pytest.raises(StoreUnavailable, match="cannot connect"):
+
+    def fails(match: str) -> None:
+        with pytest.raises(StoreUnavailable, match=match):
             store.count_call("b", "read", digest, None, 3)
+
+    for _ in range(3):
+        fails("cannot connect")
+    fails("circuit open after 3 failures in a row; next try in 1.0 s")
+    clock.now += 1.0
+    fails("cannot connect")  # the one try after the cool-down: open twice as long
+    clock.now += 1.0
+    fails("circuit open after 4 failures in a row; next try in 1.0 s")
     server = RedisServer(port).start()
     try:
-        # the server answers now, but the open circuit does not ask it
-        with pytest.raises(StoreUnavailable, match="circuit open after 3 failures"):
-            store.count_call("b", "read", digest, None, 3)
+        fails("circuit open")  # the server answers now, but the open circuit does not ask
         assert server.command("DBSIZE") == "0"
-        clock.now += 0.25  # still open, however long the server took to start
-        with pytest.raises(StoreUnavailable, match="circuit open after 3 failures"):
-            store.count_call("b", "read", digest, None, 3)
-        assert server.command("DBSIZE") == "0"
-        clock.now += 0.25  # the cool-down is over: one call may try, and it gets through
+        clock.now += 1.0  # the cool-down is over: one call may try, and it gets through
         assert store.count_call("b", "read", digest, None, 3)[0].count == 1
+        server.stop()
+        store.close()
+        for _ in range(3):  # an answer reset the count: three failures again
+            fails("cannot connect")
+        # and the cool-down is the first one again
+        fails("circuit open after 3 failures in a row; next try in 1.0 s")
     finally:
         store.close()
         server.stop()
+
+
+def test_the_cool_down_doubles_up_to_its_cap() -> None:
+    from loop_brake_cli.stores.redis_store import _Breaker
+
+    clock = FakeClock()
+    breaker = _Breaker(3, 1.0, 30.0, clock=clock)
+    waits = []
+    for _ in range(9):
+        breaker.failed()
+        waits.append(round(breaker.open_until - clock.now, 3) if breaker.failures >= 3 else 0)
+    assert waits == [0, 0, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    breaker.succeeded()
+    breaker.check("x")  # closed
+    breaker.failed()
+    breaker.failed()
+    breaker.check("x")  # two failures: still closed
+    breaker.failed()
+    assert breaker.open_until - clock.now == 1.0
+    with pytest.raises(StoreUnavailable, match="next try in 1.0 s"):
+        breaker.check("x")
+    clock.now += 1.0
+    breaker.check("x")  # the cool-down is over: one may try
 
 
 @CLIENTS
@@ -493,3 +567,26 @@ def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_an_end_makes_a_decision_read_before_it_try_again(redis_url: str, tmp_path: Path) -> None:
+    """``redis_end.lua`` bumps the hash's version: a policy decision that read the hash
+    before the end (its compare-and-set names the old version) writes nothing and is
+    made again on the current hash, so it cannot write the ended call's id back."""
+    path = tmp_path / "policy.toml"
+    path.write_text("[stop]\nafter_denials = 2\n", encoding="utf-8")
+    policy = load_policy(str(path))
+    store = RedisStore(redis_url)
+    key = "lb:v1:{e}"
+    try:
+        digest = call_digest("read", {})
+        store.count_call("e", "read", digest, "c1", 3, policy)
+        client = store._connect()
+        before = client.hgetall(key)  # what a concurrent decision read
+        assert store.end_call("e", "c1")
+        stale = [field for pair in before.items() if pair[0] != b"v" for field in pair]
+        written, current = store._cas(keys=[key], args=[int(before[b"v"]), "", *stale])
+        assert written == 0 and b"i" not in current[0::2]  # the current hash: no id
+        assert store.count_call("e", "read", digest, "c1", 3, policy)[0].slot.count == 2
+    finally:
+        store.close()

@@ -101,7 +101,9 @@ def _text(value: bytes) -> str:
 
 class _Breaker:
     """Open after ``failures`` unreachable answers in a row: calls fail at once until
-    the cool-down ends, then one may try (a failure reopens it for twice as long)."""
+    the cool-down ends, then one may try (a failure reopens it for twice as long, up
+    to ``max_cooldown``; an answer closes it and the next opening is short again).
+    ``clock``: monotonic seconds (a test gives its own)."""
 
     def __init__(
         self,
