@@ -94,7 +94,24 @@ CREADER = ("test_event_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
 REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
-REDIS_BREAKER = ("test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server",)
+REDIS_BREAKER = (
+    "test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server",
+    "test_store_redis.py::test_the_cool_down_doubles_up_to_its_cap",
+)
+REDIS_POLICY_TTL = ("test_store_redis.py::test_a_policy_session_expires_too",)
+REDIS_END = (
+    "test_stores.py",
+    "test_store_redis.py::test_an_end_makes_a_decision_read_before_it_try_again",
+)
+SQLITE_THREADS = ("test_sqlite_store_threads.py",)
+_TRANSACTION = (
+    '")\n            try:\n                assert self._file is not None\n'
+    "                claim(conn, self._file, _SCHEMA)\n                "
+)
+_IMMEDIATE = 'conn.execute("BEGIN IMMEDIATE' + _TRANSACTION  # one decision's transaction
+_DEFERRED = 'conn.execute("BEGIN' + _TRANSACTION
+ENDS = ("test_brake.py", "test_stores.py")
+URLS = ("test_store_urls.py",)
 FAST_OBSERVE = ("test_fast_observe.py", "test_fastpath_replay.py")
 
 M = Mutant
@@ -793,8 +810,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "readers/wire/mcp.py",
-        "if len(pending) > MAX_PENDING:",
-        "if len(pending) >= MAX_PENDING:",
+        "if len(table) > MAX_PENDING:",
+        "if len(table) >= MAX_PENDING:",
         MCP,
         "with exactly 4,096 pending calls the response to id 0 still pairs",
     ),
@@ -821,15 +838,15 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "readers/wire/mcp.py",
-        "        del pending[key]\n",
-        "        pass\n",
+        "call = state.open.pop(key, None) if key is not None else None",
+        "call = state.open.get(key) if key is not None else None",
         MCP,
         "a second response to one id is traffic",
     ),
     M(
         "readers/wire/mcp.py",
-        "        if state[1]:\n            state[0] += 1",
-        "        if state[0]:\n            state[0] += 1",
+        "        if state.seen:\n            state.number += 1",
+        "        if state.number:\n            state.number += 1",
         MCP,
         "a log that opens with initialize stays on connection 1",
     ),
@@ -856,9 +873,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "max_sessions = 1: the policy table holds one row after a second session",
     ),
     M(
-        "stores/sqlite_store.py",
-        "DEFAULT_TTL = 24 * 3600.0",
-        "DEFAULT_TTL = 12 * 3600.0",
+        "stores/base.py",
+        "DEFAULT_IDLE_TTL = 24 * 3600.0",
+        "DEFAULT_IDLE_TTL = 12 * 3600.0",
         STORE,
         "with the default TTL a call 13 hours later continues the streak",
     ),
@@ -1512,6 +1529,187 @@ MUTANTS: tuple[Mutant, ...] = (
         REDIS,
         "[window] calls = 4, max_repeats = 2: a store keeps all the window's digests "
         "(A, B, A is denied from SQLite and Redis as in memory)",
+    ),
+    # -- issue 42 and the call's end (issue 36 item 3), from the specification ----------
+    M(
+        "stores/sqlite_store.py",
+        _IMMEDIATE + "if policy is None:",
+        _DEFERRED + "if policy is None:",
+        SQLITE_THREADS,
+        "6 threads x 900 calls on one file: a deferred BEGIN fails some upgrades "
+        "(SQLITE_BUSY: StoreError, calls uncounted)",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        _IMMEDIATE + "slot = self._live_slot(",
+        _DEFERRED + "slot = self._live_slot(",
+        SQLITE_THREADS,
+        "an end read then written from six threads: a deferred BEGIN fails some",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        _IMMEDIATE + "paired = self._record_result(",
+        _DEFERRED + "paired = self._record_result(",
+        SQLITE_THREADS,
+        "a result read then written from six threads: a deferred BEGIN fails some",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        '_END_CALL = "UPDATE streaks SET call_id_json = NULL WHERE session = ?"',
+        '_END_CALL = "UPDATE streaks SET call_id_json = NULL, updated = updated + 1'
+        ' WHERE session = ?"',
+        ENDS,
+        "an end changes the id alone: the stop's denials (the policy row stamped with "
+        "the streak row's updated) survive it",
+    ),
+    M(
+        "stores/sqlite_store.py",
+        "# the call ended\n                conn.execute(_END_CALL, (key,))",
+        "# the call ended\n                pass",
+        ENDS,
+        "a result paired by its id ends the call in SQLite too: the id counts again",
+    ),
+    M(
+        "stores/redis_cas.lua",
+        "  redis.call('PEXPIRE', key, ttl)",
+        "  redis.call('PERSIST', key)",
+        REDIS_POLICY_TTL,
+        "under a policy every write leaves the key an expiry (PTTL > 0, never -1); an "
+        "idle session is gone and its next call is count 1",
+    ),
+    M(
+        "stores/redis_cas.lua",
+        "if tonumber(ttl) > 0 then",
+        "if tonumber(ttl) > 500 then",
+        REDIS_POLICY_TTL,
+        "a result keeps the key's expiry (PTTL at most the idle ttl, never -1)",
+    ),
+    M(
+        "stores/redis_end.lua",
+        "if redis.call('HGET', key, 'k') ~= ARGV[1] then",
+        "if redis.call('HGET', key, 'k') == false then",
+        REDIS_END,
+        'an end names the latest call: ending "1" (or an older id) leaves 1 a duplicate',
+    ),
+    M(
+        "stores/redis_end.lua",
+        "redis.call('HINCRBY', key, 'v', 1)",
+        "redis.call('HGET', key, 'v')",
+        REDIS_END,
+        "an end bumps the version: a compare-and-set that read before it writes nothing",
+    ),
+    M(
+        "stores/redis_store.py",
+        "wait = self.cooldown * 2 ** (self.failures - self.threshold)",
+        "wait = self.cooldown",
+        REDIS_BREAKER,
+        "a failed try after the cool-down reopens the circuit for twice as long",
+    ),
+    M(
+        "stores/redis_store.py",
+        "min(wait, self.max_cooldown)",
+        "wait",
+        REDIS_BREAKER,
+        "the cool-down doubles up to 30 s, no further",
+    ),
+    M(
+        "stores/redis_store.py",
+        "    def succeeded(self) -> None:\n        self.failures = 0",
+        "    def succeeded(self) -> None:\n        pass",
+        REDIS_BREAKER,
+        "an answer closes the circuit: the next outage opens it after 3 failures, for 1 s",
+    ),
+    M(
+        "core/streak.py",
+        "call.earlier, call.earlier_results = prev.latest_result, 1",
+        "call.earlier, call.earlier_results = prev.latest_result, 2",
+        PROGRESS,
+        "a, b, b then a denial: the last 2 results identical (the restart's and one more)",
+    ),
+    M(
+        "core/streak.py",
+        "call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results + 1",
+        "call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results",
+        PROGRESS,
+        "a, a then a denial: the last 2 results identical",
+    ),
+    M(
+        "core/streak.py",
+        "call.earlier, call.earlier_results = prev.earlier_result, prev.earlier_results",
+        "call.earlier, call.earlier_results = prev.earlier_result, 0",
+        PROGRESS,
+        "a, b, (no result) then a denial: 1 result reported",
+    ),
+    M(
+        "core/streak.py",
+        "    if prev.call_id is None or call_id != prev.call_id:\n        return prev\n",
+        "    if prev.call_id is None:\n        return prev\n",
+        ENDS,
+        "an end names the latest call: ending an older id leaves the open call a duplicate",
+    ),
+    M(
+        "core/streak.py",
+        "        return prev._replace(slot=slot._replace(call_id=None))",
+        "        return prev",
+        ENDS,
+        "under a policy an ended id counts again (a stop's denials: count 1, 2, 3)",
+    ),
+    M(
+        "core/streak.py",
+        "    state = call_ended(prev, prev.slot.call_id)  # the paired call has ended",
+        "    state = prev",
+        PROGRESS + ("test_stores.py",),
+        "a result paired by its id ends the call: the same id again is counted, a second "
+        "result with it ignored",
+    ),
+    M(
+        "core/table.py",
+        "        self._slots[session] = state  # an end is not a use: a bound's order stays",
+        "        pass",
+        ENDS,
+        "in memory an ended id counts again",
+    ),
+    M(
+        "stores/__init__.py",
+        'if sep and "/" not in before:',
+        'if sep and "/" in before:',
+        URLS,
+        '" redis://host" (a space before the scheme) is refused, not a SQLite file',
+    ),
+    M(
+        "stores/__init__.py",
+        'if lowered.startswith(name + "//"):',
+        'if target.startswith(name + "//"):',
+        URLS,
+        '"REDIS//host" is refused like "redis//host"',
+    ),
+    M(
+        "stores/__init__.py",
+        "if colon and head[:1].isalpha() and set(head.lower()) <= _SCHEME_CHARS:",
+        "if colon and len(head) > 5 and head[:1].isalpha() and set(head.lower()) <= _SCHEME_CHARS:",
+        URLS,
+        "redis:host:6379 (a scheme of 5 letters or fewer) is refused, never a SQLite file",
+    ),
+    M(
+        "core/verdicts.py",
+        "        is_denied(slot.count, max_repeats),\n",
+        "        is_denied(slot.count + 1, max_repeats),\n",
+        BRAKE,
+        "the library's verdict denies the call that reaches the limit, not the one before",
+    ),
+    M(
+        "core/brake.py",
+        "            self.fail_closed,\n            tool_name,",
+        "            False,\n            tool_name,",
+        BRAKE,
+        "a store that fails: denied with fail_closed (rule store, count 0)",
+    ),
+    M(
+        "core/brake.py",
+        "        if self.failure is None:\n            how =",
+        "        if True:\n            how =",
+        BRAKE,
+        "a store that fails is said once, not once per call",
     ),
     # -- the Python prover (readers/prove.py)
     M(
