@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the point here)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["NamedTuple"]
 
 _PROHIBITED = frozenset(
@@ -26,15 +30,17 @@ class _NamedTupleMeta(type):
     fields (in order), their class values the defaults, everything else (methods,
     properties, the docstring) is set on the ``collections.namedtuple``."""
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, object]) -> type:
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> type:
         if ns.get("_root", False):
             return super().__new__(mcls, name, bases, ns)
-        fields = list(ns.get("__annotations__", {}))  # type: ignore[call-overload]
+        fields = list(ns.get("__annotations__", {}))
         defaults = [ns[field] for field in fields if field in ns]
         if any(field not in ns for field in fields[len(fields) - len(defaults) :]):
             raise TypeError(f"{name}: a field without a default follows one with a default")
+        # mypy types a namedtuple() call only with literal names and defaults; these are
+        # the class's annotations and values, read at run time (typing.NamedTuple's way)
         cls = namedtuple(name, fields, defaults=defaults, module=ns["__module__"])  # type: ignore[misc]
-        cls.__annotations__ = dict(ns.get("__annotations__", {}))  # type: ignore[call-overload]
+        cls.__annotations__ = dict(ns.get("__annotations__", {}))
         for key, value in ns.items():
             if key in _PROHIBITED:
                 raise AttributeError(f"cannot overwrite NamedTuple attribute {key}")

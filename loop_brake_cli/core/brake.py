@@ -173,6 +173,7 @@ class LoopBrake:
 
     def __len__(self) -> int:
         """Sessions held in this process's memory (0 with a store: it keeps its own)."""
+        # a SessionTable need not have a length; without a store it is a memory table
         return 0 if self.store is not None else len(self.table)  # type: ignore[arg-type]
 
     @property
@@ -217,6 +218,7 @@ class LoopBrake:
         unless the policy's rule for the tool has ``args_ignore`` (then a policy hash of
         the arguments without those paths: ``Policy.args_digest``)."""
         if self.ignores_args:
+            # ignores_args is true only with a policy
             return self.policy.args_digest(tool_name, args)  # type: ignore[union-attr]
         return call_digest(tool_name, args)
 
@@ -250,6 +252,7 @@ class LoopBrake:
             return self.uncounted(exc, session, tool_name, digest, call_id)
         if self.failure is not None:
             self._store_answered()
+        # the table gives a Slot without a policy, a PolicySlot with one (``count_call``)
         if self.policy is None:  # slot_verdict, inline: once per call of a replay
             return verdict_of(state, session, call_id, duplicate, self.max_repeats)  # type: ignore[arg-type]
         return verdict_of_policy(state, session, call_id, duplicate)  # type: ignore[arg-type]
@@ -269,6 +272,7 @@ class LoopBrake:
         self, state: Slot | PolicySlot, session: str, call_id: Any, duplicate: bool
     ) -> Verdict:
         """The verdict a state stands for right after counting a call into it."""
+        # a Slot without a policy, a PolicySlot with one (``count_call``)
         if self.policy is None:
             return verdict_of(state, session, call_id, duplicate, self.max_repeats)  # type: ignore[arg-type]
         return verdict_of_policy(state, session, call_id, duplicate)  # type: ignore[arg-type]
@@ -350,7 +354,8 @@ class LoopBrake:
         ``progress.result_error`` reads ``result``). Without the progress mode or the
         same-error rule nothing is read or kept: False (a front-end that sees the
         result ends the call with ``end_call``)."""
-        if not self.progress:
+        policy, table = self.policy, self.table
+        if not self.progress or policy is None:  # (progress is only set with a policy)
             return False
         if error is None:
             from .progress import result_error
@@ -359,8 +364,7 @@ class LoopBrake:
         if digest is None:
             from .progress import result_digest
 
-            digest = result_digest(result, self.policy.result_ignore)  # type: ignore[union-attr]
-        policy, table = self.policy, self.table
+            digest = result_digest(result, policy.result_ignore)
         return self._ask(
             lambda: table.observe_result(session, call_id, digest, policy, error), False
         )

@@ -107,7 +107,8 @@ class _Decoding:
     memo: dict[str, str] = {}
 
 
-_scan_once = _make_scanner(_Decoding())
+# typeshed wants a JSONDecoder; the scanner reads only the attributes _Decoding has
+_scan_once = _make_scanner(_Decoding())  # type: ignore[arg-type]
 
 
 def parse_json(data: bytes | str) -> Any:

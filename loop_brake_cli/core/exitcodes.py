@@ -38,6 +38,8 @@ class Part(FrozenFields):
     """One clause of a status's meaning; ``commands`` empty means every command."""
 
     __slots__ = ("text", "commands")
+    text: str
+    commands: tuple[str, ...]
 
     def __init__(self, text: str, commands: tuple[str, ...] = ()) -> None:
         object.__setattr__(self, "text", text)

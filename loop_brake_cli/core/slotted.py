@@ -18,7 +18,7 @@ class Fields:
     """Equality, repr and pickling over a subclass's ``__slots__``; unhashable, as a
     mutable dataclass is."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -26,8 +26,9 @@ class Fields:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == other._values()
 
+    # typeshed declares object.__hash__ a method; None is how Python marks a class unhashable
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
@@ -44,7 +45,8 @@ class FrozenFields(Fields):
 
     __slots__ = ()
 
-    def __hash__(self) -> int:
+    # the base's None (unhashable) given back a method, as a frozen dataclass does
+    def __hash__(self) -> int:  # type: ignore[override]
         return hash(self._values())
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -136,7 +136,7 @@ class Slot(NamedTuple):
     """A session's streak after a call; immutable, so a store can keep or drop it."""
 
     digest: bytes
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count, never called
     call_id: Any
     tool: str
 
@@ -485,7 +485,7 @@ def policy_step(
     base = None if prev is None else prev.slot
     restarted = prev is not None and prev.restarts
     if restarted:
-        base = base._replace(count=1)  # type: ignore[union-attr]
+        base = base._replace(count=1)  # type: ignore[union-attr]  # restarted: prev is set
     slot, duplicate = step(base, tool, digest, call_id)
     if duplicate:
         assert prev is not None

@@ -227,6 +227,7 @@ class BoundedMemoryTable(MemoryTable):
     ) -> tuple[Any, bool]:
         slots = self._slots
         prev = slots.get(session)
+        state: Slot | PolicySlot
         if policy is None:
             state, duplicate = step(prev, tool, digest, call_id)
         else:
@@ -245,7 +246,7 @@ class BoundedMemoryTable(MemoryTable):
             if not duplicate:
                 slots[session] = state
         if self._used is not None:
-            self._used[session] = self._clock()  # type: ignore[misc]
+            self._used[session] = self._clock()  # type: ignore[misc]  # idle, so a clock
         return state, duplicate
 
     def reset(self, session: str | None = None) -> int:
@@ -261,6 +262,7 @@ class BoundedMemoryTable(MemoryTable):
         used = self._used
         if used is None:
             return 0
+        # used is not None: idle and a clock were given
         cutoff = self._clock() - self.idle  # type: ignore[misc, operator]
         slots = self._slots
         removed = 0

@@ -8,6 +8,7 @@ file is found).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["tomllib"]
@@ -15,11 +16,12 @@ __all__ = ["tomllib"]
 
 def tomllib() -> Any:
     """The ``tomllib`` module (or ``tomli``), else None."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError:
-            return None
-    return tomllib
+
+        return tomllib
+    try:  # Python 3.10
+        import tomli
+    except ModuleNotFoundError:
+        return None
+    return tomli

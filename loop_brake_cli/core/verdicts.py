@@ -133,7 +133,7 @@ class Verdict(NamedTuple):
     denied: bool
     tool_name: str
     session_id: str
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count, never called
     max_repeats: int
     hash_prefix: str
     call_id: Any = None

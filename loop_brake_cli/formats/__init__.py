@@ -76,6 +76,10 @@ FORMATS: dict[str, str] = {
 
 class FormatInfo(FrozenFields):
     __slots__ = ("name", "description", "line_based", "patterns")
+    name: str
+    description: str
+    line_based: bool
+    patterns: tuple[str, ...]
 
     def __init__(
         self,

@@ -230,6 +230,7 @@ def _answering(requests: list[Request], messages: list[Any]) -> dict[int, list[R
     plan: dict[int, list[Request]] = {}
     if all(r.history_index is not None for r in requests):
         for r in requests:
+            # all() above: no history_index is None
             k = bisect.bisect_left(turns, r.history_index + 1)  # type: ignore[operator]
             plan.setdefault(turns[k] if k < len(turns) else end, []).append(r)
         return plan

@@ -241,7 +241,7 @@ def make_call(
     session: str,
     call_id: Any,
     line: int | None,
-    path: str,
+    path: str | None,
     *,
     raw_string: bool = False,
 ) -> Record | None:

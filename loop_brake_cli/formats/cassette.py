@@ -95,6 +95,7 @@ def _loader() -> Any:
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+    # base is chosen at run time (the C loader where PyYAML has it): not a static type
     class JSONishLoader(base):  # type: ignore[misc, valid-type]
         """SafeLoader without the YAML 1.1 timestamp type: dates stay strings."""
 

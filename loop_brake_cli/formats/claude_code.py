@@ -284,7 +284,7 @@ def _usage(
 def _larger(old: int | None, value: Any) -> int | None:
     """``value`` when it is a token count above ``old`` (None: not recorded), else ``old``."""
     if value.__class__ is int and value >= 0 and (old is None or value > old):
-        return value  # type: ignore[no-any-return]
+        return value
     return old
 
 

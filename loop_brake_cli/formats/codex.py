@@ -166,11 +166,12 @@ class _Reader:
             payload = obj.get("payload")
             event = payload.get("type") if isinstance(payload, dict) else None
             if event == "token_count":
+                # an event: payload is a dict
                 yield from self.token_count(payload.get("info"), number)  # type: ignore[union-attr]
             elif event == "user_message" and self.user_turns:
                 yield UserTurn(self._session(), number)
             elif event in _ENDS and self.results:
-                self.end_event(payload)  # type: ignore[arg-type]
+                self.end_event(payload)  # type: ignore[arg-type]  # an event: a dict
         elif kind == "turn_context":
             payload = obj.get("payload")
             model = payload.get("model") if isinstance(payload, dict) else None

@@ -199,10 +199,10 @@ def _call(
             "$.item",
         )  # fmt: skip
     if kind == "web_search":
-        args: dict[str, Any] = {"query": item.get("query")}
+        search: dict[str, Any] = {"query": item.get("query")}
         if "action" in item:
-            args["action"] = item["action"]
-        return ToolCall(kind, args, session, call_id, number, "$.item")
+            search["action"] = item["action"]
+        return ToolCall(kind, search, session, call_id, number, "$.item")
     changes = {"changes": item.get("changes"), "item": item_id}
     return ToolCall(kind, changes, session, call_id, number, "$.item")
 

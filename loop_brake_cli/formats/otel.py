@@ -255,7 +255,7 @@ _ID_FIELDS = (
 def _conversation(span: _Span, index: dict[tuple[str, str], _Span]) -> str:
     """The conversation id of the span or its nearest ancestor, else the trace id."""
     current: _Span | None = span
-    visited = set()
+    visited: set[tuple[str, str]] = set()
     while current is not None and len(visited) < 1000:
         value = current.attributes.get(CONVERSATION)
         if isinstance(value, str) and value:
@@ -337,7 +337,7 @@ def _result(span: _Span, call: Record) -> ToolResult | None:
     if call.__class__ is not ToolCall or RESULT not in span.attributes:
         return None
     result = span.attributes[RESULT]
-    return ToolResult(call.session, call.call_id, result, None, span.line, span.path)  # type: ignore[attr-defined]
+    return ToolResult(call.session, call.call_id, result, None, span.line, span.path)
 
 
 def parse(source: Source) -> Iterator[Record]:

@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..core.records import BadRecord, Record, ToolCall, ToolResult, Usage
 from ..readers.reader import Source
@@ -124,7 +124,7 @@ def _is_call_message(message: Any) -> bool:
     )
 
 
-def _history_has_calls(history: Any) -> bool:
+def _history_has_calls(history: Any) -> TypeGuard[list[Any]]:
     return isinstance(history, list) and any(_is_call_message(m) for m in history)
 
 

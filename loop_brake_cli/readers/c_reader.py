@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (--version's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["NOT_BUILT", "reader_name", "scan_event"]
+
+scan_event: Callable[[bytes], tuple[str, str, str, bytes, bytes, bytes, bytes] | None] | None
+
 try:  # optional: built from _event_scan.c when a C compiler was there at install
     from ._event_scan import SHA_INSTRUCTIONS as _SHA_INSTRUCTIONS
     from ._event_scan import scan_event

@@ -31,15 +31,18 @@ from __future__ import annotations
 import os
 import re
 from hashlib import sha256 as _sha256
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.canonical import JSONInputError, call_digest, parse_json, utf8
 from .fast_lines import MAX_KEY_BYTES
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
 try:  # optional: the exact path is complete without it
     import orjson
 except ImportError:  # pragma: no cover - exercised where orjson is absent
-    orjson = None  # type: ignore[assignment]
+    orjson = None  # type: ignore[assignment]  # AVAILABLE says so before any use
 
 __all__ = [
     "AVAILABLE",
@@ -60,6 +63,7 @@ _EXPONENT = re.compile(rb"[0-9]e[-+]")
 # (this many brackets, inside strings or not) is read by parse_json alone.
 _DEEP = 512
 
+_digest_json: Callable[[bytes, bytes], bytes | None] | None
 try:  # optional, and only with orjson: see fast_digest
     from ._event_scan import digest_json as _digest_json
 except ImportError:  # pragma: no cover - exercised where the extension is not built
@@ -114,6 +118,7 @@ def no_float(value: Any, budget: int) -> bool:
     stack = [value]
     while stack:
         node = stack.pop()
+        members: Iterable[Any]
         if node.__class__ is dict:
             if not "".join(node).isascii():
                 return False
@@ -160,7 +165,7 @@ def fast_digest(tool: str, args: Any) -> bytes:
         except EncodeError:
             return call_digest(tool, args)
         if digest is not None:
-            return digest  # type: ignore[no-any-return]
+            return digest
     try:
         out = dumps(args, option=OPTIONS)
     except EncodeError:

@@ -13,6 +13,10 @@ from ..core.canonical import js_string
 from ..core.verdicts import CODE, DENY_TEMPLATE, PLUGIN
 from .output import encode_json
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "CACHE_LIMIT",
     "MAX_KEY_BYTES",
@@ -37,7 +41,7 @@ class CacheSwitch:
     """A cache's hit rate, counted on its misses only (a hit costs nothing more). Also
     switches the C event reader, whose "miss" is a line it declines (``cache`` None)."""
 
-    def __init__(self, cache: dict | None, least: float) -> None:
+    def __init__(self, cache: dict[bytes, Any] | None, least: float) -> None:
         self.cache = cache
         self.most_missed = 1 - least  # the cache pays while at least ``least`` hit
         self.start = 0  # the line number where the current window began

@@ -145,6 +145,7 @@ class _Judge:
             if record.__class__ is BadRecord:
                 if shard[0] != 0:
                     return
+            # not a BadRecord: the record has a session
             elif shard_of(record.session, shard[1]) != shard[0]:  # type: ignore[union-attr]
                 return
         write_verdicts((record,), self.brake, self.tally, self.out, self.wanted, self.file)
@@ -238,7 +239,7 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
                 continue
             count = slot[1]  # Slot.count by index: 3.11 does not specialise named-tuple fields
             # 4. write
-            if count >= max_repeats:
+            if count >= max_repeats:  # type: ignore[operator]  # a Slot: no policy here
                 denied += 1
                 if not want_deny:
                     continue

@@ -86,7 +86,7 @@ class Tally(Fields):
                 self.warned += 1
         if verdict.duplicate:
             self.duplicates += 1
-        if record.args_unparsed:  # type: ignore[union-attr]
+        if record.args_unparsed:  # type: ignore[union-attr]  # a verdict: a ToolCall
             self.unparsed_args += 1
 
 
@@ -110,19 +110,21 @@ def judge(
     if brake.ignores_args:  # some tool's calls are counted on a policy hash (args_ignore)
         digest_of = _args_digest(brake.policy, digest_of)
     for record in records:
+        # one class look-up per record, compared below; mypy does not narrow ``record``
+        # through ``cls``, hence the union-attr ignores
         cls = record.__class__
         if cls is ToolCall:  # the common case first
             try:
-                digest = digest_of(record.tool, record.args)  # type: ignore[union-attr]
+                digest = digest_of(record.tool, record.args)  # type: ignore[union-attr]  # cls is ToolCall
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(str(exc), record.line, record.path)
                 verdict = None
             else:
                 verdict = observe(
-                    record.session,  # type: ignore[union-attr]
-                    record.tool,  # type: ignore[union-attr]
+                    record.session,  # type: ignore[union-attr]  # cls is ToolCall
+                    record.tool,  # type: ignore[union-attr]  # cls is ToolCall
                     digest,
-                    record.call_id,  # type: ignore[union-attr]
+                    record.call_id,  # type: ignore[union-attr]  # cls is ToolCall
                 )
             if tally is not None:
                 tally.add(record, verdict)
@@ -132,6 +134,7 @@ def judge(
             yield record, None
             continue
         if cls is UserTurn:
+            # cls is UserTurn
             if brake.user_turn(record.session) and tally is not None:  # type: ignore[union-attr]
                 tally.user_turns += 1
             yield record, None
@@ -139,11 +142,11 @@ def judge(
         if cls is ToolResult:
             try:
                 paired = brake.observe_result(
-                    record.session,  # type: ignore[union-attr]
-                    record.call_id,  # type: ignore[union-attr]
-                    record.result,  # type: ignore[union-attr]
-                    record.digest,  # type: ignore[union-attr]
-                    record.error,  # type: ignore[union-attr]
+                    record.session,  # type: ignore[union-attr]  # cls is ToolResult
+                    record.call_id,  # type: ignore[union-attr]  # cls is ToolResult
+                    record.result,  # type: ignore[union-attr]  # cls is ToolResult
+                    record.digest,  # type: ignore[union-attr]  # cls is ToolResult
+                    record.error,  # type: ignore[union-attr]  # cls is ToolResult
                 )
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(f"result: {exc}", record.line, record.path)
@@ -191,4 +194,5 @@ def write_verdicts(
             or (verdict.stop and "stop" in wanted)
             or (verdict.warned and "warn" in wanted)
         ):
+            # a verdict: the record is a ToolCall (judge)
             write(verdict_record(record, verdict, file))  # type: ignore[arg-type]

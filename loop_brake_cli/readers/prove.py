@@ -68,14 +68,14 @@ def exact_record(line: bytes, number: int) -> Record:
     return decode_event(obj, number)
 
 
-def _unusual_call(obj: dict, number: int) -> tuple[str, Any, str, Any] | None:
+def _unusual_call(obj: dict[str, Any], number: int) -> tuple[str, Any, str, Any] | None:
     """Tool, args, session key and call id of an event in any other shape (aliases,
     agent ids, nulls), read by the exact decoder; None when the exact path must judge
     it: not a clean call (``wire.fields`` refuses an integer call id beyond 2**53)."""
     record = decode_event(obj, number)
     if record.__class__ is not ToolCall:
         return None
-    return record.tool, record.args, record.session, record.call_id  # type: ignore[union-attr]
+    return record.tool, record.args, record.session, record.call_id
 
 
 def _ids_json(session: str, call_id: Any) -> tuple[bytes, bytes]:
@@ -120,7 +120,9 @@ class PythonProver:
             return digest, prefix, number
         return digest, prefix, switch.judge(number)
 
-    def remember_line(self, key: bytes, line: bytes, entry: tuple) -> None:
+    def remember_line(
+        self, key: bytes, line: bytes, entry: tuple[str, str, bytes, bytes, list[Any], bytes]
+    ) -> None:
         """Remember what a line of the common shape gave, under its text up to its last
         member ``,"callId":"..."}`` (``key``), so that a later line with the same text
         and another call id is not parsed, dumped, checked or hashed again.
@@ -155,6 +157,9 @@ class PythonProver:
 
         def prove(line: bytes, number: int) -> Proven | None:
             nonlocal digests_from, lines_from
+            tool: Any  # a str from the line cache; as parsed until checked below
+            session: Any
+            known: list[Any] | None
             entry = key = None
             if lines_from <= number:  # the line cache (see PythonProver.lines)
                 cut = line.rfind(b',"callId":"')

@@ -13,7 +13,10 @@ from __future__ import annotations
 import errno
 import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from gzip import GzipFile
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -45,7 +48,7 @@ class UnreadableInputError(OSError):
     """The input itself failed (I/O error, corrupt gzip); the message names no content."""
 
 
-def _read_chunk(stream: BinaryIO, size: int) -> bytes:
+def _read_chunk(stream: BinaryIO | GzipFile, size: int) -> bytes:
     reader = getattr(stream, "read1", None)
     try:
         return reader(size) if reader is not None else stream.read(size)
@@ -58,7 +61,7 @@ class Source:
 
     def __init__(
         self,
-        stream: BinaryIO,
+        stream: BinaryIO | GzipFile,  # GzipFile: a gzipped file, read through (open_source)
         name: str,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         on_wait: Callable[[], None] = _never,

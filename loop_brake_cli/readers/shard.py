@@ -45,7 +45,7 @@ def select_shard(records: Iterable[Record], index: int, shards: int) -> Iterator
             if index == 0:
                 yield record
             continue  # results and usage follow their session, below
-        session = record.session  # type: ignore[union-attr]
+        session = record.session  # type: ignore[union-attr]  # not a BadRecord: has one
         keep = owned.get(session)
         if keep is None:
             if len(owned) >= 1 << 16:

@@ -212,7 +212,7 @@ class RedisStore:
             except ValueError as exc:  # a malformed URL or query value
                 raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
             # the URL's socket_timeout, if it gives one, is the one in force
-            self.timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+            self.timeout = client.connection_pool.connection_kwargs["socket_timeout"]
             unavailable = (errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError)
             self._unavailable = unavailable
             self._failed = (errors.RedisError,)
@@ -226,7 +226,7 @@ class RedisStore:
         self._end = client.register_script(_script("redis_end.lua"))
         self._client = client
 
-    def _ask(self, work):
+    def _ask(self, work: Callable[[Any], Any]) -> Any:
         """Run ``work(client)``: the breaker first, every failure of the client as one
         line."""
         self._breaker.check(self.label)

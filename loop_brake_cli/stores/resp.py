@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 try:
     import hiredis
 except ImportError:  # pragma: no cover - the redis extra installs it
-    hiredis = None
+    hiredis = None  # type: ignore[assignment]  # available() says so before any use
 
 __all__ = [
     "Pipeline",
@@ -90,8 +90,8 @@ class Target:
         db: int,
         username: str | None,
         password: str | None,
-        timeout: float | None,
-        connect_timeout: float | None,
+        timeout: float,
+        connect_timeout: float,
     ) -> None:
         self.unix = unix
         self.address = address  # a socket path, or (host, port)
@@ -148,9 +148,9 @@ def target(url: str, timeout: float) -> Target | None:
 def _arg(value: Any) -> bytes:
     """One argument as redis-py's encoder writes it."""
     if value.__class__ is bytes:
-        return value  # type: ignore[no-any-return]
+        return value
     if value.__class__ is str:
-        return value.encode("utf-8")  # type: ignore[no-any-return]
+        return value.encode("utf-8")
     if value.__class__ is int:
         return b"%d" % value
     if value.__class__ is float:
@@ -271,7 +271,7 @@ class RespConnection:
 
     # -- commands ------------------------------------------------------------------
 
-    def _round_trip(self, commands: Sequence[Sequence[Any]], handshake: bool = False) -> list:
+    def _round_trip(self, commands: Sequence[Sequence[Any]], handshake: bool = False) -> list[Any]:
         """Send the commands in one write and read one reply each (error replies
         returned as ``hiredis.ReplyError``). A failure closes the connection: the
         next command opens a new one (redis-py's pool does the same)."""
@@ -280,7 +280,7 @@ class RespConnection:
         data = b"".join(_command(args) for args in commands)
         try:
             self._sock.sendall(data)
-            replies = []
+            replies: list[Any] = []
             reader = self._reader
             while len(replies) < len(commands):
                 reply = reader.gets()
@@ -322,7 +322,7 @@ class RespConnection:
         return dict(zip(flat[0::2], flat[1::2], strict=True))
 
     def unlink(self, *keys: bytes) -> int:
-        return self.call("UNLINK", *keys)  # type: ignore[no-any-return]
+        return self.call("UNLINK", *keys)
 
     def scan_iter(self, match: bytes, count: int) -> Iterator[bytes]:
         cursor = b"0"
@@ -369,7 +369,7 @@ class Pipeline:
     def hmget(self, key: bytes, *fields: bytes) -> None:
         self.commands.append(("HMGET", key, *fields))
 
-    def execute(self, raise_on_error: bool = False) -> list:
+    def execute(self, raise_on_error: bool = False) -> list[Any]:
         commands, self.commands = self.commands, []
         if not commands:
             return []

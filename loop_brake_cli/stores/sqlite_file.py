@@ -37,6 +37,10 @@ import time
 
 from .base import StoreError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = [
     "APPLICATION_ID",
     "ENV_STATE",
@@ -136,7 +140,7 @@ class StoreFile:
         return aside
 
 
-def default_state_path(env: dict[str, str] | None = None) -> str:
+def default_state_path(env: Mapping[str, str] | None = None) -> str:
     """``$LOOP_BRAKE_STATE``, else ``${XDG_STATE_HOME:-~/.local/state}/loop-brake/state.db``."""
     environ = os.environ if env is None else env
     explicit = environ.get(ENV_STATE)

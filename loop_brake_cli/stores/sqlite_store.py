@@ -73,6 +73,7 @@ from .sqlite_file import (
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
@@ -152,7 +153,7 @@ class StateStore:
         ttl: float = DEFAULT_TTL,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        warn=None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.label = path
@@ -209,7 +210,14 @@ class StateStore:
                 f"moved it to {aside} and started a new one"
             )
 
-    def _run(self, work, *, write: bool = True, create: bool = True, absent: Any = None):
+    def _run(
+        self,
+        work: Callable[[sqlite3.Connection], Any],
+        *,
+        write: bool = True,
+        create: bool = True,
+        absent: Any = None,
+    ) -> Any:
         """Run ``work(conn)``, or return ``absent`` when there is no store to use.
 
         Only the hook (``create``) moves a corrupt store that carries our mark aside,
@@ -275,6 +283,7 @@ class StateStore:
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
+                counted: tuple[Slot | PolicySlot, bool]
                 if policy is None:
                     counted = self._decide(conn, key, tool, digest, call_id, at)
                 else:

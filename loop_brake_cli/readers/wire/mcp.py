@@ -301,7 +301,7 @@ class Connections:
         record = decode_call(message, self.session(label), line, path)
         if record.__class__ is not ToolCall:
             return record
-        call: ToolCall = record  # type: ignore[assignment]
+        call: ToolCall = record
         if continues_call(message):
             retry = _retry_key(call.tool, call.args, message["params"].get("requestState"))
             if retry is not None and retry in state.awaiting:  # not counted: it goes on

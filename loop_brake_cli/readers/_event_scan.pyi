@@ -1,0 +1,9 @@
+"""The optional C reader (``_event_scan.c``) as the type checker sees it: mypy does not
+read a built extension, so the signatures its method table documents are stated here."""
+
+SHA_INSTRUCTIONS: str
+SHA_NI: int
+
+def digest_json(head: bytes, data: bytes, /) -> bytes | None: ...
+def scan_event(line: bytes, /) -> tuple[str, str, str, bytes, bytes, bytes, bytes] | None: ...
+def sha256(data: bytes, /) -> bytes: ...
