@@ -299,7 +299,8 @@ class _Call:
         self.prev, self.restarted, self.slot = prev, restarted, slot
         self.tool, self.digest = slot.tool, digest
         self.max_repeats, self.policy = max_repeats, policy
-        self.limit, self.exempt, self.match, self.policy_hash = max_repeats, False, None, False
+        self.limit, self.exempt, self.policy_hash = max_repeats, False, False
+        self.match: str | None = None  # the tool pattern of the rule that applies
         self.progress, self.warn_at = policy.progress, policy.warn_at
         self.decision = _PASS
         self.earlier: bytes | None = None

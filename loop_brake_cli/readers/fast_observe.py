@@ -44,7 +44,7 @@ def plain_records(records: RecordStream) -> RecordStream:
     JSON values from parse_json or orjson, as every generator of its function's gives:
     the adapter's promise that lets ``judge`` hash them the fast way (``digest_for``).
     Only where ``fast_canonical.AVAILABLE`` (orjson is installed)."""
-    _PLAIN_CODE.add(records.gi_code)
+    _PLAIN_CODE.add(records.gi_code)  # type: ignore[attr-defined]  # not in typing.Generator
     return records
 
 
@@ -68,7 +68,8 @@ def observe_for(brake: LoopBrake) -> Callable[[str, str, bytes, Any], Verdict]:
 
     def observe(session: str, tool: str, digest: bytes, call_id: Any = None) -> Verdict:
         slot, duplicate = count_call(session, tool, digest, call_id)
-        digest, count, _, tool = slot  # unpacked: 3.11 does not specialise named tuples
+        # unpacked: 3.11 does not specialise named tuples; a Slot, as there is no policy
+        digest, count, _, tool = slot  # type: ignore[misc]
         return _new_verdict(
             Verdict,
             (
