@@ -278,12 +278,12 @@ class StateStore:
         key = to_column(session)  # rows are keyed by it
 
         def work(conn: sqlite3.Connection) -> tuple[Slot | PolicySlot, bool]:
+            counted: tuple[Slot | PolicySlot, bool]
             at = time.time() if now is None else now
             conn.execute("BEGIN IMMEDIATE")
             try:
                 assert self._file is not None
                 claim(conn, self._file, _SCHEMA)
-                counted: tuple[Slot | PolicySlot, bool]
                 if policy is None:
                     counted = self._decide(conn, key, tool, digest, call_id, at)
                 else:
