@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +363,7 @@ def test_usage_errors_exit_2_before_listening_and_never_quote_a_value() -> None:
         (["--upstream", "--"], "needs a server command"),
         ([], "give --upstream URL"),
         (["--upstream", "http://127.0.0.1:9/mcp", "--", "cat"], "goes after --upstream --"),
+        (["--upstream", "http://127.0.0.1:9/mcp", "--metrics-sessions"], "needs --metrics"),
     ]
     for args, expected in cases:
         result = run_cli("mcp-gateway", "--listen", f"127.0.0.1:{busy}", *args)
@@ -379,3 +382,53 @@ def test_usage_errors_exit_2_before_listening_and_never_quote_a_value() -> None:
             "mcp-gateway", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/"
         )
     assert result.returncode == 2 and b"cannot listen on 127.0.0.1" in result.stderr
+
+
+def scrape(url: str, host: str | None = None) -> tuple[int, str, str]:
+    """GET /metrics of the gateway at ``url``: status, content type, body."""
+    request = urllib.request.Request(url.rsplit("/", 1)[0] + "/metrics")
+    if host is not None:
+        request.add_header("Host", host)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, response.headers["content-type"], response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["content-type"], exc.read().decode()
+
+
+def test_metrics_scraped_after_a_scripted_loop(tmp_path: Path) -> None:
+    """--metrics: GET /metrics in Prometheus text; the denied count is the calls the
+    brake denied (the log's deny lines); no argument, no session name."""
+    secret_session = "session-SECRET-0d1e"  # stderr names sessions (escaped); /metrics never
+    with (
+        upstream(tmp_path) as (up, _calls),
+        gateway(tmp_path, up, "--metrics") as (url, log, stderr),
+    ):
+
+        async def run() -> None:
+            async with connect(url) as client:
+                for _ in range(6):
+                    meta = in_session(secret_session)
+                    await client.call_tool("echo", {"text": CANARY}, meta=meta)
+                await client.call_tool("echo", {"text": "x"}, meta=in_session("b"))
+
+        anyio.run(run)
+        status, content_type, text = scrape(url)
+        foreign = scrape(url, host="evil.example")
+    assert status == 200 and content_type.startswith("text/plain; version=0.0.4")
+    assert foreign[0] == 403  # the gateway's Host rule holds for /metrics too
+    denied = [line for line in verdicts(log) if line["verdict"] == "deny"]
+    assert len(denied) == 4
+    samples = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if not line.startswith("#")
+    }
+    assert samples['loop_brake_calls_total{tool="echo",rule="streak",outcome="denied"}'] == 4
+    assert samples['loop_brake_calls_total{tool="echo",rule="streak",outcome="passed"}'] == 3
+    assert samples["loop_brake_sessions_held"] == 2
+    assert secret_session not in text
+    for where in (text, stderr.read_text(), log.read_text()):
+        assert CANARY not in where
+    shown = (ROOT / "docs" / "metrics.md").read_text().split("A scrape after one session")[1]
+    assert text == shown.split("```text\n")[1].split("```")[0]  # the docs show this scrape

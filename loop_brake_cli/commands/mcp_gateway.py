@@ -57,6 +57,8 @@ def _note(message: str) -> None:
         "max_connections",
         "request_timeout",
         "keep_alive",
+        "metrics",
+        "metrics_sessions",
     ),
     context_settings={"allow_interspersed_args": False},
 )
@@ -183,6 +185,16 @@ def _note(message: str) -> None:
         "No request waits on the store but the calls that need it."
     ),
 )
+@click.option(
+    "--metrics",
+    is_flag=True,
+    help="Serve GET /metrics (Prometheus text): calls by tool, rule and outcome; never arguments.",
+)
+@click.option(
+    "--metrics-sessions",
+    is_flag=True,
+    help="Also count calls by session key in /metrics (names may be secrets: off by default).",
+)
 def mcp_gateway_command(**params: Any) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
@@ -227,6 +239,8 @@ class GatewayCommandOptions(NamedTuple):
     fail_closed: bool
     store_deadline: float
     store_workers: int
+    metrics: bool
+    metrics_sessions: bool
 
 
 def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
@@ -271,6 +285,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         loopback=is_loopback(host),
         limits=limits,
     )
+    if opts.metrics_sessions and not opts.metrics:
+        raise CommandError("--metrics-sessions needs --metrics")
     store = open_shared_store(opts.store_url, opts.idle_ttl, _note)
     brake_options = {
         "max_repeats": limit,
@@ -283,6 +299,7 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "store_workers": opts.store_workers,
         "max_sessions": opts.max_sessions,
         "session_idle": session_idle,
+        "metrics": _metrics(opts),
     }
     try:
         return run_gateway((host, port), config, brake_options, opts.log_path, stdio)
@@ -301,3 +318,12 @@ def _upstream(upstream: str | None, command: tuple[str, ...]) -> tuple[str, list
     if upstream is None:
         raise CommandError("give --upstream URL, or --upstream -- CMD ARGS for a stdio server")
     return upstream, None
+
+
+def _metrics(opts: GatewayCommandOptions) -> Any:
+    """What ``--metrics`` asks for (None: no ``/metrics`` endpoint)."""
+    if not opts.metrics:
+        return None
+    from ..mcp_gateway.metrics import GatewayMetrics
+
+    return GatewayMetrics(sessions=opts.metrics_sessions)

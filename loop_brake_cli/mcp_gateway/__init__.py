@@ -5,6 +5,8 @@ Modules, by responsibility:
 * ``keys``: which session a call counts in, and where that key came from;
 * ``decide``: the decision for one POSTed body (decoded by ``wire.mcp``, judged
   by ``pipeline.judge``, answered with the stdio proxy's deny answer);
+* ``metrics``: what ``GET /metrics`` counts (``--metrics``), written in the
+  Prometheus text format by ``mcp_shared.prometheus``;
 * ``app``: the ASGI application (Starlette in, ``httpx2`` to the upstream,
   streaming both ways, limits, header allow-lists);
 * ``serve``: uvicorn, the listening socket, quiet logging;

@@ -62,6 +62,7 @@ from ..readers.wire.mcp import continues_call, decode_call
 from ..render.visible import visible
 from .counters import GatewayCounters
 from .keys import SessionNameError, call_scope, scoped_id, session_key
+from .metrics import GatewayMetrics
 from .store_calls import DEFAULT_DEADLINE, DEFAULT_WORKERS, StoreCalls
 
 __all__ = ["Answer", "DUPLICATE", "Forward", "GatewayBrake", "MAX_AWAITING", "Wait"]
@@ -156,6 +157,7 @@ class GatewayBrake:
         store_deadline: float = DEFAULT_DEADLINE,
         max_sessions: int | None = None,
         session_idle: float | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         # With a store (--store redis://...) every gateway process behind one address
         # counts a session's calls in the same streak; its failures are the store's
@@ -187,6 +189,9 @@ class GatewayBrake:
             self.calls = StoreCalls(
                 self.brake, self.counters, workers=store_workers, deadline=store_deadline
             )
+        self.metrics = metrics if metrics is not None else GatewayMetrics()
+        """What ``GET /metrics`` shows (``--metrics``): counted whether served or not."""
+        self.metrics.watch(self)
 
     def close(self) -> None:
         """The gateway stops: the denials still being counted are summed up."""
@@ -248,9 +253,11 @@ class GatewayBrake:
             value = parse_json(body)
         except JSONInputError as exc:
             self.log(error_record(BadRecord(str(exc))))
+            self.metrics.refused("not_json")
             return 400, parse_error(PROG, str(exc))
         if isinstance(value, list):
             if any(_is_call(item) for item in value):
+                self.metrics.refused("batch")
                 return 400, request_error(b"null", INVALID_REQUEST, BATCH)
             return PLAIN
         if not _is_call(value):
@@ -262,9 +269,11 @@ class GatewayBrake:
         except SessionNameError as exc:
             text = f"{PROG}: {exc}"
             self.log(error_record(BadRecord(str(exc), None, "$.params._meta")))
+            self.metrics.refused("session_name")
             return 400, request_error(id_bytes, INVALID_REQUEST, text)
         if key is None:
             self.log(error_record(BadRecord("no session key (refused)")))
+            self.metrics.refused("no_session")
             return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
         record = decode_call(value, key.name)
         if isinstance(record, ToolCall):
@@ -282,6 +291,7 @@ class GatewayBrake:
                 return _Counting(value, id_bytes, key, record, digest)
         # the decoder or the hash could not read it: never forwarded
         self.log(error_record(record))
+        self.metrics.refused("unreadable_call")
         text = f"{PROG}: {record.message}; not forwarded"
         return 400, request_error(id_bytes, INVALID_REQUEST, text)
 
@@ -291,6 +301,7 @@ class GatewayBrake:
         line = verdict_record(record, verdict)
         line["sessionSource"] = key.source
         self.log(line)
+        self.metrics.judged(verdict, self.shadow)
         session = key.name
         if not verdict.denied:
             if verdict.duplicate and not self.shadow:

@@ -29,6 +29,7 @@ from .app import Gateway, GatewayConfig
 from .counters import GatewayCounters
 from .decide import GatewayBrake
 from .limits import bounded_protocol
+from .metrics import metrics_endpoint
 
 __all__ = ["ListenError", "StdioUpstream", "is_loopback", "parse_listen", "run_gateway"]
 
@@ -179,7 +180,9 @@ def _serve(
     log = VerdictLog(log_path, note)
     counters = GatewayCounters()
     brake = GatewayBrake(log=log.write, note=note, counters=counters, **brake_options)
-    app = Gateway(config, brake, note)
+    app: Any = Gateway(config, brake, note)
+    if brake_options.get("metrics") is not None:  # --metrics: GET /metrics is served here
+        app = metrics_endpoint(app, brake.metrics)
     _quiet_uvicorn()
     limits = config.limits
     _enough_descriptors(limits.max_connections)
