@@ -5,10 +5,13 @@ exist. Every example of README.md and docs/ is run by tests/test_docs_examples.p
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
+from conftest import cli_env
 
 from loop_brake_cli.cli import COMMANDS, cli
 from loop_brake_cli.hook.runner import HELP as HOOK_HELP
@@ -102,3 +105,38 @@ def test_the_readme_is_a_front_door() -> None:
     """A landing page: what it is, install, examples, exit table, links; the
     reference lives in docs/, one page per subject."""
     assert len(README.encode("utf-8")) <= 10_500
+
+
+def test_the_first_screen_says_the_problem_without_the_harness() -> None:
+    """Issue 40: the opening says what goes wrong and what the brake does, in words a
+    reader who never met the DeepSeek Harness (or the Node plugin) knows."""
+    intro = README.split("\n|", 1)[0]  # the paragraphs above the table of jobs
+    assert len(intro.splitlines()) <= 24  # one screen
+    words = " ".join(intro.split())
+    for said in ("AI agents get stuck", "identical", "denies the call", "before it runs"):
+        assert said in words, said
+    for unknown in ("harness", "Harness", "dsh-loop-brake", "DeepSeek", "plugin"):
+        assert unknown not in words, unknown
+
+
+def test_the_quick_start_shows_the_readable_summary_of_a_stuck_agent_first() -> None:
+    """The first output the README shows is replay's summary of the bundled stuck agent,
+    before any JSON, and it is what that command prints today (the lines shown, up to
+    the ``...`` that cuts it)."""
+    start = README.index("```console\n")
+    assert "{" not in re.sub(r"`[^`\n]*`", "", README[:start]), "JSON before the summary"
+    block = README[start:].split("\n```\n", 1)[0].splitlines()[1:]
+    command, *shown = block
+    assert command == "$ loop-brake replay samples/stuck-agent.jsonl"
+    assert shown[-1] == "..."
+    done = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "replay", "samples/stuck-agent.jsonl"],
+        cwd=ROOT,
+        env=cli_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.decode().splitlines()
+    assert shown[:-1] == printed[: len(shown) - 1]
+    assert "denied at the 3rd identical call" in "\n".join(shown)
