@@ -1509,8 +1509,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_store.py",
-        "if self.failures >= self.threshold:\n            left",
-        "if self.failures > self.threshold:\n            left",
+        "if self.failures >= self.threshold:\n                wait",
+        "if self.failures > self.threshold:\n                wait",
         REDIS_BREAKER,
         "the circuit opens after 3 unreachable answers, not 4",
     ),

@@ -488,7 +488,9 @@ def test_the_circuit_breaker_stops_asking_a_dead_server(short_lived: bool) -> No
     port = free_port()
     clock = FakeClock()
     url = f"redis://127.0.0.1:{port}/0"
-    store = RedisStore(url, breaker_cooldown=1.0, clock=clock, short_lived=short_lived)
+    store = RedisStore(
+        url, breaker_cooldown=1.0, breaker_max_cooldown=30.0, clock=clock, short_lived=short_lived
+    )
     digest = call_digest("read", {})
 
     def fails(match: str) -> None:
@@ -590,3 +592,79 @@ def test_an_end_makes_a_decision_read_before_it_try_again(redis_url: str, tmp_pa
         assert store.count_call("e", "read", digest, "c1", 3, policy)[0].slot.count == 2
     finally:
         store.close()
+
+
+@CLIENTS
+def test_denials_resume_within_1_s_of_the_servers_return(short_lived: bool) -> None:
+    """Issue 37 item 3, on a clock the test moves: a looping session's server dies and
+    stays dead for 100 (clock) seconds, long enough for any back-off to grow; it comes
+    back; the calls made after that are counted again, and the loop denied, within
+    1 s of its return, however long the outage was (the breaker's half-open trial).
+    The end of the outage is said once: its length and the calls it left uncounted."""
+    port, clock, warned = free_port(), FakeClock(), []
+    server = RedisServer(port).start()
+    store = RedisStore(f"redis://127.0.0.1:{port}/0", clock=clock, short_lived=short_lived)
+    brake = LoopBrake(3, store=store, warn=warned.append)
+    try:
+        assert [brake.check("read", {"p": 1}, session_id="loop").count for _ in range(3)] == [
+            1,
+            2,
+            3,
+        ]
+        server.kill()
+        uncounted, began = 0, clock.now + 1.0  # the first call that finds it dead
+        for _ in range(100):  # each call a trial that finds the server dead
+            clock.now += 1.0
+            verdict = brake.check("read", {"p": 1}, session_id="loop")
+            assert (verdict.rule, verdict.denied, verdict.count) == ("store", False, 0)
+            uncounted += 1
+        server.start()  # back (it answers PING), on the clock of the last failed trial
+        back = clock.now
+        counted: list[tuple[float, int, bool]] = []
+        while not any(denied for _, _, denied in counted):
+            clock.now += 0.01
+            assert clock.now - back <= 1.0, f"not denied within 1 s of the return: {counted}"
+            verdict = brake.check("read", {"p": 1}, session_id="loop")
+            if verdict.rule == "store":
+                uncounted += 1
+            else:
+                counted.append((clock.now, verdict.count, verdict.denied))
+        assert [count for _, count, _ in counted] == [1, 2, 3]  # restarted empty
+        assert brake.store_failures == uncounted
+        assert len(warned) == 2 and "allowed (fail-open)" in warned[0]
+        assert warned[1] == (
+            f"store redis://127.0.0.1:{port}/0 answers again after "
+            f"{counted[0][0] - began:.1f} s: {uncounted} calls were allowed "
+            "(fail-open) and not counted meanwhile"
+        )
+    finally:
+        store.close()
+        server.stop()
+
+
+def test_the_breaker_lets_one_trial_ask_at_a_time_and_its_cool_down_stays_short() -> None:
+    """Half-open: after the cool-down exactly one caller asks (the trial) while the
+    others still fail at once; the cool-down doubles from 0.1 s and stops at 0.5 s, so
+    a dead server is asked twice a second at most and a returned one within 0.5 s."""
+    from loop_brake_cli.stores.redis_store import _Breaker
+
+    clock = FakeClock()
+    breaker = _Breaker(3, 0.1, 0.5, clock=clock)
+    waits = []
+    for _ in range(8):
+        assert breaker.check("x") is (breaker.failures >= 3)
+        breaker.failed()
+        waits.append(round(breaker.open_until - clock.now, 3) if breaker.failures >= 3 else 0)
+        clock.now = max(clock.now, breaker.open_until)
+    assert waits == [0, 0, 0.1, 0.2, 0.4, 0.5, 0.5, 0.5]
+    assert breaker.check("x") is True  # the trial
+    with pytest.raises(StoreUnavailable, match="a trial call is asking it"):
+        breaker.check("x")
+    breaker.release()  # the trial ended in neither an answer nor a failure
+    assert breaker.check("x") is True
+    breaker.succeeded()
+    assert breaker.check("x") is False  # closed: every call asks
+    for _ in range(3):
+        breaker.failed()
+    with pytest.raises(StoreUnavailable, match="next try in 0.1 s"):
+        breaker.check("x")

@@ -15,6 +15,7 @@ import functools
 import os
 from _thread import allocate_lock
 from collections.abc import Callable, Mapping
+from time import monotonic
 
 from .canonical import PREFIX_LENGTH, call_digest
 from .limits import resolve_max_repeats
@@ -126,9 +127,9 @@ class LoopBrake:
         registered with ``stores.register``). When the store fails, the call gets a
         verdict at once, not counted (``uncounted``): allowed, or denied with
         ``fail_closed``; ``warn`` (default: the ``loop_brake_cli`` logger) hears one
-        line when the store fails and one when it answers again, ``store_failures``
-        counts the calls decided without it and ``failure`` says why, until it
-        answers.
+        line when the store fails and one when it answers again (how long it failed,
+        how many calls it left uncounted), ``store_failures`` counts the calls
+        decided without it and ``failure`` says why, until it answers.
 
         ``session_idle`` (seconds, with ``max_sessions``): ``expire`` forgets the
         sessions unused that long (a long-running server calls it now and then)."""
@@ -165,6 +166,10 @@ class LoopBrake:
         self.failure: str | None = None
         """Why the store failed, while it fails (None once it answers)."""
         self._warn = warn or _log_warning
+        self._clock: Callable[[], float] = getattr(store, "clock", None) or monotonic
+        """Times an outage (the store's own clock where it has one: a test moves it)."""
+        self._outage: tuple[float, int] = (0.0, 0)
+        """When the store started failing, and ``store_failures`` then."""
         self._lock = allocate_lock()
         """Held by the library's calls (``check``, ``observe_threadsafe``,
         ``observe_result``, ``end_call``, ``user_turn``, ``reset``): threads sharing a
@@ -298,10 +303,10 @@ class LoopBrake:
 
     def _store_failed(self, exc: Exception) -> None:
         """Count a decision made without the store; say so once, when it starts failing."""
-        self.store_failures += 1
         if self.failure is None:
-            how = "denied (fail-closed)" if self.fail_closed else "allowed (fail-open)"
-            self._warn(f"{exc}; calls are {how} and not counted until it answers")
+            self._outage = (self._clock(), self.store_failures)
+            self._warn(f"{exc}; calls are {self._how()} and not counted until it answers")
+        self.store_failures += 1
         self.failure = str(exc)
 
     def store_failed(self, exc: Exception) -> None:
@@ -315,11 +320,19 @@ class LoopBrake:
         if self.failure is not None:
             self._store_answered()
 
+    def _how(self) -> str:
+        return "denied (fail-closed)" if self.fail_closed else "allowed (fail-open)"
+
     def _store_answered(self) -> None:
+        """Say once that the outage ended: how long it lasted (from the first call it
+        failed to the first it answered) and how many calls it left uncounted."""
         self.failure = None
+        began, before = self._outage
+        calls = self.store_failures - before
         self._warn(
-            f"store {self.table.label} answers again "
-            f"({self.store_failures} calls so far were decided without it)"
+            f"store {self.table.label} answers again after {self._clock() - began:.1f} s: "
+            f"{calls} call{'' if calls == 1 else 's'} {'was' if calls == 1 else 'were'} "
+            f"{self._how()} and not counted meanwhile"
         )
 
     def _ask(self, work: Callable[[], Any], failed: Any) -> Any:

@@ -32,7 +32,9 @@ Failures: connect and read time out after ``timeout`` (0.2 s unless the URL's
 ``socket_timeout``/``socket_connect_timeout`` say otherwise), redis-py never
 retries on its own, and after ``BREAKER_FAILURES`` unreachable answers in a
 row a circuit breaker answers ``StoreUnavailable`` at once for a cool-down
-(doubling up to ``BREAKER_MAX_COOLDOWN``), then lets one call try. A timeout
+(doubling up to ``BREAKER_MAX_COOLDOWN``, 0.5 s), then lets one call, the
+trial, ask (half-open): once the server is back, calls are counted again
+within 1 s whatever the outage's length (``_Breaker``). A timeout
 is an unknown outcome: the call may have been counted; a host retrying it
 with the same call id is not counted twice. Scripts flushed from the server
 are loaded again by redis-py (``EVALSHA``, then ``SCRIPT LOAD`` on NOSCRIPT).
@@ -44,6 +46,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
+from _thread import allocate_lock
 from urllib.parse import urlsplit
 
 from ..core.canonical import canonical_json
@@ -64,8 +67,8 @@ REDIS_SCHEMES = ("redis", "rediss", "unix")
 KEY_PREFIX = b"lb:v1:"
 DEFAULT_TIMEOUT = 0.2
 BREAKER_FAILURES = 3
-BREAKER_COOLDOWN = 1.0
-BREAKER_MAX_COOLDOWN = 30.0
+BREAKER_COOLDOWN = 0.1
+BREAKER_MAX_COOLDOWN = 0.5  # bounds recovery: denials resume within 1 s of the return
 MAX_CONFLICTS = 256  # compare-and-set retries of one decision before giving up
 EAGER_RETRIES = 8  # conflicts retried at once on the state returned; then back off and reread
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -100,10 +103,18 @@ def _text(value: bytes) -> str:
 
 
 class _Breaker:
-    """Open after ``failures`` unreachable answers in a row: calls fail at once until
-    the cool-down ends, then one may try (a failure reopens it for twice as long, up
-    to ``max_cooldown``; an answer closes it and the next opening is short again).
-    ``clock``: monotonic seconds (a test gives its own)."""
+    """Whether to ask the server: closed, open or half-open.
+
+    Closed, every call asks. After ``threshold`` unreachable answers in a row it
+    opens: calls fail at once, not asked, until the cool-down ends. Then it is
+    half-open: one call, the trial, asks the server while every other call still
+    fails at once; an answer closes it, a failure opens it again for twice the
+    cool-down, up to ``max_cooldown``. The cap is what bounds recovery: once the
+    server is back, the next call after at most ``max_cooldown`` is the trial and is
+    counted (0.5 s by default: denials resume within 1 s of the server's return,
+    however long the outage was; issue 37). A dead server is asked at most once per
+    cool-down, by one call at a time, never by every caller at once. ``clock`` is
+    monotonic seconds (a test gives its own). Thread-safe: a trial is granted once."""
 
     def __init__(
         self,
@@ -118,24 +129,47 @@ class _Breaker:
         self.max_cooldown = max_cooldown
         self.failures = 0
         self.open_until = 0.0
+        self.trial = False
+        """A trial call is asking the server (half-open): the others are not asked."""
+        self._lock = allocate_lock()
 
-    def check(self, label: str) -> None:
-        if self.failures >= self.threshold:
+    def check(self, label: str) -> bool:
+        """Whether this call is the trial, if it may ask the server (closed: False);
+        else ``StoreUnavailable`` at once."""
+        if self.failures < self.threshold:
+            return False
+        with self._lock:
+            if self.failures < self.threshold:
+                return False
             left = self.open_until - self.clock()
-            if left > 0:
-                raise StoreUnavailable(
-                    f"redis store {label}: not asked (circuit open after "
-                    f"{self.failures} failures in a row; next try in {left:.1f} s)"
-                )
+            if left <= 0 and not self.trial:
+                self.trial = True
+                return True
+        when = "a trial call is asking it" if left <= 0 else f"next try in {left:.1f} s"
+        raise StoreUnavailable(
+            f"redis store {label}: not asked (circuit open after "
+            f"{self.failures} failures in a row; {when})"
+        )
 
     def failed(self) -> None:
-        self.failures += 1
-        if self.failures >= self.threshold:
-            wait = self.cooldown * 2 ** (self.failures - self.threshold)
-            self.open_until = self.clock() + min(wait, self.max_cooldown)
+        with self._lock:
+            self.failures += 1
+            self.trial = False
+            if self.failures >= self.threshold:
+                wait = self.cooldown * 2 ** (self.failures - self.threshold)
+                self.open_until = self.clock() + min(wait, self.max_cooldown)
+
+    def release(self) -> None:
+        """The trial ended with neither an answer nor a failure to reach the server (a
+        bug, an interrupt): the next call may try."""
+        self.trial = False
 
     def succeeded(self) -> None:
-        self.failures = 0
+        """The server answered (with an error too: it is reachable): closed."""
+        if self.failures or self.trial:
+            with self._lock:
+                self.failures = 0
+                self.trial = False
 
 
 class RedisStore:
@@ -150,6 +184,7 @@ class RedisStore:
         timeout: float = DEFAULT_TIMEOUT,
         breaker_failures: int = BREAKER_FAILURES,
         breaker_cooldown: float = BREAKER_COOLDOWN,
+        breaker_max_cooldown: float = BREAKER_MAX_COOLDOWN,
         clock: Callable[[], float] = time.monotonic,
         short_lived: bool = False,
     ) -> None:
@@ -169,7 +204,10 @@ class RedisStore:
         self.conflicts = 0
         """Compare-and-set conflicts retried (policy decisions and results)."""
         self._ttl_ms = str(max(1, int(idle_ttl * 1000)))
-        self._breaker = _Breaker(breaker_failures, breaker_cooldown, BREAKER_MAX_COOLDOWN, clock)
+        self.clock = clock
+        self._breaker = _Breaker(
+            breaker_failures, breaker_cooldown, max(breaker_cooldown, breaker_max_cooldown), clock
+        )
         self._client: Any = None
         self._step: Any = None
         self._cas: Any = None
@@ -229,16 +267,21 @@ class RedisStore:
     def _ask(self, work: Callable[[Any], Any]) -> Any:
         """Run ``work(client)``: the breaker first, every failure of the client as one
         line."""
-        self._breaker.check(self.label)
-        client = self._connect()
+        breaker = self._breaker
+        trial = breaker.check(self.label)
         try:
-            result = work(client)
+            result = work(self._connect())
         except self._unavailable as exc:
-            self._breaker.failed()
+            breaker.failed()
             raise StoreUnavailable(f"redis store {self.label}: {self._why(exc)}") from None
         except self._failed as exc:
+            breaker.succeeded()  # an error reply: the server is reachable
             raise StoreError(f"redis store {self.label}: {self._why(exc)}") from None
-        self._breaker.succeeded()
+        except BaseException:
+            if trial:
+                breaker.release()  # a trial must not wedge the breaker half-open
+            raise
+        breaker.succeeded()
         return result
 
     def _why(self, exc: BaseException) -> str:
