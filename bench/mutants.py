@@ -113,6 +113,7 @@ _DEFERRED = 'conn.execute("BEGIN' + _TRANSACTION
 ENDS = ("test_brake.py", "test_stores.py")
 URLS = ("test_store_urls.py",)
 FAST_OBSERVE = ("test_fast_observe.py", "test_fastpath_replay.py")
+REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
@@ -1466,8 +1467,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_step.lua",
-        "return {old[1], prev_count, old[4], 1, version}",
-        "return {old[1], prev_count + 1, old[4], 1, version}",
+        "return {old[1], prev_count, old[4], 1, version, ''}",
+        "return {old[1], prev_count + 1, old[4], 1, version, ''}",
         REDIS,
         "a retried call id (same id twice) reports the stored count, not one more",
     ),
@@ -1488,8 +1489,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_store.py",
-        "if len(digest) != 32:",
-        "if len(digest) != 64:",
+        "if len(digest) != 32 or",
+        "if len(digest) != 64 or",
         REDIS,
         "a stored 32-byte digest is read back: under a policy A, A, A is denied at 3",
     ),
@@ -1513,6 +1514,42 @@ MUTANTS: tuple[Mutant, ...] = (
         "if self.failures > self.threshold:\n                wait",
         REDIS_BREAKER,
         "the circuit opens after 3 unreachable answers, not 4",
+    ),
+    M(
+        "stores/redis_step.lua",
+        "if kind ~= 'hash' and kind ~= 'none' then",
+        "if false then",
+        REDIS_HYGIENE,
+        "a string at a session's key is overwritten as a fresh streak (else WRONGTYPE: the "
+        "session fails open on every call)",
+    ),
+    M(
+        "stores/redis_step.lua",
+        "local live = prev_count ~= nil and prev_count >= 1",
+        "local live = prev_count ~= nil",
+        REDIS_HYGIENE,
+        "a stored count of -5 with the call's digest is no streak: the call is count 1, not -4",
+    ),
+    M(
+        "stores/redis_store.py",
+        "if len(digest) != 32 or count < 1:",
+        "if len(digest) != 32:",
+        REDIS_HYGIENE,
+        "under a policy, a stored count of -5 is no streak: the call is count 1",
+    ),
+    M(
+        "stores/redis_store.py",
+        'if policy is None or policy == "noeviction":',
+        'if policy is None or policy != "noeviction":',
+        REDIS_HYGIENE,
+        "volatile-lru is said once at the first answer, noeviction never",
+    ),
+    M(
+        "stores/redis_store.py",
+        "if self.healed == 1:",
+        "if self.healed >= 1:",
+        REDIS_HYGIENE,
+        "a second key healed is counted, not said again",
     ),
     M(
         "stores/redis_store.py",
@@ -1593,8 +1630,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_end.lua",
-        "redis.call('HINCRBY', key, 'v', 1)",
-        "redis.call('HGET', key, 'v')",
+        "redis.call('HSET', key, 'v', version + 1)",
+        "redis.call('HSET', key, 'v', version)",
         REDIS_END,
         "an end bumps the version: a compare-and-set that read before it writes nothing",
     ),
@@ -1614,8 +1651,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_store.py",
-        "    def succeeded(self) -> None:\n        self.failures = 0",
-        "    def succeeded(self) -> None:\n        pass",
+        "            with self._lock:\n                self.failures = 0\n",
+        "            with self._lock:\n                self.failures = self.failures\n",
         REDIS_BREAKER,
         "an answer closes the circuit: the next outage opens it after 3 failures, for 1 s",
     ),
@@ -1706,8 +1743,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "core/brake.py",
-        "        if self.failure is None:\n            how =",
-        "        if True:\n            how =",
+        "        if self.failure is None:\n            self._outage",
+        "        if True:\n            self._outage",
         BRAKE,
         "a store that fails is said once, not once per call",
     ),

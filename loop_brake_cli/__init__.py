@@ -37,13 +37,13 @@ if TYPE_CHECKING:
     from .integrations.attachment import attach, dispose
 
 
-def _open_store(url: str) -> Any:
+def _open_store(url: str, warn: Any = None) -> Any:
     """``LoopBrake(store=URL)``: the backend registered for the URL's scheme
     (``stores.open_store``). Wired here, where the layers meet: the core imports no
     backend, and ``stores`` (with it the backends' modules) is imported on first use."""
     from .stores import open_store
 
-    return open_store(url)
+    return open_store(url, warn=warn)
 
 
 set_url_opener(_open_store)

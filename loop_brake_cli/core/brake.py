@@ -150,8 +150,9 @@ class LoopBrake:
         mode) or make a run of identical errors (``[same_error]``)."""
         self.user_turns = ends_on_user_turn(self.policy)
         """A user turn ends its session's streaks (``reset_on_user_turn``): worth reading."""
+        self._warn = warn or _log_warning
         if isinstance(store, (str, os.PathLike)):
-            store = open_table(os.fspath(store))
+            store = open_table(os.fspath(store), warn=self._warn)  # the store's notices too
         self.store: Any = store
         """The shared store counted through, or None: this process's memory."""
         if session_idle is not None and (store is not None or max_sessions is None):
@@ -165,7 +166,6 @@ class LoopBrake:
         """Calls decided without the store (it failed): allowed, or denied fail-closed."""
         self.failure: str | None = None
         """Why the store failed, while it fails (None once it answers)."""
-        self._warn = warn or _log_warning
         self._clock: Callable[[], float] = getattr(store, "clock", None) or monotonic
         """Times an outage (the store's own clock where it has one: a test moves it)."""
         self._outage: tuple[float, int] = (0.0, 0)

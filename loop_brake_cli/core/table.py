@@ -295,10 +295,10 @@ def memory_table(
     return BoundedMemoryTable(max_sessions, idle, clock)
 
 
-_url_opener: Callable[[str], SessionTable] | None = None
+_url_opener: Callable[..., SessionTable] | None = None
 
 
-def set_url_opener(opener: Callable[[str], SessionTable]) -> None:
+def set_url_opener(opener: Callable[..., SessionTable]) -> None:
     """Who opens a store from a URL: ``stores.open_store``, installed by the package's
     root (``loop_brake_cli/__init__``) so that the core, which imports no backend,
     still takes ``LoopBrake(store="redis://...")``."""
@@ -306,8 +306,9 @@ def set_url_opener(opener: Callable[[str], SessionTable]) -> None:
     _url_opener = opener
 
 
-def open_table(url: str) -> SessionTable:
-    """The store a URL names (``set_url_opener``); ValueError for a URL no backend reads."""
+def open_table(url: str, warn: Callable[[str], None] | None = None) -> SessionTable:
+    """The store a URL names (``set_url_opener``), its one-line notices to ``warn``;
+    ValueError for a URL no backend reads."""
     if _url_opener is None:
         raise ValueError("no store backends are loaded (import loop_brake_cli.stores)")
-    return _url_opener(url)
+    return _url_opener(url, warn=warn)

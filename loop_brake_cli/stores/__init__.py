@@ -183,10 +183,11 @@ def _sqlite(target: str, *, idle_ttl: float, warn: Any = None, **options: Any) -
     return StateStore(sqlite_path(target), ttl=idle_ttl, warn=warn, **known)
 
 
-def _redis(target: str, *, idle_ttl: float, **options: Any) -> Store:
+def _redis(target: str, *, idle_ttl: float, warn: Any = None, **options: Any) -> Store:
     from .redis_store import RedisStore
 
-    return RedisStore(target, idle_ttl=idle_ttl, short_lived=options.get("short_lived", False))
+    short_lived = options.get("short_lived", False)
+    return RedisStore(target, idle_ttl=idle_ttl, short_lived=short_lived, warn=warn)
 
 
 register(None, _sqlite)

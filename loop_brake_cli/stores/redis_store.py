@@ -26,7 +26,19 @@ A decision is atomic:
   are the ended call's, and the version is bumped.
 
 Idle sessions expire (the key's TTL, ``idle_ttl``, refreshed by every counted
-call) instead of being pruned; there is no session cap.
+call) instead of being pruned; there is no session cap. So the server's
+``maxmemory-policy`` must be ``noeviction``: under any other, a full server
+evicts streaks (a ``volatile-*`` policy exactly those, the keys with a TTL) and
+a loop starts over, silently. A long-lived store reads the policy on its first
+answer and says once when it is another (``_check_eviction``; the hook, one
+decision a process, leaves that to ``loop-brake doctor``).
+
+A key that is not a streak (another type, written by someone else; a hash whose
+slot is unreadable or impossible: no 32-byte digest, a count below 1, a garbage
+version) is taken as no streak: the call starts a fresh one and overwrites it,
+said once (``healed`` counts them), instead of failing open on every call of that
+session. The scripts check the key's type first; a version is compared as the
+bytes read, so no garbage makes every compare-and-set a conflict.
 
 Failures: connect and read time out after ``timeout`` (0.2 s unless the URL's
 ``socket_timeout``/``socket_connect_timeout`` say otherwise), redis-py never
@@ -187,13 +199,15 @@ class RedisStore:
         breaker_max_cooldown: float = BREAKER_MAX_COOLDOWN,
         clock: Callable[[], float] = time.monotonic,
         short_lived: bool = False,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         """``clock`` times the breaker's cool-down (seconds, monotonic): a test passes
         one it moves by hand, so no test sleeps until a cool-down has passed.
         ``short_lived``: the process makes a decision or two and exits (the hook), so
         it connects through ``resp.RespConnection`` where that reads the URL as redis-py
         does and hiredis is installed, and never imports redis-py (a quarter of a CPU
-        second); elsewhere redis-py connects."""
+        second); elsewhere redis-py connects. ``warn`` hears the store's one-line
+        notices: a ``maxmemory-policy`` that evicts streaks, a key healed."""
         self.url = url
         self.short_lived = short_lived
         self.label = redact(url)
@@ -215,6 +229,10 @@ class RedisStore:
         self._unavailable: tuple[type[BaseException], ...] = ()
         self._failed: tuple[type[BaseException], ...] = ()
         self._worded = False
+        self._warn = warn
+        self.healed = 0
+        """Keys that held no streak (another type, an impossible slot), overwritten."""
+        self._eviction_checked = short_lived  # the hook: doctor says it, not every call
         if importlib.util.find_spec("redis") is None:
             raise StoreError(
                 f"redis store {self.label}: redis-py is not installed "
@@ -269,8 +287,10 @@ class RedisStore:
         line."""
         breaker = self._breaker
         trial = breaker.check(self.label)
+        client = None
         try:
-            result = work(self._connect())
+            client = self._connect()
+            result = work(client)
         except self._unavailable as exc:
             breaker.failed()
             raise StoreUnavailable(f"redis store {self.label}: {self._why(exc)}") from None
@@ -282,7 +302,62 @@ class RedisStore:
                 breaker.release()  # a trial must not wedge the breaker half-open
             raise
         breaker.succeeded()
+        if not self._eviction_checked:
+            self._eviction_checked = True
+            self._check_eviction(client)
         return result
+
+    def _say(self, message: str) -> None:
+        if self._warn is not None:
+            self._warn(f"redis store {self.label}: {message}")
+
+    def _check_eviction(self, client: Any) -> None:
+        """Say once when the server's ``maxmemory-policy`` may evict streaks (any but
+        ``noeviction``: every streak key has a TTL). Read from ``INFO memory`` (which
+        managed services answer), else ``CONFIG GET``; a server that answers neither
+        is not asked again and nothing is said (``loop-brake doctor`` says it)."""
+        policy = None
+        try:
+            policy = client.info("memory").get("maxmemory_policy")
+            if policy is None:
+                policy = client.config_get("maxmemory-policy").get("maxmemory-policy")
+        except self._failed + self._unavailable:
+            pass
+        if isinstance(policy, bytes):
+            policy = policy.decode("utf-8", "replace")
+        if policy is None or policy == "noeviction":
+            return
+        which = (
+            "exactly the streaks (the keys with a TTL)"
+            if policy.startswith("volatile")
+            else ("any key, streaks among them")
+        )
+        self._say(
+            f"maxmemory-policy is {policy}: once memory is full Redis evicts {which}, and "
+            "a session evicted starts over, its repeated call not denied; set "
+            "maxmemory-policy noeviction (docs/scaling.md)"
+        )
+
+    def _healed(self, kind: str) -> None:
+        """A key that held no streak was overwritten with a fresh one: counted, and
+        said the first time."""
+        self.healed += 1
+        if self.healed == 1:
+            what = "a hash that is not a streak" if kind == "hash" else f"a {kind}, not a hash"
+            self._say(
+                f"a session's key held {what}; it was counted as a fresh streak and "
+                "overwritten (said once; later ones are healed the same way)"
+            )
+
+    def _read(self, client: Any, key: bytes) -> tuple[dict[bytes, bytes], bool]:
+        """A session's hash, and whether the key holds another type (read as no hash:
+        ``redis_cas.lua`` overwrites it and says which type it was)."""
+        try:
+            return client.hgetall(key), False
+        except self._failed as exc:
+            if not str(exc).startswith("WRONGTYPE"):
+                raise
+            return {}, True
 
     def _why(self, exc: BaseException) -> str:
         """A client's failure in a few words, credentials scrubbed (``resp`` words its
@@ -324,25 +399,26 @@ class RedisStore:
 
     # -- reading a session ------------------------------------------------------
 
-    def _state(self, fields: dict[bytes, bytes], policy: Any) -> tuple[Any, float, int]:
-        """A hash as (the policy state or None, its stamp, its version)."""
-        version = int(fields.get(b"v", b"0") or 0)
+    def _state(self, fields: dict[bytes, bytes], policy: Any) -> tuple[Any, float, bytes]:
+        """A hash as (the policy state or None, its stamp, its version field as read:
+        ``redis_cas.lua`` compares those bytes)."""
+        version = fields.get(b"v", b"")
         slot, stamp = self._slot(fields)
         if slot is None:
             return None, 0.0, version
         text = fields.get(b"p")
-        return (
-            decode_policy_state(slot, stamp, _text(text) if text else None, policy),
-            stamp,
-            version,
-        )
+        try:
+            part = _text(text) if text else None
+        except UnicodeDecodeError:
+            part = None  # unreadable: the policy part starts afresh
+        return decode_policy_state(slot, stamp, part, policy), stamp, version
 
     @staticmethod
     def _slot(fields: dict[bytes, bytes]) -> tuple[Slot | None, float]:
         try:
             digest, count, tool, stamp = fields[b"d"], int(fields[b"c"]), fields[b"t"], fields[b"u"]
             call_id = fields.get(b"i")
-            if len(digest) != 32:
+            if len(digest) != 32 or count < 1:
                 return None, 0.0
             slot = Slot(
                 digest, count, decode_call_id(_text(call_id) if call_id else None), _text(tool)
@@ -373,7 +449,7 @@ class RedisStore:
         import random
 
         time.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** (conflict - EAGER_RETRIES))))
-        return client.hgetall(key)
+        return self._read(client, key)[0]
 
     def count_call(
         self,
@@ -395,10 +471,16 @@ class RedisStore:
         id_key = "" if call_id is None else call_id_key(call_id)
         args = [digest, _encode(tool), id_json, id_key, repr(at), self._ttl_ms]
         found = self._ask(lambda client: self._step(keys=[_key(session)], args=args))
-        stored_digest, count, stored_tool, duplicate, version = found
+        stored_digest, count, stored_tool, duplicate, version, healed = found
+        if healed:
+            self._healed(_text(healed))
         if not duplicate:
             self.last_version = version
-        return Slot(stored_digest, count, call_id, _text(stored_tool)), bool(duplicate)
+        try:
+            stored = _text(stored_tool)
+        except UnicodeDecodeError:  # a duplicate of a call whose stored tool is garbage
+            stored = tool
+        return Slot(stored_digest, count, call_id, stored), bool(duplicate)
 
     def _count_policy(
         self,
@@ -413,16 +495,21 @@ class RedisStore:
         key = _key(session)
 
         def work(client: Any) -> tuple[PolicySlot, bool]:
-            fields = client.hgetall(key)
+            fields = self._read(client, key)[0]
             for conflict in range(1, MAX_CONFLICTS + 1):
                 prev, _stamp, version = self._state(fields, policy)
+                garbage = bool(fields) and prev is None  # a hash that is not a streak
                 state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
                 if duplicate:
                     return state, True
                 pairs = self._pairs(state.slot, at, state)
-                written, payload = self._cas(keys=[key], args=[version, self._ttl_ms, *pairs])
+                written, payload, *kind = self._cas(
+                    keys=[key], args=[version, self._ttl_ms, *pairs]
+                )
                 if written:
                     self.last_version = payload
+                    if garbage or kind[0]:
+                        self._healed(_text(kind[0]) if kind[0] else "hash")
                     return state, False
                 fields = self._after_conflict(client, key, conflict, payload)
             raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
@@ -443,7 +530,7 @@ class RedisStore:
         key = _key(session)
 
         def work(client: Any) -> bool:
-            fields = client.hgetall(key)
+            fields = self._read(client, key)[0]  # another type: no streak to pair with
             for conflict in range(1, MAX_CONFLICTS + 1):
                 prev, stamp, version = self._state(fields, policy)
                 if prev is None:
@@ -452,7 +539,7 @@ class RedisStore:
                 if state is prev or state is None:
                     return paired
                 pairs = self._pairs(state.slot, stamp, state)
-                written, payload = self._cas(keys=[key], args=[version, "", *pairs])
+                written, payload, *_ = self._cas(keys=[key], args=[version, "", *pairs])
                 if written:
                     return paired
                 fields = self._after_conflict(client, key, conflict, payload)
