@@ -87,6 +87,10 @@ WARN = ("test_warn_at.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
 FIELDS = ("test_canonical_reference.py", "test_formats_events.py")
 MCP = ("test_wire_mcp.py", "test_formats_mcp.py", "test_mcp_results.py")
+PROXY = ("test_mcp_proxy_bytes.py", "test_mcp_proxy_replay.py", "test_mcp_proxy_raw.py")
+TRUST_STDIO = ("test_mcp_trust_boundary.py::test_through_the_stdio_proxy_at_most_two_of_six_run",)
+GATEWAY = ("test_mcp_gateway_decide.py", "test_mcp_gateway_keys.py")
+GATEWAY_HTTP = ("test_mcp_gateway_edges.py",)
 STORE = ("test_hook_store_rules.py", "test_hook_store.py", "test_policy_engine.py")
 FAST = ("test_fastpath_ids.py", "test_fastpath.py")
 FASTCANON = ("test_fastpath.py", "test_digest_json.py")
@@ -850,6 +854,247 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if state.number:\n            state.number += 1",
         MCP,
         "a log that opens with initialize stays on connection 1",
+    ),
+    # issue 36.1: a retry continues a call only when the server asked for input
+    M(
+        "readers/wire/mcp.py",
+        "if retry is not None and retry in state.awaiting:",
+        "if retry is not None:",
+        MCP,
+        "inputResponses {} on a call never asked for input is a call, counted",
+    ),
+    M(
+        "readers/wire/mcp.py",
+        "original = state.awaiting.pop(retry)",
+        "original = state.awaiting.get(retry)",
+        MCP,
+        "one input_required answer lets one retry through, not two",
+    ),
+    M(
+        "readers/wire/mcp.py",
+        "return tool, call_digest(tool, args), state",
+        "return tool, call_digest(tool, args), None",
+        MCP,
+        "a retry with a forged requestState is a call, counted",
+    ),
+    M(
+        "readers/wire/mcp.py",
+        'if isinstance(result, dict) and result.get("resultType") == INPUT_REQUIRED:',
+        "if isinstance(result, dict):",
+        MCP,
+        "a complete answer lets no retry through",
+    ),
+    # -- the MCP front-ends (issues 36 and 42) --------------------------------------------
+    M(
+        "mcp_proxy/routing.py",
+        'return Routed(None, parse_error(PROG, str(exc)) + b"\\n")',
+        "return Routed(line)",
+        PROXY,
+        "issue 36.2: a line that is not strict JSON (NaN, a BOM) is answered, not forwarded",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "            return False, self._refuse(message, record, raw)",
+        "            return True, None",
+        PROXY,
+        "a tools/call the decoder cannot read is answered -32600, not forwarded",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "if verdict.duplicate and not self.shadow:",
+        "if False:",
+        PROXY,
+        "issue 36.3: a request sent again while open is not forwarded (the server runs it twice)",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "        if record.call_id is not None:  # answered here: its id may name a new call\n"
+        "            self.brake.end_call(session, record.call_id)",
+        "        pass",
+        PROXY,
+        "issue 36.3: after the proxy's denial the same id is a new call (count 3, not a duplicate)",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "                    self.brake.end_call(answer.session, answer.call_id)",
+        "                    pass",
+        TRUST_STDIO,
+        "issue 36.3: a client reusing id 1 after each answer ran 6 of 6",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "if verdict.warn_at is not None and not self.shadow:",
+        "if verdict.warn_at is not None:",
+        PROXY,
+        "issue 42: under --shadow no warning is added",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        'if not isinstance(message, dict) or "id" not in message or "method" in message:',
+        'if not isinstance(message, dict) or "id" not in message:',
+        PROXY,
+        "issue 42: a server request reusing a warned call's id leaves the warning for the answer",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "        return canonical_json(request_id)",
+        "        return str(request_id)",
+        PROXY,
+        'issue 42: ids 1 and "1" merged: the cancellation of "1" dropped',
+    ),
+    M(
+        "mcp_shared/denials.py",
+        "        if run is not None and run.key == key:",
+        "        if False:",
+        GATEWAY,
+        "issue 36.7: a run of identical denials is summed up, not one line each",
+    ),
+    M(
+        "mcp_shared/denials.py",
+        '    shown = visible(id_bytes.decode("utf-8", "replace"))',
+        '    shown = id_bytes.decode("utf-8", "replace")',
+        GATEWAY,
+        "issue 36.7: an id's bytes (a bidi control, a line break in an object id) are escaped",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'return SessionKey(f"{scope}name:{name}", "meta")',
+        'return SessionKey(f"{scope}{name}", "meta")',
+        GATEWAY,
+        "issue 36.4: a name in _meta never equals a derived key (conn:..., auth:...)",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'scope = f"auth:{digest(auth)}/" if auth else ""',
+        'scope = ""',
+        GATEWAY,
+        "issue 36.4: two credentials naming one session keep two streaks",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'return SessionKey(f"{scope}mcp-session:{digest(mcp_session)}", "mcp-session-id")',
+        'return SessionKey(f"mcp-session:{digest(mcp_session)}", "mcp-session-id")',
+        GATEWAY,
+        "issue 36.4: an Mcp-Session-Id under a credential is that credential's",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        "    if len(value) > MAX_NAME:",
+        "    if len(value) >= MAX_NAME:",
+        GATEWAY,
+        "issue 42: a session name of exactly 256 characters is taken",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        '    return f"{scope}/{canonical_json(call_id)}"',
+        '    return f"{scope}/{call_id}"',
+        GATEWAY,
+        'issue 36.3: the scoped ids of 1 and "1" differ',
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        '    if mcp_session:\n        return f"mcp-session:{digest(mcp_session)[:8]}"',
+        '    if False:\n        return f"mcp-session:{digest(mcp_session)[:8]}"',
+        GATEWAY_HTTP,
+        "issue 42: a retry in one MCP session over a new TCP connection is the same request",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "        if key is not None and key in self.awaiting:",
+        "        if key is not None:",
+        GATEWAY,
+        "issue 36.1: requestState on a call the upstream never asked for input is counted",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "            del self.awaiting[key]\n",
+        "            pass\n",
+        GATEWAY,
+        "issue 36.1: one input_required answer lets one retry through",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "            return 400, parse_error(PROG, str(exc))",
+        "            return PLAIN",
+        GATEWAY,
+        "issue 36.2: a body with NaN, a BOM or in UTF-16 is refused, never forwarded",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "            if verdict.duplicate and not self.shadow:",
+        "            if False:",
+        GATEWAY,
+        "issue 36.3: a request sent again while open is 409, not forwarded",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "            self.brake.end_call(forward.session, forward.call_id)",
+        "            pass",
+        GATEWAY,
+        "issue 36.3: after its answer the same id is a new call",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "warning = verdict.warning if verdict.warn_at is not None and not self.shadow else None",
+        "warning = verdict.warning if verdict.warn_at is not None else None",
+        GATEWAY,
+        "issue 42: warnings are not spliced in shadow mode",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        'in session {visible(session)} ({key.source})"',
+        'in session {session} ({key.source})"',
+        GATEWAY,
+        "issue 36.7: a client-chosen session name with a line break cannot forge a stderr line",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "            if size > limit:",
+        "            if declared is not None and size > limit:",
+        GATEWAY_HTTP,
+        "issue 42: a chunked body without Content-Length is held to --max-body",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "            if size > limit:",
+        "            if size >= limit:",
+        GATEWAY_HTTP,
+        "issue 42: a body of exactly --max-body bytes is taken",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "return origin is None or bool(_LOOPBACK_ORIGIN.fullmatch(origin))",
+        "return origin is None or bool(_LOOPBACK_ORIGIN.match(origin))",
+        GATEWAY_HTTP,
+        "issue 42: Origin http://localhost.evil.example is not a loopback origin",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "        if not _LOOPBACK_HOST.fullmatch(host):",
+        "        if not _LOOPBACK_HOST.match(host):",
+        GATEWAY_HTTP,
+        "issue 42: Host localhost.evil.example is not a loopback name",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        '    if encoding not in ("", "identity"):',
+        "    if False:",
+        GATEWAY_HTTP,
+        "issue 36.2: a gzip body (which the upstream could inflate) is refused, 415",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        '        if isinstance(result, dict) and result.get("resultType") == INPUT_REQUIRED:',
+        "        if False:",
+        GATEWAY,
+        "issue 36.1: the gateway sees the upstream's answer ask for input, cut anywhere",
+    ),
+    M(
+        "mcp_gateway/stdio_upstream.py",
+        "            if not hmac.compare_digest(given, expected):",
+        "            if False:",
+        GATEWAY_HTTP,
+        "issue 36.12: the private port of a stdio upstream answers no one but the gateway",
     ),
     # -- hook store (SQLite) -----------------------------------------------------------
     M(
