@@ -1028,8 +1028,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "mcp_gateway/decide.py",
-        "            self.brake.end_call(forward.session, forward.call_id)",
-        "            pass",
+        "        self._end_call(forward.session, forward.call_id, lambda: self._ended(forward))",
+        "        self._ended(forward)",
         GATEWAY,
         "issue 36.3: after its answer the same id is a new call",
     ),
