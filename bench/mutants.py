@@ -429,6 +429,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "the verdict's prefix is 12 hex characters (replay's, as LoopBrake.observe's)",
     ),
     M(
+        "readers/fastpath.py",
+        "if count >= max_repeats:",
+        "if count > max_repeats:",
+        FAST,
+        "filter's fast path denies at the limit (streak.is_denied, restated inline)",
+    ),
+    M(
+        "readers/fast_lines.py",
+        """b',"hashPrefix":"%b"'""",
+        """b',"hashprefix":"%b"'""",
+        FAST,
+        "the fast path's verdict line spells its keys as verdict_record does",
+    ),
+    M(
+        "readers/fast_lines.py",
+        """line += b',"message":"'""",
+        """line += b',"message": "'""",
+        FAST,
+        "the fast path's deny line is the exact path's, byte for byte",
+    ),
+    M(
         "core/streak.py",
         "    progress_rule,\n    streak_rule,\n",
         "    streak_rule,\n    progress_rule,\n",

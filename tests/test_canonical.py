@@ -114,6 +114,16 @@ def test_hash_prefix_of_digest_and_hex() -> None:
     assert hash_prefix(bytes.fromhex(digest)) == "35dca543bb3b"
 
 
+def test_the_example_of_docs_hash_md() -> None:
+    """docs/hash.md states the hash with this example (its prefix and full hash)."""
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "hash.md").read_text(encoding="utf-8")
+    digest = call_hash("search", {"q": "weather"})
+    assert """`loop-brake hash search '{"q":"weather"}'`""" in doc
+    assert f"prints `{hash_prefix(digest)}`" in doc and f"`{digest}`" in doc
+
+
 # Characters on every side of the places where code-point and UTF-16 order part.
 _KEY_CHARS = ["a", "2", "\u00e9", "\ud7ff", "\ud800", "\ud83d", "\udbff", "\udc00", "\ude00"]
 _KEY_CHARS += ["\udfff", "\ue000", "\uff01", "\uffff", "\U00010000", "\U0001f600", "\U0010ffff"]

@@ -341,6 +341,8 @@ def test_verdict_line_schema() -> None:
         '"count":3,"maxRepeats":3,"hashPrefix":"35dca543bb3b","code":"LOOP_BRAKE",'
         f'"plugin":"dsh-loop-brake","message":"{message}"}}'
     )
+    doc = (ROOT / "docs" / "filter.md").read_text(encoding="utf-8")
+    assert lines[0] + "\n" + lines[2] + "\n" in doc  # the schema as docs/filter.md shows it
     duplicate = json.loads(lines[3])
     assert duplicate["duplicate"] is True and duplicate["count"] == 3
     assert duplicate["verdict"] == "deny"
