@@ -1805,8 +1805,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_store.py",
-        'if policy is None or policy == "noeviction":',
-        'if policy is None or policy != "noeviction":',
+        'if found not in (None, "noeviction")),',
+        "if found is not None),",
         REDIS_HYGIENE,
         "volatile-lru is said once at the first answer, noeviction never",
     ),

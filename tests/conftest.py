@@ -191,3 +191,21 @@ def redis_url(redis_server) -> str:
     """The session's redis-server, flushed: a fresh store for each test."""
     redis_server.command("FLUSHALL")
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A real three-master Redis Cluster for the session (tests/redis_cluster.py),
+    on free loopback ports, stopped by pid: one per xdist worker."""
+    from redis_cluster import RedisCluster
+
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster) -> str:
+    """The session's cluster, every master flushed: ``redis+cluster://`` to one node."""
+    redis_cluster.flush()
+    return redis_cluster.url

@@ -7,7 +7,8 @@ passes against it (STYLE habit 10). Each drawn sequence of calls (and, under a
 policy, results and ends) goes through the table and through the reference,
 ``MemoryTable`` on ``streak.step``/``streak.policy_step``: every state must be
 equal, field for field (the policy part too), and so every verdict. The listing
-tests (``state list``) run against the shared stores. A backend registered from a
+tests (``state list``) run against the shared stores. A real three-master Redis Cluster
+(tests/redis_cluster.py, ``redis+cluster://``) runs it too. A backend registered from a
 test alone runs this whole suite too (tests/test_store_registry.py). Concurrency
 and failures of the Redis store are in tests/test_store_redis.py.
 """
@@ -53,15 +54,16 @@ RESULTS = [{"r": 1}, {"r": 2}]
 _sessions = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A shared store's URL: one SQLite file, or the test's flushed redis-server."""
+    """A shared store's URL: one SQLite file, the test's flushed redis-server, or the
+    flushed three-master cluster."""
     if request.param == "sqlite":
         return str(tmp_path / "state.db")
-    return request.getfixturevalue("redis_url")
+    return request.getfixturevalue(request.param.replace("-", "_") + "_url")
 
 
-@pytest.fixture(params=["sqlite", "redis", "redis-resp"])
+@pytest.fixture(params=["sqlite", "redis", "redis-resp", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     """A shared store (it also lists its sessions, for ``state list``). ``redis-resp``:
     the Redis store as the hook opens it (``short_lived``: stores/resp.py's connection,
@@ -69,7 +71,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
     yield from _opened(request, tmp_path)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "redis-resp"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-resp", "redis-cluster"])
 def table(request: pytest.FixtureRequest, tmp_path: Path):
     """Every session table a brake can count through."""
     if request.param == "memory":
@@ -81,6 +83,8 @@ def table(request: pytest.FixtureRequest, tmp_path: Path):
 def _opened(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "sqlite":
         opened = open_store(str(tmp_path / "state.db"))
+    elif request.param == "redis-cluster":  # redis-py's cluster client, three masters
+        opened = open_store(request.getfixturevalue("redis_cluster_url"))
     else:
         short_lived = request.param == "redis-resp"
         opened = open_store(request.getfixturevalue("redis_url"), short_lived=short_lived)

@@ -146,24 +146,34 @@ def _redis_checks(target: str) -> list[Check]:
             )
         ]
     from redis.backoff import NoBackoff
+    from redis.exceptions import RedisClusterException
     from redis.retry import Retry
 
+    from ..stores.redis_store import CLUSTER_SCHEMES, cluster_client
+
+    options = {
+        "socket_timeout": TIMEOUT,
+        "socket_connect_timeout": TIMEOUT,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    client = None
     try:
-        client = redis.Redis.from_url(
-            target,
-            socket_timeout=TIMEOUT,
-            socket_connect_timeout=TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-        )
+        if target.partition("://")[0].lower() in CLUSTER_SCHEMES:  # every master is asked
+            client = cluster_client(target, options)
+            servers = [node.redis_connection for node in client.get_primaries()]
+        else:
+            client = redis.Redis.from_url(target, **options)
+            servers = [client]
+        found = [_eviction(server, redis) for server in servers]
+        policy, limit = next((one for one in found if one[0] != "noeviction"), found[0])
     except ValueError as exc:
         return [_check(FAIL, target, f"not a usable URL ({_scrub(target, str(exc))})", "fix it")]
-    try:
-        policy, limit = _eviction(client, redis)
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         reason = _scrub(target, f"{exc.__class__.__name__}: {exc}")
         return [_check(FAIL, target, f"does not answer ({reason})", "start it, or fix the URL")]
     finally:
-        client.close()
+        if client is not None:
+            client.close()
     if policy is None:
         return [
             _check(

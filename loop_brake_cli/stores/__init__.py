@@ -11,7 +11,8 @@ openers ``register``ed here:
   what a row holds;
 * ``redis://``, ``rediss://`` (TLS) or ``unix://`` (a socket path):
   ``redis_store.RedisStore``, one Redis or Valkey server shared by a fleet
-  (redis-py, the ``redis`` extra).
+  (redis-py, the ``redis`` extra); ``redis+cluster://host:port[,host:port...]``
+  (``rediss+cluster://``) a Redis Cluster, through redis-py's cluster client.
 
 A new backend is one module and one ``register("scheme", opener)`` line; it is
 correct when the shared store suite passes against it (``tests/test_stores.py``;
@@ -78,11 +79,11 @@ def store_target(
 
 def is_redis(target: str) -> bool:
     """Whether a store URL names a Redis (or Valkey) server."""
-    return _scheme(target) in ("redis", "rediss", "unix")
+    return _scheme(target) in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
 _KNOWN = ("sqlite", "redis", "rediss", "unix", "valkey", "valkeys")
-_FORMS = "a path, sqlite:///path, redis://, rediss:// or unix://"
+_FORMS = "a path, sqlite:///path, redis://, rediss://, unix:// or redis+cluster://"
 
 
 def _mistyped(target: str) -> str | None:
@@ -192,5 +193,5 @@ def _redis(target: str, *, idle_ttl: float, warn: Any = None, **options: Any) ->
 
 register(None, _sqlite)
 register("sqlite", _sqlite)
-for _name in ("redis", "rediss", "unix"):
+for _name in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster"):
     register(_name, _redis)

@@ -73,9 +73,17 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["KEY_PREFIX", "REDIS_SCHEMES", "RedisStore", "redact"]
+__all__ = [
+    "CLUSTER_SCHEMES",
+    "KEY_PREFIX",
+    "REDIS_SCHEMES",
+    "RedisStore",
+    "cluster_client",
+    "redact",
+]
 
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+REDIS_SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 KEY_PREFIX = b"lb:v1:"
 DEFAULT_TIMEOUT = 0.2
 BREAKER_FAILURES = 3
@@ -93,6 +101,33 @@ def redact(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
     return f"{parts.scheme}://{host}{parts.path}"
+
+
+def cluster_client(url: str, options: dict[str, Any]) -> Any:
+    """redis-py's cluster client for ``redis+cluster://[user:password@]host:port[,host:port
+    ...][/0][?query]`` (``rediss+cluster://``: TLS): the first node as redis-py's URL,
+    the others as more nodes to start from; the client finds every master and its
+    slots, follows MOVED and ASK, and reads the slots again after a failover. A
+    master that cannot be asked fails only the sessions whose slots it holds
+    (``require_full_coverage=False``: the others go on)."""
+    from redis.cluster import ClusterNode, RedisCluster
+
+    parts = urlsplit(url)
+    login, at, hosts = parts.netloc.rpartition("@")
+    first, *others = hosts.split(",")
+    scheme = parts.scheme.lower().partition("+")[0]
+    query = f"?{parts.query}" if parts.query else ""
+    single = f"{scheme}://{login}{at}{first}{parts.path}{query}"
+    nodes = []
+    for node in others:
+        host, _, port = node.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"a cluster node is host:port, not {node!r}")
+        # redis-py declares no types on ClusterNode's constructor
+        nodes.append(ClusterNode(host.strip("[]"), int(port)))  # type: ignore[no-untyped-call]
+    return RedisCluster.from_url(
+        single, startup_nodes=nodes, require_full_coverage=False, **options
+    )
 
 
 def _script(name: str) -> str:
@@ -210,6 +245,9 @@ class RedisStore:
         notices: a ``maxmemory-policy`` that evicts streaks, a key healed."""
         self.url = url
         self.short_lived = short_lived
+        self.cluster = urlsplit(url).scheme.lower() in CLUSTER_SCHEMES
+        """A Redis Cluster (``redis+cluster://``): redis-py's cluster client, even in
+        the hook (``resp`` speaks to one server and follows no redirection)."""
         self.label = redact(url)
         self.idle_ttl = idle_ttl
         self.timeout = timeout
@@ -257,21 +295,26 @@ class RedisStore:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            try:
-                client = redis.Redis.from_url(
-                    self.url,
-                    socket_timeout=self.timeout,
-                    socket_connect_timeout=self.timeout,
-                    retry=Retry(NoBackoff(), 0),
-                    retry_on_timeout=False,
-                )
-            except ValueError as exc:  # a malformed URL or query value
-                raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
-            # the URL's socket_timeout, if it gives one, is the one in force
-            self.timeout = client.connection_pool.connection_kwargs["socket_timeout"]
             unavailable = (errors.ConnectionError, errors.TimeoutError, errors.BusyLoadingError)
             self._unavailable = unavailable
             self._failed = (errors.RedisError,)
+            options = {
+                "socket_timeout": self.timeout,
+                "socket_connect_timeout": self.timeout,
+                "retry": Retry(NoBackoff(), 0),
+            }
+            try:
+                if self.cluster:
+                    # before it is made: the cluster client asks a node for the slots
+                    self._unavailable += (errors.ClusterError, errors.RedisClusterException)
+                    client = cluster_client(self.url, options)
+                    kwargs = client.nodes_manager.connection_kwargs
+                else:
+                    client = redis.Redis.from_url(self.url, retry_on_timeout=False, **options)
+                    kwargs = client.connection_pool.connection_kwargs
+            except ValueError as exc:  # a malformed URL or query value
+                raise StoreError(f"redis store {self.label}: {self._scrub(str(exc))}") from None
+            self.timeout = kwargs["socket_timeout"]  # the URL's, if it gives one
             self._use(client)
         return self._client
 
@@ -315,17 +358,16 @@ class RedisStore:
         """Say once when the server's ``maxmemory-policy`` may evict streaks (any but
         ``noeviction``: every streak key has a TTL). Read from ``INFO memory`` (which
         managed services answer), else ``CONFIG GET``; a server that answers neither
-        is not asked again and nothing is said (``loop-brake doctor`` says it)."""
-        policy = None
-        try:
-            policy = client.info("memory").get("maxmemory_policy")
-            if policy is None:
-                policy = client.config_get("maxmemory-policy").get("maxmemory-policy")
-        except self._failed + self._unavailable:
-            pass
-        if isinstance(policy, bytes):
-            policy = policy.decode("utf-8", "replace")
-        if policy is None or policy == "noeviction":
+        is not asked again and nothing is said (``loop-brake doctor`` says it). On a
+        cluster, every master is asked: the first one that evicts is said."""
+        servers = [client]
+        if self.cluster:
+            servers = [node.redis_connection for node in client.get_primaries()]
+        policies = [
+            _eviction_policy(server, self._failed + self._unavailable) for server in servers
+        ]
+        policy = next((found for found in policies if found not in (None, "noeviction")), None)
+        if policy is None:
             return
         which = (
             "exactly the streaks (the keys with a TTL)"
@@ -595,6 +637,21 @@ class RedisStore:
             return removed
 
         return self._ask(work)
+
+
+def _eviction_policy(server: Any, failures: tuple[type[BaseException], ...]) -> str | None:
+    """A server's ``maxmemory-policy`` (``INFO memory``, else ``CONFIG GET``), or None
+    when it answers neither."""
+    policy = None
+    try:
+        policy = server.info("memory").get("maxmemory_policy")
+        if policy is None:
+            policy = server.config_get("maxmemory-policy").get("maxmemory-policy")
+    except failures:
+        return None
+    if isinstance(policy, bytes):
+        policy = policy.decode("utf-8", "replace")
+    return None if policy is None else str(policy)
 
 
 def _encode(text: str) -> bytes:
