@@ -117,6 +117,12 @@ _DEFERRED = 'conn.execute("BEGIN' + _TRANSACTION
 ENDS = ("test_brake.py", "test_stores.py")
 URLS = ("test_store_urls.py",)
 FAST_OBSERVE = ("test_fast_observe.py", "test_fastpath_replay.py")
+RESP = ("test_store_resp.py",)
+RESP_SCRIPT = ("test_store_redis.py::test_script_flush_is_transparent",)
+GATEWAY_EDGES = ("test_mcp_gateway_edges.py",)
+GATEWAY_KEYS = ("test_mcp_gateway_keys.py",)
+GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
+PROXY_BYTES = ("test_mcp_proxy_bytes.py",)
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
 
 M = Mutant
@@ -2013,6 +2019,105 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if True:\n            self._outage",
         BRAKE,
         "a store that fails is said once, not once per call",
+    ),
+    # -- the hook's Redis connection and the MCP front-ends, from their docs (issue 42) -----
+    M(
+        "stores/resp.py",
+        "password = unquote(parts.password) if parts.password else",
+        "password = parts.password if parts.password else",
+        RESP,
+        "a password written %-encoded in the URL logs in decoded, as redis-py's parse_url",
+    ),
+    M(
+        "stores/resp.py",
+        'db = int(query["db"]) if "db" in query else None',
+        'db = int(query["db"]) if "db" in query else 0',
+        RESP,
+        "redis://host/3 is database 3 (the path counts when no ?db= is given)",
+    ),
+    M(
+        "stores/resp.py",
+        "if not set(query) <= UNDERSTOOD:",
+        "if not set(query) <= UNDERSTOOD | {'ssl_cert_reqs', 'health_check_interval'}:",
+        RESP,
+        "a URL option this module does not read leaves the URL to redis-py",
+    ),
+    M(
+        "stores/resp.py",
+        '            connection.call("SCRIPT", "LOAD", self.text)\n',
+        "            pass\n",
+        RESP_SCRIPT,
+        "after SCRIPT FLUSH the hook's connection loads the script again (NOSCRIPT)",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "return origin is None or bool(_LOOPBACK_ORIGIN.fullmatch(origin))",
+        "return origin is None or bool(_LOOPBACK_ORIGIN.match(origin))",
+        GATEWAY_EDGES,
+        "Origin: http://localhost.evil.example is refused (the rebinding guard: whole names)",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "if not _LOOPBACK_HOST.fullmatch(host):",
+        "if not _LOOPBACK_HOST.match(host):",
+        GATEWAY_EDGES,
+        "Host: localhost.evil.example is refused (the rebinding guard: whole names)",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "declared.isdigit() and int(declared) > limit:",
+        "declared.isdigit() and int(declared) >= limit:",
+        GATEWAY_EDGES,
+        "a body of exactly --max-body bytes (Content-Length given) is read, not 413",
+    ),
+    M(
+        "mcp_gateway/app.py",
+        "                if size > limit:\n",
+        "                if size > limit and declared is not None:\n",
+        GATEWAY_EDGES,
+        "a chunked body (no Content-Length) past --max-body is 413 too",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        "if len(value) > MAX_NAME:",
+        "if len(value) >= MAX_NAME:",
+        GATEWAY_KEYS,
+        "a session name of exactly 256 characters is taken; 257 is refused",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        "if not isinstance(value, str) or not value.strip():",
+        "if not isinstance(value, str) or not value:",
+        GATEWAY_KEYS,
+        "a session name of spaces only is refused, as an empty one",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "warning = verdict.warning if verdict.warn_at is not None and not self.shadow else None",
+        "warning = verdict.warning if verdict.warn_at is not None else None",
+        GATEWAY_DECIDE,
+        "under --shadow a warned call's response is forwarded unchanged (no warning spliced)",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "            if verdict.duplicate and not self.shadow:\n                text = (",
+        "            if verdict.duplicate:\n                text = (",
+        GATEWAY_DECIDE,
+        "under --shadow an id sent again while open is forwarded, not refused",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "if verdict.warn_at is not None and not self.shadow:",
+        "if verdict.warn_at is not None:",
+        PROXY_BYTES,
+        "under --shadow the proxy adds no warning to a response",
+    ),
+    M(
+        "readers/wire/mcp.py",
+        "return None if call_id is None else (call_id.__class__, call_id)",
+        "return None if call_id is None else (str, str(call_id))",
+        MCP + PROXY_BYTES,
+        'ids 1 and "1" are two open requests: the answer to "1" does not close 1',
     ),
     # -- the Python prover (readers/prove.py)
     M(

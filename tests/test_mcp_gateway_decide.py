@@ -136,6 +136,15 @@ def test_a_request_sent_again_while_open_is_409_and_never_forwarded() -> None:
     assert log[-1]["count"] == 2
 
 
+def test_shadow_forwards_a_request_sent_again_while_open() -> None:
+    """``--shadow`` never refuses: the same id sent again while open is forwarded (and
+    logged as the duplicate it is), where without it the answer is 409."""
+    gateway, log, _ = brake(shadow=True)
+    forwarded(gateway.decide(body("1"), {}, "127.0.0.1:5000"))
+    forwarded(gateway.decide(body("1"), {}, "127.0.0.1:5000", wait=False))
+    assert log[-1]["duplicate"] is True and log[-1]["count"] == 1
+
+
 def test_ids_1_and_string_1_are_two_requests() -> None:
     gateway, log, _ = brake()
     forwarded(gateway.decide(body("1"), {}, "127.0.0.1:5000"))
