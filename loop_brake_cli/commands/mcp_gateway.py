@@ -59,6 +59,7 @@ def _note(message: str) -> None:
         "keep_alive",
         "metrics",
         "metrics_sessions",
+        "tenants_path",
     ),
     context_settings={"allow_interspersed_args": False},
 )
@@ -195,6 +196,16 @@ def _note(message: str) -> None:
     is_flag=True,
     help="Also count calls by session key in /metrics (names may be secrets: off by default).",
 )
+@click.option(
+    "--tenants",
+    "tenants_path",
+    metavar="FILE",
+    default=None,
+    help=(
+        "Per-tenant policies (TOML): a caller's calls are judged under its tenant's limits, "
+        "chosen by credential digest, a header you name, or a session-name prefix."
+    ),
+)
 def mcp_gateway_command(**params: Any) -> int:
     """Serve the MCP server at --upstream to many agents, braking each session's calls.
 
@@ -241,6 +252,7 @@ class GatewayCommandOptions(NamedTuple):
     store_workers: int
     metrics: bool
     metrics_sessions: bool
+    tenants_path: str | None
 
 
 def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
@@ -262,7 +274,11 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         raise CommandError(str(exc)) from None
     from ..core.brake import LoopBrake
 
-    if LoopBrake(limit, policy=policy).progress:
+    tenants = _tenants(opts.tenants_path, limit, policy)
+    policies = (
+        [policy] if tenants is None else [t.policy for t in (tenants.default, *tenants.tenants)]
+    )
+    if any(LoopBrake(limit, policy=each).progress for each in policies):
         raise CommandError(
             "a policy with progress or [same_error] is not supported by mcp-gateway"
             " (results are not read)"
@@ -300,6 +316,7 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "max_sessions": opts.max_sessions,
         "session_idle": session_idle,
         "metrics": _metrics(opts),
+        "tenants": tenants,
     }
     try:
         return run_gateway((host, port), config, brake_options, opts.log_path, stdio)
@@ -327,3 +344,16 @@ def _metrics(opts: GatewayCommandOptions) -> Any:
     from ..mcp_gateway.metrics import GatewayMetrics
 
     return GatewayMetrics(sessions=opts.metrics_sessions)
+
+
+def _tenants(path: str | None, limit: int, policy: Any) -> Any:
+    """``--tenants FILE`` read (None without it); its mistakes are one located error each
+    (exit 2; 3 for a file that cannot be read)."""
+    if path is None:
+        return None
+    from ..mcp_gateway.tenants import TenantError, load_tenants
+
+    try:
+        return load_tenants(path, limit, policy)
+    except TenantError as exc:
+        raise CommandError(f"--tenants: {exc}", 3 if exc.unopened else 2) from None

@@ -7,6 +7,8 @@ Modules, by responsibility:
   by ``pipeline.judge``, answered with the stdio proxy's deny answer);
 * ``metrics``: what ``GET /metrics`` counts (``--metrics``), written in the
   Prometheus text format by ``mcp_shared.prometheus``;
+* ``tenants``: per-tenant policies (``--tenants FILE``): which policy a caller's
+  calls are judged under, and the namespace of its sessions;
 * ``app``: the ASGI application (Starlette in, ``httpx2`` to the upstream,
   streaming both ways, limits, header allow-lists);
 * ``serve``: uvicorn, the listening socket, quiet logging;

@@ -64,6 +64,7 @@ from .counters import GatewayCounters
 from .keys import SessionNameError, call_scope, scoped_id, session_key
 from .metrics import GatewayMetrics
 from .store_calls import DEFAULT_DEADLINE, DEFAULT_WORKERS, StoreCalls
+from .tenants import Tenants, tenant_of
 
 __all__ = ["Answer", "DUPLICATE", "Forward", "GatewayBrake", "MAX_AWAITING", "Wait"]
 
@@ -158,6 +159,7 @@ class GatewayBrake:
         max_sessions: int | None = None,
         session_idle: float | None = None,
         metrics: GatewayMetrics | None = None,
+        tenants: Tenants | None = None,
     ) -> None:
         # With a store (--store redis://...) every gateway process behind one address
         # counts a session's calls in the same streak; its failures are the store's
@@ -166,15 +168,30 @@ class GatewayBrake:
         # (the least recently used evicted), each forgotten after ``session_idle``
         # seconds unused (``expire``, from the application's housekeeping).
         bounded = store is None and max_sessions is not None
-        self.brake = LoopBrake(
-            max_repeats,
-            max_sessions=max_sessions if bounded else None,
-            session_idle=session_idle if bounded else None,
-            policy=policy,
-            store=store,
-            fail_closed=fail_closed,
-            warn=note,
-        )
+
+        def brake(limit: Any, rules: Any) -> LoopBrake:
+            return LoopBrake(
+                limit,
+                max_sessions=max_sessions if bounded else None,
+                session_idle=session_idle if bounded else None,
+                policy=rules,
+                store=store,
+                fail_closed=fail_closed,
+                warn=note,
+            )
+
+        # With ``tenants`` (--tenants FILE) each tenant counts under its own limits and
+        # policy, in its own sessions (``tenant:<name>/<key>``); the rest, the default's.
+        self.tenants = tenants
+        if tenants is not None:
+            max_repeats, policy = tenants.default.max_repeats or max_repeats, tenants.default.policy
+        self.brake = brake(max_repeats, policy)
+        """The default tenant's brake (every call's, without ``tenants``)."""
+        self.tenant_brakes: dict[str, LoopBrake] = {}
+        for tenant in tenants.tenants if tenants is not None else ():
+            self.tenant_brakes[tenant.name] = brake(  # type: ignore[index]
+                tenant.max_repeats or max_repeats, tenant.policy
+            )
         self.log = log
         self.note = note
         self.denials = DenialNotes(note)
@@ -205,12 +222,27 @@ class GatewayBrake:
         if self.calls is not None:
             await self.calls.drain()
 
+    @property
+    def brakes(self) -> list[LoopBrake]:
+        """Every tenant's brake, the default's first."""
+        return [self.brake, *self.tenant_brakes.values()]
+
+    @property
+    def evictions(self) -> int:
+        """Sessions evicted from memory past ``max_sessions``, every tenant's."""
+        return sum(brake.evictions for brake in self.brakes)
+
+    def brake_of(self, session: str) -> LoopBrake:
+        """The brake a session key counts in: its tenant's (``tenants.tenant_of``)."""
+        name = tenant_of(session)
+        return self.brake if name is None else self.tenant_brakes[name]
+
     def expire(self) -> int:
         """Forget the in-memory sessions idle past ``session_idle``; how many. Keeps
         ``counters`` up to date with the table's evictions and expiries."""
-        removed = self.brake.expire()
+        removed = sum(brake.expire() for brake in self.brakes)
         self.counters.sessions_expired += removed
-        self.counters.sessions_evicted = self.brake.evictions
+        self.counters.sessions_evicted = self.evictions
         return removed
 
     def decide(
@@ -224,7 +256,8 @@ class GatewayBrake:
         if not isinstance(step, _Counting):
             return step
         call = step.record
-        verdict = self.brake.observe(call.session, call.tool, step.digest, call.call_id)
+        brake = self.brake_of(call.session)
+        verdict = brake.observe(call.session, call.tool, step.digest, call.call_id)
         return self._conclude(step, verdict)
 
     async def decide_async(
@@ -237,11 +270,14 @@ class GatewayBrake:
         if not isinstance(step, _Counting):
             return step
         call = step.record
+        brake = self.brake_of(call.session)
         if self.calls is None:
-            verdict = self.brake.observe(call.session, call.tool, step.digest, call.call_id)
-            self.counters.sessions_evicted = self.brake.evictions
+            verdict = brake.observe(call.session, call.tool, step.digest, call.call_id)
+            self.counters.sessions_evicted = self.evictions
         else:
-            verdict = await self.calls.count(call.session, call.tool, step.digest, call.call_id)
+            verdict = await self.calls.count(
+                call.session, call.tool, step.digest, call.call_id, brake
+            )
         return self._conclude(step, verdict)
 
     def _prepare(
@@ -275,6 +311,8 @@ class GatewayBrake:
             self.log(error_record(BadRecord("no session key (refused)")))
             self.metrics.refused("no_session")
             return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
+        if self.tenants is not None:  # the tenant's namespace: its own sessions
+            key, _tenant = self.tenants.key(key, headers)
         record = decode_call(value, key.name)
         if isinstance(record, ToolCall):
             if continues_call(value) and self._continues(key.name, record, value):
@@ -284,7 +322,7 @@ class GatewayBrake:
             if wait and open_exchange is not None:
                 return Wait(open_exchange.ended)
             try:  # the digest ``pipeline.judge`` counts on (a policy's, under args_ignore)
-                digest = self.brake.digest(record.tool, record.args)
+                digest = self.brake_of(key.name).digest(record.tool, record.args)
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(str(exc), record.line, record.path)
             else:
@@ -357,11 +395,12 @@ class GatewayBrake:
     def _end_call(self, session: str, call_id: Any, then: Callable[[], None]) -> None:
         """The call's id may count again: told to the brake here (memory), or to the
         store in the background (``StoreCalls.end``); ``then()`` once it is told."""
+        brake = self.brake_of(session)
         if self.calls is None:
-            self.brake.end_call(session, call_id)
+            brake.end_call(session, call_id)
             then()
         else:
-            self.calls.end(session, call_id, then)
+            self.calls.end(session, call_id, then, brake)
 
     def _open(self, forward: Forward) -> Forward:
         """A forwarded call whose exchange has begun (its id open until it ends)."""

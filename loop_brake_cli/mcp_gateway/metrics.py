@@ -36,6 +36,7 @@ from typing import Any
 
 from ..core.verdicts import Verdict
 from ..mcp_shared.prometheus import CONTENT_TYPE, Histogram, family, series
+from .tenants import tenant_of
 
 __all__ = [
     "GatewayMetrics",
@@ -90,7 +91,7 @@ class GatewayMetrics:
         self._lock = threading.Lock()
         self._tools = _Bounded(max_labels)
         self._sessions = _Bounded(max_labels)
-        self.calls: dict[tuple[tuple[str, str], str, str], int] = {}
+        self.calls: dict[tuple[tuple[str, str], str, str, str | None], int] = {}
         self.session_calls: dict[tuple[tuple[str, str], str], int] = {}
         self.refusals: dict[str, int] = dict.fromkeys(REFUSALS, 0)
         self.store_latency = Histogram(STORE_BOUNDS)
@@ -112,8 +113,9 @@ class GatewayMetrics:
         """One ``tools/call`` judged."""
         what = outcome(verdict, shadow)
         rule = verdict.rule or "streak"
+        tenant = tenant_of(verdict.session_id)  # a name the operator chose, never a client
         with self._lock:
-            key = (self._tools.label("tool", verdict.tool_name), rule, what)
+            key = (self._tools.label("tool", verdict.tool_name), rule, what, tenant)
             self.calls[key] = self.calls.get(key, 0) + 1
             if self.show_sessions:
                 where = (self._sessions.label("session", verdict.session_id), what)
@@ -140,8 +142,8 @@ class GatewayMetrics:
             "tools/call requests judged, by tool, rule and outcome "
             "(passed, warned, denied, stopped, duplicate, shadowed).",
             (
-                series("loop_brake_calls_total", [tool, ("rule", rule), ("outcome", what)], n)
-                for (tool, rule, what), n in sorted(self.calls.items())
+                series("loop_brake_calls_total", _call_labels(tool, rule, what, tenant), n)
+                for (tool, rule, what, tenant), n in sorted(self.calls.items(), key=_order)
             ),
         )
         if self.show_sessions:
@@ -204,9 +206,9 @@ class GatewayMetrics:
                 "loop_brake_sessions_held",
                 "gauge",
                 "Sessions whose state this process holds in memory.",
-                [series("loop_brake_sessions_held", (), len(brake))],
+                [series("loop_brake_sessions_held", (), sum(len(b) for b in gateway.brakes))],
             )
-        evicted = {"cap": brake.evictions, "idle": counters.sessions_expired}
+        evicted = {"cap": gateway.evictions, "idle": counters.sessions_expired}
         out += family(
             "loop_brake_sessions_evicted_total",
             "counter",
@@ -225,6 +227,18 @@ class GatewayMetrics:
             _by("loop_brake_clients_refused_total", "reason", refused),
         )
         return out
+
+
+def _call_labels(
+    tool: tuple[str, str], rule: str, what: str, tenant: str | None
+) -> list[tuple[str, str]]:
+    labels = [tool, ("rule", rule), ("outcome", what)]
+    return labels if tenant is None else [("tenant", tenant), *labels]
+
+
+def _order(item: tuple[tuple[Any, ...], int]) -> tuple[Any, ...]:
+    (tool, rule, what, tenant), _count = item
+    return (tenant or "", tool, rule, what)
 
 
 def _single(name: str, help_text: str, value: int) -> list[str]:

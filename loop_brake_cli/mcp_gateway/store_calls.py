@@ -94,10 +94,14 @@ class StoreCalls:
         finally:
             self.counters.store_answered_in(time.monotonic() - started)
 
-    async def count(self, session: str, tool: str, digest: bytes, call_id: Any) -> Verdict:
+    async def count(
+        self, session: str, tool: str, digest: bytes, call_id: Any, brake: LoopBrake | None = None
+    ) -> Verdict:
         """The verdict for one call, counted in the store by a worker; decided without
-        the store when it fails or misses the deadline (never raised)."""
-        brake, table = self.brake, self.table
+        the store when it fails or misses the deadline (never raised). ``brake``: the
+        call's tenant's (``tenants``: its own limits and policy, the same store)."""
+        brake = self.brake if brake is None else brake  # not ``or``: a brake has a len()
+        table = brake.table
         max_repeats, policy = brake.max_repeats, brake.policy
         self.counters.store_decisions += 1
         try:
@@ -116,29 +120,38 @@ class StoreCalls:
         brake.store_answered()
         return brake.slot_verdict(state, session, call_id, duplicate)
 
-    def end(self, session: str, call_id: Any, then: Callable[[], None]) -> None:
+    def end(
+        self,
+        session: str,
+        call_id: Any,
+        then: Callable[[], None],
+        brake: LoopBrake | None = None,
+    ) -> None:
         """Tell the store that ``call_id`` of ``session`` ended (its id may count again),
         in the background; ``then()`` runs on the loop once the store heard it, failed,
         or missed the deadline. Without a running loop, told here and now."""
+        brake = self.brake if brake is None else brake
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.brake.end_call(session, call_id)
+            brake.end_call(session, call_id)
             then()
             return
-        task = loop.create_task(self._end(session, call_id, then))
+        task = loop.create_task(self._end(session, call_id, then, brake))
         self._ending.add(task)
         task.add_done_callback(self._ending.discard)
 
-    async def _end(self, session: str, call_id: Any, then: Callable[[], None]) -> None:
-        table = self.table
+    async def _end(
+        self, session: str, call_id: Any, then: Callable[[], None], brake: LoopBrake
+    ) -> None:
+        table = brake.table
         try:
             await self._timed(lambda: table.end_call(session, call_id))
         except TimeoutError:
             self.counters.end_calls_late += 1
         except StoreError as exc:
-            self.brake.store_failed(exc)
+            brake.store_failed(exc)
         else:
-            self.brake.store_answered()
+            brake.store_answered()
         finally:
             then()
