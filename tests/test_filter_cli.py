@@ -326,7 +326,10 @@ def test_verdict_line_schema() -> None:
         b'{"tool":"search","args":{"q":"weather"},"sessionId":"s1","callId":"c9"}\n'
         b'{"tool":"search","args":{"q":"weather"},"sessionId":"s1"}\n'
     )
-    lines = run_cli("filter", input=data).stdout.decode().splitlines()
+    out = run_cli("filter", input=data).stdout
+    # the exact path (records.verdict_record) writes the same bytes as the fast path
+    assert run_cli("filter", input=data, env={**cli_env(), "LOOP_BRAKE_EXACT": "1"}).stdout == out
+    lines = out.decode().splitlines()
     assert lines[0] == (
         '{"verdict":"pass","line":1,"toolName":"search","sessionId":"s1","callId":"c7",'
         '"count":1,"maxRepeats":3,"hashPrefix":"35dca543bb3b"}'
