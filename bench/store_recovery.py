@@ -1,6 +1,7 @@
 """How soon a brake counts again after its Redis store comes back (issue 37 item 3).
 
     python bench/store_recovery.py [--outages 2,10] [--rate 1000] [--rounds 2]
+    python bench/store_recovery.py --cluster [--rounds 2]
 
 Starts its own ``redis-server`` on a free loopback port (no persistence). One
 thread makes ``--rate`` decisions a second through ``LoopBrake(store=redis://)``,
@@ -12,6 +13,8 @@ return to the first counted call and to the first denial, the calls decided with
 the store during the outage, and the brake's one line at its end. Two breakers run
 alternately, in the same run: today's (a half-open trial after a cool-down of 0.1 s
 doubling up to 0.5 s) and the one before issue 37 (1 s doubling up to 30 s).
+``--cluster``: a three-master Redis Cluster with a replica each instead; the loop's
+master is killed and its replica promoted by the cluster (``redis+cluster://``).
 """
 
 from __future__ import annotations
@@ -122,12 +125,73 @@ def _round(port: int, outage: float, rate: float, breaker: tuple[float, float]) 
     }
 
 
+def _failover(rate: float) -> dict:
+    """One failover on a three-master cluster with a replica each (tests/redis_cluster.py
+    starts it): the master that holds the loop's slot killed with SIGKILL; times from
+    the kill, and from the promotion the nodes report, to the first counted call and
+    the first denial after it."""
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from redis_cluster import RedisCluster
+
+    with tempfile.TemporaryDirectory() as folder:
+        cluster = RedisCluster(Path(folder), replicas=1).start()
+        lines: list[str] = []
+        store = RedisStore(cluster.url)
+        caller = Caller(LoopBrake(3, store=store, warn=lines.append), rate)
+        caller.start()
+        try:
+            while len(caller.seen) < 50:
+                time.sleep(0.01)
+            master = cluster.master_of("lb:v1:{loop}")
+            killed = time.perf_counter()
+            cluster.kill(master)
+            cluster.wait_promoted(master, "lb:v1:{loop}")
+            promoted = time.perf_counter()
+            deadline = promoted + 120
+            while not any(t > promoted and d and r is None for t, r, d in caller.seen):
+                if time.perf_counter() > deadline:
+                    raise SystemExit("no denial within 120 s of the promotion")
+                time.sleep(0.005)
+        finally:
+            caller.done.set()
+            caller.join()
+            store.close()
+            cluster.stop()
+    failed = next(t for t, rule, _ in caller.seen if t > killed and rule == "store")
+    after = [(t, rule, denied) for t, rule, denied in caller.seen if t >= failed]
+    counted = next(t for t, rule, _ in after if rule is None)  # the first after the outage
+    denied = next(t for t, rule, d in after if rule is None and d)
+    return {
+        "promoted": (promoted - killed) * 1000,
+        "counted": (counted - killed) * 1000,
+        "denied": (denied - killed) * 1000,
+        "after promotion": (counted - promoted) * 1000,
+        "uncounted": sum(1 for _, rule, _ in after if rule == "store"),
+        "line": lines[-1] if lines else "",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outages", default="2,10", help="outage lengths in seconds")
     parser.add_argument("--rate", type=float, default=1000.0, help="decisions a second")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--cluster", action="store_true", help="a master's failover on a Redis Cluster instead"
+    )
     args = parser.parse_args()
+    if args.cluster:
+        print("ms from the SIGKILL of the loop's master (cluster-node-timeout 1 s)")
+        for _ in range(args.rounds):
+            found = _failover(args.rate)
+            print(
+                "  ".join(f"{k} {v:.0f}" for k, v in found.items() if k != "line")
+                + f"\n{'':>10}{found['line']}"
+            )
+        return
     breakers = {"trial, cap 0.5 s": (0.1, 0.5), "back-off to 30 s": (1.0, 30.0)}
     figures: dict[tuple[float, str], list[dict]] = {}
     port = _free_port()
