@@ -147,7 +147,7 @@ def test_half_open_and_slow_requests_are_cut_and_whole_ones_answered(tmp_path: P
     head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     with (
         upstream(tmp_path) as (up, calls),
-        gateway(tmp_path, up, "--request-timeout", "2") as (url, log, err),
+        gateway(tmp_path, up, "--request-timeout", "5") as (url, log, err),
     ):
         port = port_of(url)
         stalled = [
