@@ -14,6 +14,7 @@ counted. Not part of CI: it takes minutes. Usage:
 
     python bench/mutants.py -j 2            # all of them, two at a time
     python bench/mutants.py --only streak,policy/   # modules whose path holds either
+    python bench/mutants.py --note progress_max,same_result  # breaks whose note holds either
     python bench/mutants.py --check         # every original still found, nothing run
     python bench/mutants.py -j 2 --save     # and keep the output in bench/results/
 
@@ -82,6 +83,7 @@ STREAK = (
 POLICY = ("test_policy_reference.py", "test_policy_defaults.py", "test_policy.py")
 ARGS_IGNORE = ("test_args_ignore.py",)
 RULES = ("test_rules_reference.py",)
+SAME_RESULT = ("test_rules_same_result.py",)
 USER_TURN = ("test_user_turn.py",)
 WARN = ("test_warn_at.py",)
 PROGRESS = ("test_progress_reference.py", "test_progress_rule.py")
@@ -168,6 +170,70 @@ MUTANTS: tuple[Mutant, ...] = (
         "call.awaiting = True",
         RULES,
         "[same_error]: a denied call did not run, its result is no error",
+    ),
+    # -- issue 39: progress_max and [same_result]
+    M(
+        "core/streak.py",
+        "        if call.identical >= ceiling:",
+        "        if call.identical > ceiling:",
+        SAME_RESULT,
+        "progress_max: the call that makes the ceiling's identical calls is denied",
+    ),
+    M(
+        "core/streak.py",
+        "return (prev.identical or prev.slot.count) + 1",
+        "return prev.slot.count + 1",
+        SAME_RESULT,
+        "progress_max: a changed result restarts the progress count, never the ceiling's",
+    ),
+    M(
+        "core/policy/model.py",
+        "return max(DEFAULT_PROGRESS_MAX, limit)",
+        "return DEFAULT_PROGRESS_MAX",
+        SAME_RESULT,
+        "progress_max: a streak limit above the default raises the default ceiling",
+    ),
+    M(
+        "core/streak.py",
+        "return (prev.same_digest, prev.sames) if any_tool else (None, 0)",
+        "return (None, 0)",
+        SAME_RESULT,
+        "[same_result] any_tool: an exempt tool's call neither extends nor ends the run",
+    ),
+    M(
+        "core/streak.py",
+        "if any_tool or prev.slot.tool == tool:",
+        "if prev.slot.tool == tool:",
+        SAME_RESULT,
+        "[same_result] any_tool: the run goes on across tools",
+    ),
+    M(
+        "core/streak.py",
+        "call.same_awaiting = not call.decision.denied and not call.same_exempt",
+        "call.same_awaiting = not call.same_exempt",
+        SAME_RESULT,
+        "[same_result]: a denied call did not run, what came back is no result",
+    ),
+    M(
+        "core/streak.py",
+        "if state.sames and state.same_digest == digest:",
+        "if state.sames:",
+        SAME_RESULT,
+        "[same_result]: a different result starts the run again at 1",
+    ),
+    M(
+        "core/streak.py",
+        "        if any_tool:  # nothing the agent calls would end it: the denial does",
+        "        if False:",
+        SAME_RESULT,
+        "[same_result] any_tool: the denial ends the run",
+    ),
+    M(
+        "stores/policy_rows.py",
+        "    if state.identical:  # only after a progress restart: other rows are as before",
+        "    if False:",
+        SAME_RESULT,
+        "progress_max in a store: the identical calls in a row are kept in the row",
     ),
     M(
         "core/progress.py",
@@ -2436,6 +2502,9 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a test selection may take unbroken (default 900); a break's run may "
         "take 4 times its selection's unbroken time (at least 60 s): longer is a hang",
     )
+    parser.add_argument(
+        "--note", default="", help="only breaks whose note contains this (or these: a,b)"
+    )
     parser.add_argument("--check", action="store_true", help="check the originals, run nothing")
     parser.add_argument(
         "--save",
@@ -2449,6 +2518,9 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = options.only.split(",")
     chosen = [m for m in MUTANTS if any(part in m.module for part in wanted)]
+    if options.note:
+        notes = options.note.split(",")
+        chosen = [m for m in chosen if any(part in m.note for part in notes)]
     if options.check:
         return _check(chosen)
     equivalent = [m for m in chosen if m.equivalent]

@@ -198,6 +198,10 @@ def install(tmp_path: Path, *args: str) -> tuple[int, bytes]:
             b"pre-tool and post-tool events: the policy has [same_error])",
         ),
         (
+            "[same_result]\nafter = 3\n",
+            b"pre-tool and post-tool events: the policy has [same_result])",
+        ),
+        (
             "progress = true\nreset_on_user_turn = true\n[same_error]\nafter = 2\n",
             b"(pre-tool, post-tool and user-turn events: the policy uses progress"
             b" and has [same_error] and has reset_on_user_turn)",

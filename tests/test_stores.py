@@ -201,6 +201,31 @@ def test_under_window_and_same_error_the_rule_is_policy_step(
             assert table.end_call(session, call_id) is reference.end_call(session, call_id)
 
 
+CEILING_POLICY = """
+progress = true
+progress_max = 3
+[[tools]]
+match = "free"
+same_result = false
+[same_result]
+after = 2
+any_tool = true
+"""
+
+
+@SETTINGS
+@given(drawn=calls)
+def test_under_progress_max_and_same_result_the_rule_is_policy_step(
+    table, tmp_path_factory, drawn
+) -> None:
+    """Issue 39's rules: the identical calls in a row and the run of identical results
+    live in the policy row (``stores/policy_rows.py``), so each table decides as memory
+    does."""
+    path = tmp_path_factory.mktemp("ceiling") / "policy.toml"
+    path.write_text(CEILING_POLICY, encoding="utf-8")
+    _run(table, drawn, load_policy(str(path)))
+
+
 def test_a_table_counts_identical_errors_as_memory_does(table, tmp_path: Path) -> None:
     """``[same_error] after = 2`` alone: two calls of one tool (other arguments each
     time) whose results are the same error, and the third call is denied; another

@@ -143,6 +143,8 @@ class Analyzer:
         if count <= report.cap and count not in report.first_at:
             report.first_at[count] = _new_where(Where, where)
         prev, prev_tool = stats.prev_prefix, stats.prev_tool
+        if rule is not None and verdict.progress and not verdict.exempt:
+            self._ceiling(stats, prefix == prev and tool == prev_tool, where)
         # The streak, written out (once per call): its length is the brake's count.
         wasted = False
         if count == 1 or not stats.streak_length:
@@ -183,6 +185,18 @@ class Analyzer:
             stats.same_length, stats.same_start = 1, where
         stats.prev2_prefix, stats.prev_prefix = prev, prefix
         stats.prev_tool, stats.prev_where = tool, where
+
+    def _ceiling(self, stats: SessionStats, same: bool, where: Location) -> None:
+        """A call in the progress mode: its identical calls in a row, whatever the
+        results (what ``progress_max`` is compared with), into the ceiling's histogram."""
+        identical = stats.identical = stats.identical + 1 if same else 1
+        if identical > stats.identical_longest:
+            stats.identical_longest = identical
+        report = self.report
+        bucket = identical if identical <= report.cap else report.cap + 1
+        report.ceiling_counts[bucket] += 1
+        if identical <= report.cap and identical not in report.ceiling_first_at:
+            report.ceiling_first_at[identical] = _new_where(Where, where)
 
     def _new_session(self, key: str, file: str) -> SessionStats:
         stats = self._sessions[key] = SessionStats(file, key)
@@ -292,6 +306,8 @@ class Analyzer:
         for stats in self.report.sessions:
             if stats.streak_length:
                 self._close(stats)
+            if stats.identical_longest:
+                self.report.ceiling_sessions[stats.identical_longest] += 1
             if stats.turn is not None:
                 close_turn(stats.turn, stats.calls, stats.spent, stats.waste)
                 stats.turn = None

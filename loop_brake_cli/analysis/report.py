@@ -147,6 +147,8 @@ class SessionStats:
     same_length: int = 0
     same_start: tuple[Any, ...] | None = None
     same_longest: tuple[Any, ...] | None = None
+    identical: int = 0  # identical calls in a row in the progress mode (the ceiling's count)
+    identical_longest: int = 0  # the session's longest such run
 
     def to_json(self) -> dict[str, Any]:
         def opt(value: Any) -> Any:
@@ -257,6 +259,15 @@ class Report:
     A dict, not a list: its size is bounded by the longest streak, not by the cap."""
     first_at: dict[int, Where] = field(default_factory=dict)
     """The first call in input order whose count was c (for c <= cap)."""
+    ceiling_counts: Counter[int] = field(default_factory=Counter)
+    """Under a policy's progress mode: ``ceiling_counts[c]`` = calls of a tool in the
+    progress mode (not exempt) that made c identical calls in a row, whatever their
+    results (``streak.identical_calls``, the count ``progress_max`` is compared with;
+    cap + 1: above cap). Empty without the progress mode."""
+    ceiling_first_at: dict[int, Where] = field(default_factory=dict)
+    """The first such call in input order whose identical count was c (for c <= cap)."""
+    ceiling_sessions: Counter[int] = field(default_factory=Counter)
+    """``ceiling_sessions[n]`` = sessions whose longest such run was n calls."""
     errors: list[ReadError] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     calls: int = 0
@@ -329,6 +340,10 @@ def merge(reports: Iterable[Report]) -> Report:
         merged.counts.update(report.counts)
         for count, where in report.first_at.items():
             merged.first_at.setdefault(count, where)
+        merged.ceiling_counts.update(report.ceiling_counts)
+        for count, where in report.ceiling_first_at.items():
+            merged.ceiling_first_at.setdefault(count, where)
+        merged.ceiling_sessions.update(report.ceiling_sessions)
         merged.errors += report.errors[: max(ERRORS_KEPT - len(merged.errors), 0)]
         merged.skipped += report.skipped
         merged.calls += report.calls

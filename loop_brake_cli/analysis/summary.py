@@ -65,6 +65,17 @@ def waste_totals(report: Report) -> tuple[Waste, Cost]:
     return waste, spent
 
 
+def _ceiling_sweep(report: Report, sweep_rows: Sequence[SweepRow] | None) -> dict[str, Any]:
+    """``progressMaxSweep``: the sweep's limits as ``progress_max`` values, only with a
+    sweep and calls in the progress mode (else the document is as before)."""
+    if sweep_rows is None:
+        return {}
+    from .sweep import ceiling_sweep
+
+    rows = ceiling_sweep(report, [row.max_repeats for row in sweep_rows])
+    return {} if rows is None else {"progressMaxSweep": [row.to_json() for row in rows]}
+
+
 def report_to_json(
     report: Report, sweep_rows: Sequence[SweepRow] | None = None, prices: Prices | None = None
 ) -> dict[str, Any]:
@@ -109,6 +120,7 @@ def report_to_json(
         "denialsNotListed": report.denied_streaks - len(report.denials),
         "streakLengths": {str(k): report.streak_lengths[k] for k in sorted(report.streak_lengths)},
         "sweep": None if sweep_rows is None else [row.to_json() for row in sweep_rows],
+        **_ceiling_sweep(report, sweep_rows),
         "errors": [error.to_json() for error in report.errors],
         "skipped": [skipped.to_json() for skipped in report.skipped],
         "errorsNotListed": report.unreadable - len(report.errors),

@@ -5,6 +5,12 @@ max(0, L - m + 1) calls, so a histogram of the counts the brake assigned
 (``counts[c]`` = calls with count c; a call logged twice under one call id
 is one call) answers every m
 at once: denied(m) = sum of counts[c] for c >= m.
+
+Under a policy's progress mode the same holds for its ceiling (``progress_max``):
+the identical calls in a row that a call makes never depend on results or on
+verdicts, so the calls a ceiling of n denies are those whose identical count is at
+least n (``Report.ceiling_counts``; some of them another rule denies anyway), and
+``ceiling_sweep`` answers every n at once too.
 """
 
 from __future__ import annotations
@@ -31,6 +37,24 @@ class SweepRow:
     def to_json(self) -> dict[str, Any]:
         return {
             "maxRepeats": self.max_repeats,
+            "deniedCalls": self.denied_calls,
+            "sessionsWithDenial": self.sessions_with_denial,
+            "firstDenial": None if self.first_denial is None else self.first_denial.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CeilingRow:
+    """What one ``progress_max`` (for every tool in the progress mode) would deny."""
+
+    progress_max: int
+    denied_calls: int
+    sessions_with_denial: int
+    first_denial: Where | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "progressMax": self.progress_max,
             "deniedCalls": self.denied_calls,
             "sessionsWithDenial": self.sessions_with_denial,
             "firstDenial": None if self.first_denial is None else self.first_denial.to_json(),
@@ -70,6 +94,29 @@ def sweep(report: Report, limits: Sequence[int]) -> list[SweepRow]:
                 sum(n for c, n in counts if c >= m),
                 sum(1 for length in longest if length >= m),
                 report.first_at.get(m),
+            )
+        )
+    return rows
+
+
+def ceiling_sweep(report: Report, limits: Sequence[int]) -> list[CeilingRow] | None:
+    """What each ``progress_max`` in ``limits`` would deny, from the report's ceiling
+    histogram; None when no call was in the progress mode (no policy, or none of its
+    tools). Exact for limits up to ``report.cap``, as ``sweep``."""
+    if not report.ceiling_counts:
+        return None
+    counts = sorted(report.ceiling_counts.items())
+    longest = sorted(report.ceiling_sessions.items())
+    rows = []
+    for n in limits:
+        if n > report.cap:
+            raise ValueError(f"sweep limit {n} above the analyzed cap {report.cap}")
+        rows.append(
+            CeilingRow(
+                n,
+                sum(k for c, k in counts if c >= n),
+                sum(k for length, k in longest if length >= n),
+                report.ceiling_first_at.get(n),
             )
         )
     return rows

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..core.exitcodes import ExitStatus
-from ..core.policy import PolicyError, check_policy
+from ..core.policy import DEFAULT_PROGRESS_MAX, PolicyError, check_policy
 from ..core.progress import DEFAULT_IGNORE
 from ..render.visible import visible
 
@@ -25,6 +25,10 @@ def _describe(policy: Any) -> list[str]:
             what += ", progress" if rule.progress else ", no progress"
         if rule.warn_at is not None:
             what += f", warn_at {rule.warn_at}"
+        if rule.progress_max is not None:
+            what += f", progress_max {rule.progress_max}"
+        if rule.same_result is False:
+            what += ", not judged by same_result"
         if rule.args_ignore:  # the paths are the file's own text: shown, never arguments
             what += f", args_ignore {json.dumps(list(rule.args_ignore), ensure_ascii=False)}"
             what += " (counted on a policy hash)"
@@ -45,6 +49,12 @@ def _describe(policy: Any) -> list[str]:
             f"  same_error: after {policy.same_error.after} identical errors in a row "
             "from one tool, its next call is denied"
         )
+    if policy.same_result is not None:
+        scope = "any tool" if policy.same_result.any_tool else "one tool"
+        lines.append(
+            f"  same_result: after {policy.same_result.after} identical results in a row "
+            f"from {scope}, whatever the arguments, the next call is denied"
+        )
     if policy.stop is not None:
         lines.append(f"  stop: after {policy.stop.after_denials} denials in a row")
     if policy.reset_on_user_turn:
@@ -57,6 +67,15 @@ def _describe(policy: Any) -> list[str]:
     if policy.uses_progress:
         scope = "every tool" if policy.progress else "the tools whose rule says so"
         lines.append(f"  progress: on for {scope} (a changed result restarts the streak)")
+        ceiling = (
+            f"{policy.progress_max}"
+            if policy.progress_max is not None
+            else f"the default {DEFAULT_PROGRESS_MAX} (or the call's limit when higher)"
+        )
+        lines.append(
+            f"  progress_max: {ceiling} identical calls in a row are denied, results changing"
+            " or not"
+        )
         defaults = policy.result_ignore[: len(DEFAULT_IGNORE)] == DEFAULT_IGNORE
         own = len(policy.result_ignore) - (len(DEFAULT_IGNORE) if defaults else 0)
         lines.append(
@@ -79,6 +98,10 @@ def _rule_json(rule: Any) -> dict[str, Any]:
         out["warnAt"] = rule.warn_at
     if rule.args_ignore:  # else the rule is what it was before the key
         out["argsIgnore"] = list(rule.args_ignore)
+    if rule.progress_max is not None:  # likewise
+        out["progressMax"] = rule.progress_max
+    if rule.same_result is not None:  # likewise
+        out["sameResult"] = rule.same_result
     return out
 
 
@@ -94,9 +117,13 @@ def _policy_json(policy: Any) -> dict[str, Any]:
         out["window"] = {"calls": policy.window.calls, "maxRepeats": policy.window.max_repeats}
     if policy.same_error is not None:
         out["sameError"] = {"after": policy.same_error.after}
+    if policy.same_result is not None:  # else the document is what it was before the rule
+        rule = policy.same_result
+        out["sameResult"] = {"after": rule.after, "anyTool": rule.any_tool}
     if policy.uses_progress:  # else the document is what it was before progress existed
         out["progress"] = policy.progress
         out["resultIgnore"] = list(policy.result_ignore)
+        out["progressMax"] = policy.progress_max  # null: the default (DEFAULT_PROGRESS_MAX)
     if policy.reset_on_user_turn:  # likewise
         out["resetOnUserTurn"] = True
     if policy.uses_warn:  # likewise: no key before warn_at is used

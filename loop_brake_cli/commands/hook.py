@@ -173,13 +173,15 @@ def _check(plan: Any, policy: str | None) -> tuple[bool, str]:
 
 def _install_what(policy: Any, results: bool, user_turns: bool) -> str:
     """What install adds, and why, in the policy's own words: the post-tool events
-    carry results (progress, or ``[same_error]``), the user-turn events end a turn."""
+    carry results (progress, ``[same_error]`` or ``[same_result]``), the user-turn
+    events end a turn."""
     if not results and not user_turns:
         return "the hook"
     reasons = []
     if results:
         reasons += ["uses progress"] if policy.uses_progress else []
         reasons += ["has [same_error]"] if policy.same_error is not None else []
+        reasons += ["has [same_result]"] if policy.same_result is not None else []
     if user_turns:
         reasons.append("has reset_on_user_turn")
     events = ["pre-tool"] + ["post-tool"] * results + ["user-turn"] * user_turns

@@ -280,7 +280,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
     )
     if any(LoopBrake(limit, policy=each).progress for each in policies):
         raise CommandError(
-            "a policy with progress or [same_error] is not supported by mcp-gateway"
+            "a policy with progress, [same_error] or [same_result] is not supported by"
+            " mcp-gateway"
             " (results are not read)"
         )
     from ..hook.runner import parse_duration

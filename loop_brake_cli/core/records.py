@@ -234,6 +234,10 @@ def _policy_record(call: ToolCall, verdict: Verdict, file: str | None) -> dict[s
         out["seen"] = verdict.cycle_repeats
     elif verdict.rule == "same_error":
         out["errors"] = verdict.cycle_repeats
+    elif verdict.rule == "same_result":
+        out["identicalResults"] = verdict.cycle_repeats
+    elif verdict.rule == "progress_max":
+        out["identicalCalls"] = verdict.cycle_repeats
     if verdict.denials:
         out["denials"] = verdict.denials
     if verdict.warn_at is not None:

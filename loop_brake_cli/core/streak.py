@@ -36,6 +36,12 @@ in this order, each deciding or keeping its part of the counted call's state:
 * ``progress_rule`` (progress mode): the streak's results go on with it (the
   progress section below);
 * ``streak_rule``, ``streak``: denied when its count reaches that limit;
+* ``progress_max_rule``, ``progress_max`` (a call of a tool in the progress
+  mode): else denied when the identical calls in a row, this one included,
+  reach the ceiling (``identical_calls``: counted as ``step`` counts, results
+  never restart it), its rule's or the global ``progress_max``, else
+  ``DEFAULT_PROGRESS_MAX`` or the call's limit when that is higher
+  (``Policy.progress_ceiling``);
 * ``cycle_rule``, ``cycle`` (when ``[cycles]`` is on): else denied when it
   completes the ``max_repeats``-th consecutive repetition of a
   2..max_period-call cycle (``policy/cycles.py``);
@@ -49,6 +55,18 @@ in this order, each deciding or keeping its part of the counted call's state:
   ``after`` times in a row (the result's digest, as the progress mode hashes
   it, and an error flag; denied calls did not run and neither extend nor end
   the run; a call whose result was never seen ends it);
+* ``same_result_rule``, ``same_result`` (when ``[same_result]`` is on): else
+  denied when the session's latest counted calls that ran (of this call's
+  tool, none of another tool's in between; of any tool with ``any_tool``)
+  returned results with one digest ``after`` times in a row, whatever their
+  arguments (the progress mode's digest, after ``result_ignore``). A tool whose
+  rule says ``same_result = false`` (or ``exempt = true``) is never denied by it
+  and its results are not read: with ``any_tool`` its calls neither extend nor
+  end the run, for one tool they are another tool's. Denied calls did not run
+  and neither extend nor end the run; a call whose result was never seen ends
+  it. For one tool the denial holds until another tool is called (as
+  ``same_error``); with ``any_tool`` nothing the agent calls would end the run,
+  so the denial ends it and the next call starts a new one;
 * ``stop_rule``, ``stop`` (when ``[stop]`` is on): a denied call that makes
   ``after_denials`` denials in a row in the session is a stop; a passing call
   resets that count;
@@ -102,7 +120,9 @@ changing are polling, not a loop. ``result_step`` is its rule, pure like
 The same-error rule reads results through ``result_step`` too (an ``error``
 flag beside the digest): a call it let run waits for its result
 (``PolicySlot.awaiting``); an error extends the run when its digest equals
-the run's, else starts one at 1; any other result ends it.
+the run's, else starts one at 1; any other result ends it. The same-result
+rule likewise (``PolicySlot.same_awaiting``): any result extends its run when
+its digest equals the run's, else starts one at 1 (``same_result_after``).
 """
 
 from __future__ import annotations
@@ -125,9 +145,12 @@ __all__ = [
     "Slot",
     "call_ended",
     "ends_on_user_turn",
+    "identical_calls",
     "is_denied",
     "policy_step",
     "result_step",
+    "same_result_after",
+    "same_result_run",
     "step",
 ]
 
@@ -226,7 +249,12 @@ class PolicySlot(NamedTuple):
     ``[window]`` only: ``seen``, the digests of the last ``calls`` counted calls.
     ``[same_error]`` only: ``errors`` identical errors in a row (``error_digest``)
     from calls of the latest call's tool, and ``awaiting``: the latest call ran
-    under the rule and its result has not been seen yet."""
+    under the rule and its result has not been seen yet.
+
+    ``identical``: the identical calls in a row when results restarted the streak's
+    count (``identical_calls``), else 0 (the same as ``slot.count``).
+    ``[same_result]`` only: ``sames`` results in a row with the digest
+    ``same_digest``, and ``same_awaiting``, as ``awaiting``."""
 
     slot: Slot
     decision: Decision
@@ -240,6 +268,10 @@ class PolicySlot(NamedTuple):
     error_digest: bytes | None = None
     errors: int = 0
     awaiting: bool = False
+    identical: int = 0
+    same_digest: bytes | None = None
+    sames: int = 0
+    same_awaiting: bool = False
 
     @property
     def restarts(self) -> bool:
@@ -250,6 +282,40 @@ class PolicySlot(NamedTuple):
             and self.earlier_result is not None
             and self.latest_result != self.earlier_result
         )
+
+
+def identical_calls(prev: PolicySlot | None, digest: bytes) -> int:
+    """The identical calls in a row that a counted call with ``digest`` makes, itself
+    included: ``step``'s count without the progress mode's restarts (a changed result
+    restarts ``slot.count``, never this). What ``progress_max`` is compared with."""
+    if prev is None or prev.slot.digest != digest:
+        return 1
+    return (prev.identical or prev.slot.count) + 1
+
+
+def same_result_run(
+    prev: PolicySlot | None, tool: str, exempt: bool, any_tool: bool
+) -> tuple[bytes | None, int]:
+    """The run of identical results (its digest and length) a counted call of ``tool``
+    finds: the previous state's, when its latest call's result was seen and (for one
+    tool) that call was of ``tool``; else none. A call exempt from the rule carries the
+    run only with ``any_tool`` (it is invisible there; for one tool it is another
+    tool's call)."""
+    if prev is None or prev.same_awaiting or not prev.sames:
+        return None, 0
+    if exempt:
+        return (prev.same_digest, prev.sames) if any_tool else (None, 0)
+    if any_tool or prev.slot.tool == tool:
+        return prev.same_digest, prev.sames
+    return None, 0
+
+
+def same_result_after(state: PolicySlot, digest: bytes) -> tuple[bytes, int]:
+    """The run of identical results once the awaited call's result (``digest``) is
+    seen: one longer when it has the run's digest, else a new run of 1."""
+    if state.sames and state.same_digest == digest:
+        return digest, state.sames + 1
+    return digest, 1
 
 
 _PASS = Decision(False, "streak", None, 0)  # a counted call's decision before its rules
@@ -285,6 +351,12 @@ class _Call:
         "error_digest",
         "errors",
         "awaiting",
+        "progress_max",
+        "same_exempt",
+        "identical",
+        "same_digest",
+        "sames",
+        "same_awaiting",
     )
 
     def __init__(
@@ -312,6 +384,12 @@ class _Call:
         self.error_digest: bytes | None = None
         self.errors = 0
         self.awaiting = False
+        self.progress_max = policy.progress_max
+        self.same_exempt = False
+        self.identical = 0
+        self.same_digest: bytes | None = None
+        self.sames = 0
+        self.same_awaiting = False
 
     def deny(self, rule: str, limit: int, **fields: Any) -> None:
         """The call is denied by ``rule`` (its limit ``limit``)."""
@@ -336,18 +414,26 @@ class _Call:
             self.error_digest,
             self.errors,
             self.awaiting,
+            0 if self.identical == self.slot.count else self.identical,
+            self.same_digest,
+            self.sames,
+            self.same_awaiting,
         )
 
 
 def tool_rule(call: _Call) -> None:
     """The call's limit: its first matching ``[[tools]]`` rule's, else the global one; an
-    exempt call is never denied. The rule may also set ``progress``, ``warn_at`` and
-    ``args_ignore`` (the call was counted on a policy hash)."""
+    exempt call is never denied. The rule may also set ``progress``, ``warn_at``,
+    ``progress_max``, ``same_result`` and ``args_ignore`` (the call was counted on a
+    policy hash)."""
     found = call.policy.rule_for(call.tool)
     if found is None:
         return
     rule, call.match = found
     call.exempt = rule.exempt
+    call.same_exempt = rule.exempt or rule.same_result is False
+    if rule.progress_max is not None:
+        call.progress_max = rule.progress_max
     call.policy_hash = bool(rule.ignore_paths)
     if rule.max_repeats is not None:
         call.limit = rule.max_repeats
@@ -383,6 +469,16 @@ def streak_rule(call: _Call) -> None:
     if call.policy_hash:
         decision = decision._replace(policy_hash=True)
     call.decision = decision
+
+
+def progress_max_rule(call: _Call) -> None:
+    """``progress_max``: the identical calls in a row go on, whatever the results; a
+    call of a tool in the progress mode is denied when they reach its ceiling."""
+    call.identical = identical_calls(call.prev, call.digest)
+    if call.progress and call.open:
+        ceiling = call.policy.progress_ceiling(call.progress_max, call.limit)
+        if call.identical >= ceiling:
+            call.deny("progress_max", ceiling, repeats=call.identical)
 
 
 def cycle_rule(call: _Call) -> None:
@@ -437,6 +533,22 @@ def same_error_rule(call: _Call) -> None:
     call.awaiting = not call.decision.denied
 
 
+def same_result_rule(call: _Call) -> None:
+    """``same_result``: the run of identical results goes on while the session's calls
+    ran and their results were seen (one tool's, or any tool's); denied at ``after`` in
+    a row. A call let run awaits its result (``result_step``)."""
+    same_result = call.policy.same_result
+    if same_result is None:
+        return
+    any_tool = same_result.any_tool
+    call.same_digest, call.sames = same_result_run(call.prev, call.tool, call.same_exempt, any_tool)
+    if call.open and not call.same_exempt and call.sames >= same_result.after:
+        call.deny("same_result", same_result.after, repeats=call.sames)
+        if any_tool:  # nothing the agent calls would end it: the denial does
+            call.same_digest, call.sames = None, 0
+    call.same_awaiting = not call.decision.denied and not call.same_exempt
+
+
 def stop_rule(call: _Call) -> None:
     """``stop``: a denied call counts the session's denials in a row; at
     ``after_denials`` it is a stop. A passing call ends the run of denials."""
@@ -463,9 +575,11 @@ RULES = (
     tool_rule,
     progress_rule,
     streak_rule,
+    progress_max_rule,
     cycle_rule,
     window_rule,
     same_error_rule,
+    same_result_rule,
     stop_rule,
     warn_rule,
 )
@@ -517,6 +631,9 @@ def result_step(
             state = state._replace(awaiting=False, errors=prev.errors + 1)
         else:
             state = state._replace(awaiting=False, error_digest=digest, errors=1)
+    if prev.same_awaiting:  # the first result of a call the same-result rule let run
+        same_digest, sames = same_result_after(prev, digest)
+        state = state._replace(same_awaiting=False, same_digest=same_digest, sames=sames)
     decision = prev.decision
     if not decision.progress or decision.denied or prev.latest_result == digest:
         return state, True

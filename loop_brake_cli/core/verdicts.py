@@ -24,8 +24,10 @@ __all__ = [
     "DENY_TEMPLATE",
     "PLUGIN",
     "POLICY_HASH_TEMPLATE",
+    "PROGRESS_MAX_TEMPLATE",
     "PROGRESS_TEMPLATE",
     "SAME_ERROR_TEMPLATE",
+    "SAME_RESULT_TEMPLATE",
     "STOP_TEMPLATE",
     "STORE_FAILED_TEMPLATE",
     "Verdict",
@@ -72,6 +74,15 @@ PROGRESS_TEMPLATE = (
 )
 """A streak denial in the progress mode: the results did not change either."""
 
+PROGRESS_MAX_TEMPLATE = (
+    "loop brake: tool {tool} called {calls} times in a row with identical arguments, "
+    "its results changing (call {prefix}\u2026, progress_max {limit}); the call was denied "
+    "before it ran.\n"
+    "A poll this long is not converging: change the approach, call a different tool, or stop."
+)
+"""A denial at the progress mode's ceiling (policy ``progress_max``): identical calls
+whose results kept changing, too many in a row."""
+
 WINDOW_TEMPLATE = (
     "loop brake: tool {tool} called {repeats} times with identical arguments within the "
     "last {window} calls (call {prefix}\u2026, limit {limit}); the call was denied before it "
@@ -85,6 +96,14 @@ SAME_ERROR_TEMPLATE = (
     "Read the error and change the approach, call a different tool, or stop."
 )
 """A same-error denial (policy ``[same_error]``): never the error itself, only how often."""
+
+SAME_RESULT_TEMPLATE = (
+    "loop brake: {repeats} calls in a row returned the same result, whatever their "
+    "arguments (limit {limit}); this call to tool {tool} (call {prefix}\u2026) was denied "
+    "before it ran.\n"
+    "Asking again will not change the answer: use it, change the approach, or stop."
+)
+"""A same-result denial (policy ``[same_result]``): never the result itself, only how often."""
 
 WARN_TEMPLATE = (
     "loop brake: warning: tool {tool} called {count} times in a row with identical arguments "
@@ -149,7 +168,8 @@ class Verdict(NamedTuple):
     progress: bool = False  # the progress mode applied to the call's tool
     identical_results: int = 0  # results of the streak's earlier calls, all identical
     window: int = 0  # rule "window": the window's size (cycle_repeats: times seen in it;
-    # rule "same_error": cycle_repeats is the identical errors in a row)
+    # rule "same_error": cycle_repeats is the identical errors in a row; "same_result":
+    # the identical results in a row; "progress_max": the identical calls in a row)
     warn_at: int | None = None  # a warned call (policy warn_at): it runs, the model is told
     policy_hash: bool = False  # hashed without the rule's args_ignore paths (a policy hash)
 
@@ -213,6 +233,22 @@ class Verdict(NamedTuple):
             text = SAME_ERROR_TEMPLATE.format(
                 tool=js_string(self.tool_name),
                 repeats=self.cycle_repeats,
+                prefix=self.hash_prefix,
+                limit=self.limit,
+            )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
+        if self.rule == "same_result":
+            text = SAME_RESULT_TEMPLATE.format(
+                tool=js_string(self.tool_name),
+                repeats=self.cycle_repeats,
+                prefix=self.hash_prefix,
+                limit=self.limit,
+            )
+            return _policy_hash_call(text, self.hash_prefix) if self.policy_hash else text
+        if self.rule == "progress_max":
+            text = PROGRESS_MAX_TEMPLATE.format(
+                tool=js_string(self.tool_name),
+                calls=self.cycle_repeats,
                 prefix=self.hash_prefix,
                 limit=self.limit,
             )

@@ -211,6 +211,19 @@ def to_partial(report: Report, policy: str | None = None) -> dict[str, Any]:
             report.unreadable,
         ],
         **({"warned": report.warned} if report.warns else {}),  # a policy's warn_at only
+        **(_ceiling(report) if report.ceiling_counts else {}),  # the progress mode only
+    }
+
+
+def _ceiling(report: Report) -> dict[str, Any]:
+    """The progress mode's ceiling histogram (``Report.ceiling_counts``), for the
+    ``progress_max`` sweep of a merged report."""
+    return {
+        "ceilingCounts": sorted(report.ceiling_counts.items()),
+        "ceilingFirstAt": [
+            [count, _where(where)] for count, where in sorted(report.ceiling_first_at.items())
+        ],
+        "ceilingSessions": sorted(report.ceiling_sessions.items()),
     }
 
 
@@ -245,6 +258,10 @@ def from_partial(doc: Any) -> tuple[Report, str | None]:
     ) = doc["totals"]
     if "warned" in doc:
         report.warned, report.warns = doc["warned"], True
+    if "ceilingCounts" in doc:
+        report.ceiling_counts = Counter({int(k): v for k, v in doc["ceilingCounts"]})
+        report.ceiling_first_at = {int(k): _where_of(w) for k, w in doc["ceilingFirstAt"]}  # type: ignore[misc]
+        report.ceiling_sessions = Counter({int(k): v for k, v in doc["ceilingSessions"]})
     return report, settings["policy"]
 
 

@@ -502,7 +502,7 @@ class _Hook:
         except ValueError as exc:  # policy.PolicyError, not imported unless a file exists
             return self.not_recorded(f"unusable policy: {'; '.join(str(exc).splitlines())}")
         if policy is None or policy.empty or not policy.reads_results:
-            return 0  # without progress or same_error a result changes nothing
+            return 0  # without progress, same_error or same_result a result changes nothing
         if errors:
             return self.not_recorded("; ".join(errors))
         try:

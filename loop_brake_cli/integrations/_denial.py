@@ -12,7 +12,8 @@ META_KEY = "loop-brake/denial"
 
 def denial_fields(verdict: Verdict) -> dict[str, Any]:
     """The denial as data, named as in the verdict lines: never the arguments. Under a
-    policy also ``rule`` (``streak``, ``cycle``, ``window``, ``same_error`` or ``stop``),
+    policy also ``rule`` (``streak``, ``progress_max``, ``cycle``, ``window``,
+    ``same_error``, ``same_result`` or ``stop``),
     and ``policyHash`` when the prefix is a policy hash (``args_ignore``)."""
     fields: dict[str, Any] = {
         "code": CODE,

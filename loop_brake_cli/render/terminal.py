@@ -521,3 +521,31 @@ class _ReplayView:
                 f"{e(self.where(first))} (call {first.call})" if first else "-",
             )
         self.show(table)
+        self.ceiling_sweep([row.max_repeats for row in rows])
+
+    def ceiling_sweep(self, limits: Sequence[int]) -> None:
+        """Under the progress mode: what each ``progress_max`` would deny (the sweep's
+        limits), from the calls' identical counts whatever their results."""
+        from ..analysis.sweep import ceiling_sweep
+
+        rows = ceiling_sweep(self.report, limits)
+        if rows is None:
+            return
+        e = _safe
+        table = self.table(
+            "Sweep: what each progress_max would have denied (tools in the progress mode; "
+            "identical calls in a row, results changing or not)",
+            ("progress_max", "right"),
+            ("denied calls", "right"),
+            ("sessions with a denial", "right"),
+            ("first denial", "left"),
+        )
+        for row in rows:
+            first = row.first_denial
+            table.add_row(
+                str(row.progress_max),
+                str(row.denied_calls),
+                str(row.sessions_with_denial),
+                f"{e(self.where(first))} (call {first.call})" if first else "-",
+            )
+        self.show(table)

@@ -25,6 +25,12 @@ other row changes.
 
 ``args_ignore`` adds ``h`` (true) to a decision counted on a policy hash, so a
 duplicate of it says so too.
+
+The progress mode's ceiling (``progress_max``) adds ``m``, the identical calls in a
+row, only while a changed result has restarted the streak's count (else it is the
+count); ``[same_result]`` adds ``y`` (identical results in a row, their digest in
+hex or null, and whether the latest call awaits its result). Both are left out when
+they hold nothing, so every other row is as before.
 """
 
 from __future__ import annotations
@@ -81,6 +87,10 @@ def encode_policy_state(state: PolicySlot, updated: float) -> str:
         row["a"] = d.warn_at
     if d.policy_hash:  # only under args_ignore: other rows are as before
         row["h"] = True
+    if state.identical:  # only after a progress restart: other rows are as before
+        row["m"] = state.identical
+    if state.sames or state.same_awaiting:  # only under [same_result]
+        row["y"] = [state.sames, _hex(state.same_digest), state.same_awaiting]
     return json.dumps(row, separators=(",", ":"))
 
 
@@ -126,6 +136,13 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         error_digest = _digest(error_digest)
         if type(errors) is not int or type(awaiting) is not bool:
             errors, awaiting = 0, False
+        identical = data.get("m", 0)
+        if type(identical) is not int or identical < 0:
+            identical = 0
+        sames, same_digest, same_awaiting = data.get("y", (0, None, False))
+        same_digest = _digest(same_digest)
+        if type(sames) is not int or type(same_awaiting) is not bool:
+            sames, same_awaiting = 0, False
     except (ValueError, KeyError, TypeError, AttributeError):
         return fresh
     cycles = policy.cycles
@@ -135,6 +152,8 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
     seen = () if window is None else seen[-window.calls :]
     if policy.same_error is None:
         errors, error_digest, awaiting = 0, None, False
+    if policy.same_result is None:
+        sames, same_digest, same_awaiting = 0, None, False
     return PolicySlot(
         slot,
         decision,
@@ -148,4 +167,8 @@ def decode_policy_state(slot: Slot, updated: float, text: Any, policy: Any) -> P
         error_digest,
         errors,
         awaiting,
+        identical,
+        same_digest,
+        sames,
+        same_awaiting,
     )

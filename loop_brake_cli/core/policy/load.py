@@ -19,7 +19,15 @@ from ..canonical import js_string
 from ..progress import DEFAULT_IGNORE, pattern_error
 from ..small_file import SmallFileError, read_small_file
 from ..toml_reader import tomllib
-from .model import CycleRule, Policy, SameErrorRule, StopRule, ToolRule, WindowRule
+from .model import (
+    CycleRule,
+    Policy,
+    SameErrorRule,
+    SameResultRule,
+    StopRule,
+    ToolRule,
+    WindowRule,
+)
 
 __all__ = [
     "MAX_PERIOD",
@@ -42,6 +50,12 @@ MAX_WINDOW = 64
 MAX_SAME_ERROR = 1000
 """The largest ``[same_error] after`` (a bound, so a typo of a few more digits is caught)."""
 
+MAX_SAME_RESULT = 1000
+"""The largest ``[same_result] after`` (as ``[same_error]``'s)."""
+
+MAX_PROGRESS_MAX = 10000
+"""The largest ``progress_max`` (a bound, so a typo of a few more digits is caught)."""
+
 TOP_KEYS = (
     "tools",
     "cycles",
@@ -53,12 +67,24 @@ TOP_KEYS = (
     "window",
     "same_error",
     "warn_at",
+    "progress_max",
+    "same_result",
 )
-RULE_KEYS = ("match", "max_repeats", "exempt", "progress", "warn_at", "args_ignore")
+RULE_KEYS = (
+    "match",
+    "max_repeats",
+    "exempt",
+    "progress",
+    "warn_at",
+    "args_ignore",
+    "progress_max",
+    "same_result",
+)
 CYCLE_KEYS = ("max_period", "max_repeats")
 STOP_KEYS = ("after_denials",)
 WINDOW_KEYS = ("calls", "max_repeats")
 SAME_ERROR_KEYS = ("after",)
+SAME_RESULT_KEYS = ("after", "any_tool")
 PYPROJECT_TABLE = "tool.loop-brake"
 
 
@@ -349,16 +375,30 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         after = checker.integer("same_error", 0, table, "after", 1, MAX_SAME_ERROR)
         if after is not None:
             same_error = SameErrorRule(after)
+    same_result = _same_result(document, checker)
     _shadowed(rules, checker)
     warn_at = checker.integer("", 0, document, "warn_at", 1)
     _warn_limits(warn_at, rules, checker)
     progress = checker.boolean("", 0, document, "progress") or False
     ignore = _result_ignore(document, checker)
     if not progress and not any(rule.progress for rule in rules):
-        for key in ("result_ignore", "result_ignore_defaults"):
-            if key in document:
+        if same_error is None and same_result is None:
+            for key in ("result_ignore", "result_ignore_defaults"):
+                if key in document:
+                    checker.error(
+                        "", 0, key, f"{key} has no effect without progress = true", warning=True
+                    )
+    progress_max = checker.integer("", 0, document, "progress_max", 2, MAX_PROGRESS_MAX)
+    _progress_limits(progress, progress_max, rules, checker)
+    if same_result is None:
+        for rule in rules:
+            if rule.same_result is not None:
                 checker.error(
-                    "", 0, key, f"{key} has no effect without progress = true", warning=True
+                    "tools",
+                    rule.index,
+                    "same_result",
+                    "same_result has no effect without [same_result]",
+                    warning=True,
                 )
     reset = checker.boolean("", 0, document, "reset_on_user_turn") or False
     return Policy(
@@ -372,7 +412,77 @@ def _build(document: dict[str, Any], path: str, checker: _Checker) -> Policy:
         window=window,
         same_error=same_error,
         warn_at=warn_at,
+        progress_max=progress_max,
+        same_result=same_result,
     )
+
+
+def _same_result(document: dict[str, Any], checker: _Checker) -> SameResultRule | None:
+    """``[same_result]``: ``after`` required (1..MAX_SAME_RESULT), ``any_tool`` a boolean."""
+    table = _table(document, "same_result", SAME_RESULT_KEYS, checker)
+    if table is None:
+        return None
+    if "after" not in table and set(table) <= set(SAME_RESULT_KEYS):
+        checker.error("same_result", 0, "", "[same_result] needs after (an integer >= 1)")
+    after = checker.integer("same_result", 0, table, "after", 1, MAX_SAME_RESULT)
+    any_tool = checker.boolean("same_result", 0, table, "any_tool")
+    if after is None:
+        return None
+    return SameResultRule(after, bool(any_tool))
+
+
+def _progress_limits(
+    progress: bool, progress_max: int | None, rules: list[ToolRule], checker: _Checker
+) -> None:
+    """``progress_max`` must be above the streak limit it sits over: a rule's own
+    ``progress_max`` not above its own ``max_repeats`` is an error (the ceiling would
+    deny every run the progress mode exists to let through); the global one not above
+    a rule's ``max_repeats`` is a warning for that rule. A ceiling where no tool is in
+    the progress mode has no effect (a warning)."""
+    for rule in rules:
+        in_progress = rule.progress if rule.progress is not None else progress
+        if rule.progress_max is not None and not in_progress:
+            checker.error(
+                "tools",
+                rule.index,
+                "progress_max",
+                "progress_max has no effect: this rule's tools are not in the progress mode "
+                "(progress = true)",
+                warning=True,
+            )
+        if rule.max_repeats is None or not in_progress:
+            continue
+        if rule.progress_max is not None and rule.progress_max <= rule.max_repeats:
+            checker.error(
+                "tools",
+                rule.index,
+                "progress_max",
+                f"progress_max ({rule.progress_max}) must be above this rule's max_repeats "
+                f"({rule.max_repeats}): the ceiling would deny its calls before their "
+                "limit, whatever their results",
+            )
+        elif (
+            rule.progress_max is None
+            and progress_max is not None
+            and progress_max <= rule.max_repeats
+        ):
+            checker.error(
+                "tools",
+                rule.index,
+                "max_repeats",
+                f"the global progress_max ({progress_max}) is not above this rule's "
+                f"max_repeats ({rule.max_repeats}): its calls are denied at the ceiling "
+                "before their limit (give the rule its own progress_max)",
+                warning=True,
+            )
+    if progress_max is not None and not progress and not any(rule.progress for rule in rules):
+        checker.error(
+            "",
+            0,
+            "progress_max",
+            "progress_max has no effect without progress = true",
+            warning=True,
+        )
 
 
 def _window(document: dict[str, Any], checker: _Checker) -> WindowRule | None:
@@ -500,6 +610,11 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
         if exempt and "warn_at" in entry:
             checker.error("tools", index, "warn_at", "an exempt rule is never denied: drop warn_at")
         texts, paths = _args_ignore(entry, index, checker)
+        progress_max = checker.integer("tools", index, entry, "progress_max", 2, MAX_PROGRESS_MAX)
+        same_result = checker.boolean("tools", index, entry, "same_result")
+        for key in ("progress_max", "same_result"):
+            if exempt and key in entry:
+                checker.error("tools", index, key, f"an exempt rule is never denied: drop {key}")
         if exempt and "args_ignore" in entry:
             checker.error(
                 "tools", index, "args_ignore", "an exempt rule is never denied: drop args_ignore"
@@ -518,14 +633,16 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
             and "progress" not in entry
             and "warn_at" not in entry
             and "args_ignore" not in entry
+            and "progress_max" not in entry
+            and "same_result" not in entry
             and set(entry) <= set(RULE_KEYS)
         ):
             checker.error(
                 "tools",
                 index,
                 "",
-                "a [[tools]] rule needs max_repeats or exempt = true, or progress, warn_at "
-                "or args_ignore",
+                "a [[tools]] rule needs max_repeats or exempt = true, or progress, warn_at, "
+                "args_ignore, progress_max or same_result",
             )
         line = checker.locator.tables.get(("tools", index))
         rules.append(
@@ -539,6 +656,8 @@ def _rules(entries: Any, checker: _Checker) -> list[ToolRule]:
                 warn_at=warn_at,
                 args_ignore=texts,
                 ignore_paths=paths,
+                progress_max=progress_max,
+                same_result=same_result,
             )
         )
     return rules

@@ -1,5 +1,5 @@
-"""A policy as data: per-tool rules, the cycle brake, the window and same-error rules,
-the stop after denials, progress.
+"""A policy as data: per-tool rules, the cycle brake, the window, same-error and
+same-result rules, the stop after denials, progress and its ceiling.
 
 Built only by ``policy.load`` (which validates every value and locates every
 mistake); plain frozen data that pickles (``replay -j`` sends it to workers).
@@ -24,11 +24,20 @@ __all__ = [
     "CycleRule",
     "Policy",
     "SameErrorRule",
+    "SameResultRule",
     "StopRule",
     "ToolRule",
     "WindowRule",
     "glob_match",
 ]
+
+DEFAULT_PROGRESS_MAX = 30
+"""The ceiling of the progress mode when the policy names none: identical calls in a
+row that are denied even while their results keep changing (the call that makes 30).
+The longest real poll whose result changed in the workplace's transcripts and the
+samples is 6 calls (Codex polling a build with ``write_stdin``, about 5 s a poll);
+a runaway poll (OpenClaw's 62 ``date`` calls) is cut at 30. docs/policies.md, "A
+ceiling under progress", has the evidence (``bench/poll_runs.py``)."""
 
 
 def glob_match(name: str, pattern: str) -> bool:
@@ -40,7 +49,9 @@ def glob_match(name: str, pattern: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class ToolRule:
     """One ``[[tools]]`` entry: its globs, and a limit, ``exempt``, ``progress``
-    (None: the policy's global ``progress``) or ``warn_at`` (None: the global one)."""
+    (None: the policy's global ``progress``), ``warn_at`` (None: the global one),
+    ``progress_max`` (None: the global ceiling) or ``same_result`` (False: the
+    ``[same_result]`` rule neither denies these tools nor reads their results)."""
 
     patterns: tuple[str, ...]
     max_repeats: int | None = None
@@ -51,6 +62,8 @@ class ToolRule:
     warn_at: int | None = None  # None: the policy's global warn_at
     args_ignore: tuple[str, ...] = ()  # the paths as written (policy/args_paths.py)
     ignore_paths: tuple[tuple[str | int | None, ...], ...] = ()  # the same, parsed
+    progress_max: int | None = None  # None: the policy's global ceiling
+    same_result: bool | None = None  # False: exempt from [same_result]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,16 @@ class SameErrorRule:
 
 
 @dataclass(frozen=True, slots=True)
+class SameResultRule:
+    """``[same_result]``: after ``after`` consecutive calls whose results had one digest,
+    whatever their arguments, deny the next call: of one tool (the run is that tool's
+    calls), or, with ``any_tool``, of any tool (``streak``'s docstring states the run)."""
+
+    after: int
+    any_tool: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class StopRule:
     """``[stop]``: the ``after_denials``-th consecutive denial in a session is a stop."""
 
@@ -95,7 +118,9 @@ class Policy:
     hashing (``progress.result_digest``), the defaults included unless replaced;
     ``reset_on_user_turn``: a user turn ends the session's streaks (``streak``'s
     docstring states what it ends); ``warn_at``: the global streak count from which
-    an allowed call is warned (a rule may give its own), None for no warning."""
+    an allowed call is warned (a rule may give its own), None for no warning;
+    ``progress_max``: the global ceiling of the progress mode (a rule may give its
+    own), None for the default (``progress_ceiling``)."""
 
     tools: tuple[ToolRule, ...] = ()
     cycles: CycleRule | None = None
@@ -107,6 +132,8 @@ class Policy:
     window: WindowRule | None = None
     same_error: SameErrorRule | None = None
     warn_at: int | None = None
+    progress_max: int | None = None
+    same_result: SameResultRule | None = None
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -123,8 +150,25 @@ class Policy:
 
     @property
     def reads_results(self) -> bool:
-        """Results are fed to the brake: the progress mode or the same-error rule."""
-        return self.uses_progress or self.same_error is not None
+        """Results are fed to the brake: the progress mode, the same-error or the
+        same-result rule."""
+        return self.uses_progress or self.same_error is not None or self.same_result is not None
+
+    def progress_ceiling(self, given: int | None, limit: int) -> int:
+        """The ceiling of a call in the progress mode: ``given`` (its rule's
+        ``progress_max``, else the global one), else the default, raised to the call's
+        streak limit when that is higher (a limit of 50 already allows 49 identical
+        calls whose results never change; a changing result gets as many)."""
+        if given is not None:
+            return given
+        return max(DEFAULT_PROGRESS_MAX, limit)
+
+    def same_result_exempt(self, tool: str) -> bool:
+        """The first rule matching ``tool`` takes it out of ``[same_result]``
+        (``same_result = false``, or ``exempt = true``): never denied by that rule, and
+        its results neither extend nor end the run."""
+        found = self.rule_for(tool)
+        return found is not None and (found[0].exempt or found[0].same_result is False)
 
     @property
     def uses_warn(self) -> bool:
@@ -142,6 +186,7 @@ class Policy:
             and not self.reset_on_user_turn
             and self.window is None
             and self.same_error is None
+            and self.same_result is None
             and self.warn_at is None
         )
 
