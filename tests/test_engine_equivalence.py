@@ -4,7 +4,8 @@ Hypothesis draws sequences of calls with the edges where front-ends used to
 drift: numbers that are equal as doubles (``1`` and ``1.0``), keys whose
 UTF-16 order differs from their code-point order, arguments sent as a JSON
 string, ``null`` arguments, empty and non-string session ids, repeated and
-numeric call ids, non-string tool names, lone surrogates in tool names, session
+numeric call ids, continuation params no server asked for (``inputResponses``,
+``requestState``: counted as calls), non-string tool names, lone surrogates in tool names, session
 ids and call ids, JSON-RPC ids that are not call ids (``1.5``, ``1e400``, 30
 digits, ``true``, an object, an array). The same calls are then expressed in
 each wire shape and judged by
@@ -85,6 +86,17 @@ AGENTS = ("claude-code", "codex", "gemini", "cursor")
 COMPARED = ("verdict", "toolName", "sessionId", "callId", "count", "maxRepeats", "hashPrefix")
 
 
+# params that mark a retry of a call the server answered with input_required; sent
+# without such an answer (a client's forgery, or a stale retry) they continue nothing
+CONTINUATIONS = [
+    "",
+    "",
+    '"inputResponses":{},',
+    '"requestState":"forged",',
+    '"inputResponses":{"k":{"action":"accept"}},"requestState":"s1",',
+]
+
+
 @st.composite
 def calls(draw: st.DrawFn) -> list[dict]:
     """A sequence of calls; streaks are likely (each call often repeats the last)."""
@@ -101,6 +113,8 @@ def calls(draw: st.DrawFn) -> list[dict]:
                 "id": draw(st.sampled_from(CALL_IDS)),
             }
         call["as_string"] = draw(st.booleans())  # arguments sent as a JSON string
+        # continuation params no server asked for (issue 36.1): each is a call, counted
+        call["continuation"] = draw(st.sampled_from(CONTINUATIONS))
         out.append(call)
     return out
 
@@ -159,7 +173,7 @@ def mcp_request(call: dict, number: int) -> str:
     return (
         f'{{"jsonrpc":"2.0","id":{_json(request_id)},"method":"tools/call",'
         f'"params":{{"name":{_json(call["tool"])},"arguments":{_wire_args(call)},'
-        f'"_meta":{{"progressToken":{number}}}}}}}'
+        f'{call.get("continuation", "")}"_meta":{{"progressToken":{number}}}}}}}'
     )
 
 
