@@ -31,6 +31,8 @@ MISTYPED = [
     f"valkey:admin:{SECRET}@host",
     f"redis//admin:{SECRET}@host",
     f"REDIS//admin:{SECRET}@host",
+    f"redis+cluster//admin:{SECRET}@host:7000",
+    f"rediss+cluster:/admin:{SECRET}@host:7000",
     f"rediss:{SECRET}",
     f"unix:{SECRET}/redis.sock",
     f"sqlite:{SECRET}.db",

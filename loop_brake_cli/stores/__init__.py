@@ -82,7 +82,16 @@ def is_redis(target: str) -> bool:
     return _scheme(target) in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
-_KNOWN = ("sqlite", "redis", "rediss", "unix", "valkey", "valkeys")
+_KNOWN = (
+    "sqlite",
+    "redis",
+    "rediss",
+    "unix",
+    "valkey",
+    "valkeys",
+    "redis+cluster",
+    "rediss+cluster",
+)
 _FORMS = "a path, sqlite:///path, redis://, rediss://, unix:// or redis+cluster://"
 
 
