@@ -122,11 +122,15 @@ def run_command(
     a system settings file named by its environment variable; docs/ci.md), checked with
     one canary decision, and the user's settings files are never written. The agent's
     stream is passed through unchanged to stdout (or --output) and judged as it comes;
-    one line per call on stderr. The run ends at a policy [stop], or after --stop-after
+    one line per call on stderr (a live panel when stderr is a terminal the stream does
+    not also go to). The run ends at a policy [stop], or after --stop-after
     denials the agent ignored: SIGTERM to its process group, SIGKILL after --grace.
     A summary on stderr; --json, --html, --junit files; Markdown appended to
     $GITHUB_STEP_SUMMARY when it is set. Tool arguments never appear in any of them.
     """
+    import os
+
+    from ..render.run_view import pick_view
     from ..run.execute import RunOptions, execute
 
     value, source, policy = resolve_settings(max_repeats, policy_path)
@@ -158,5 +162,6 @@ def run_command(
             html_path=html_path,
             junit_path=junit_path,
             quiet=quiet,
+            view=pick_view(quiet, output is None, os.environ),
         )
     )

@@ -50,6 +50,7 @@ class RunOptions:
     html_path: str | None = None
     junit_path: str | None = None
     quiet: bool = False
+    view: Any = None  # how progress is drawn on a terminal (render/run_view.py); None: lines
     max_line_bytes: int = 8 * 1024 * 1024
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -167,7 +168,7 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
     from ..readers.reader import Source
     from .process import AgentProcess
 
-    progress = Progress(opts.quiet)
+    progress = Progress(opts.quiet, opts.view)
     if launch.injection is not None:
         progress.note(f"hook injected: {launch.injection} (checked: one canary decision)", None)
     else:
@@ -191,7 +192,7 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
         return ExitStatus.NO_AGENT
 
     def decided(decision: Decision) -> None:
-        progress.note(f"ending the agent: {decision.text()}", "bold red")
+        progress.decision(decision.text())
         agent.stop()
 
     watch = Watch(
@@ -239,10 +240,15 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
             pass
 
     reader = threading.Thread(target=read, name="loop-brake-run-reader", daemon=True)
-    reader.start()
-    status = _wait(agent, watch)
-    agent.end_group()
-    reader.join()
+    progress.start(launch.spec.name, opts.stop_after, lambda: watch.ignored)
+    status: int | None = None
+    try:
+        reader.start()
+        status = _wait(agent, watch)
+        agent.end_group()
+        reader.join()
+    finally:
+        progress.close(_outcome(watch.decision, status))
     if failure:
         _say(f"internal error reading the stream ({failure[0]}); the rest was passed through")
     if hook_log is not None:
@@ -272,6 +278,13 @@ def _wait(agent: Any, watch: Watch) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _outcome(decision: Decision | None, agent_status: int | None) -> str | None:
+    """How the run ended, for a view's last frame (a decision it was already shown)."""
+    if decision is not None or agent_status is None:
+        return None
+    return f"the agent exited with status {agent_status}; the brake did not act"
 
 
 def _exit_status(decision: Decision | None, agent_status: int) -> int:
