@@ -17,7 +17,8 @@ The pieces, in the order a run uses them:
   the decision to end the run (a policy stop, ``--stop-after`` denials the agent
   ignored, the first denial of an agent the hook cannot reach);
 * ``hook_log``: what the injected hook itself decided and where it failed open;
-* ``progress``: one line per event on stderr (rich on a terminal);
+* ``progress``: the events counted, one plain line each on stderr, or shown by the
+  view the command passes in on a terminal (``render/run_view.py``: a live panel);
 * ``outputs``: the summary (the replay's), ``--json``, ``--html``, the Markdown of
   ``$GITHUB_STEP_SUMMARY`` and ``--junit``.
 
