@@ -582,3 +582,36 @@ def test_replay_sweeps_progress_max(tmp_path: Path) -> None:
     assert again == rows
     plain = json.loads(run_cli("replay", "--json", "--sweep", "2..5", polls).stdout)
     assert "progressMaxSweep" not in plain  # no policy: the document is as before
+
+
+def test_replay_names_the_rule_that_stopped_each_streak(tmp_path: Path) -> None:
+    """The denials table and ``--json`` say which rule denied (a policy's rule other than
+    the streak's), with its limit; a merged partial says the same."""
+    progress = str(ROOT / "samples/policies/progress.toml")
+    date_loop = str(ROOT / "tests/fixtures/polls/date-loop.jsonl")
+    text = run_cli("replay", "--policy", progress, date_loop)
+    assert text.returncode == 0, text.stderr
+    assert (
+        b"denied at the 30th identical call, results changing (progress_max); "
+        b"the agent tried 32 more times"
+    ) in text.stdout
+    doc = json.loads(run_cli("replay", "--json", "--policy", progress, date_loop).stdout)
+    assert [(d["rule"], d["limit"]) for d in doc["denials"]] == [("progress_max", 30)]
+    partial = tmp_path / "part.json"
+    assert (
+        run_cli("replay", "--partial", str(partial), "--policy", progress, date_loop).returncode
+        == 0
+    )  # noqa: E501
+    merged = json.loads(run_cli("merge", "--json", str(partial)).stdout)
+    assert merged["denials"] == doc["denials"]
+    same = run_cli(
+        "replay", "--policy", str(ROOT / "samples/policies/same-result.toml"),
+        str(ROOT / "tests/fixtures/rules/same-result.jsonl"),
+    )  # fmt: skip
+    assert b"denied after 3 identical results, whatever the arguments (same_result)" in (
+        same.stdout
+    )
+    assert b"No results" not in same.stdout + same.stderr  # the result, never shown
+    assert b"retry budget" not in same.stdout + same.stderr  # nor the arguments
+    plain = json.loads(run_cli("replay", "--json", date_loop).stdout)  # the seed's streak rule
+    assert plain["denials"] and all("rule" not in d for d in plain["denials"])

@@ -158,6 +158,9 @@ class Analyzer:
         # one, the tool's own limit, or a cycle or stop denial at any count).
         if denied and stats.open_denial is None:
             self._deny(stats, tool, prefix, count, where)
+            if rule is not None and rule != "streak":  # a policy's other rules say which
+                denial = stats.open_denial
+                denial.rule, denial.limit = rule, verdict.limit  # type: ignore[union-attr]
         if wasted:
             self._wasted(stats)
         if stats.timeline is not None:

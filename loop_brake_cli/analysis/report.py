@@ -59,9 +59,11 @@ class Denial:
     streak_start: Where
     streak_length: int
     more: int
+    rule: str | None = None  # a policy's rule when not the streak's (``progress_max`` ...)
+    limit: int | None = None  # that rule's limit
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "session": self.session,
             "tool": self.tool,
             "hashPrefix": self.hash_prefix,
@@ -70,6 +72,9 @@ class Denial:
             "streakLength": self.streak_length,
             "moreAfterDenial": self.more,
         }
+        if self.rule is not None:  # else the denial is what it was before rules were named
+            out["rule"], out["limit"] = self.rule, self.limit
+        return out
 
 
 @dataclass(slots=True)

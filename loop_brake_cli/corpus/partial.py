@@ -194,6 +194,7 @@ def to_partial(report: Report, policy: str | None = None) -> dict[str, Any]:
                 _where(d.streak_start),
                 d.streak_length,
                 d.more,
+                *(() if d.rule is None else (d.rule, d.limit)),  # a policy's other rules
             ]
             for d in report.denials
         ],  # fmt: skip
@@ -240,8 +241,8 @@ def from_partial(doc: Any) -> tuple[Report, str | None]:
     report.files = [FileInfo(*fields) for fields in doc["files"]]
     report.sessions = [_session_of(value) for value in doc["sessions"]]
     report.denials = [
-        Denial(s, t, h, _where_of(at), _where_of(start), length, more)  # type: ignore[arg-type]
-        for s, t, h, at, start, length, more in doc["denials"]
+        Denial(s, t, h, _where_of(at), _where_of(start), length, more, *rule)  # type: ignore[arg-type]
+        for s, t, h, at, start, length, more, *rule in doc["denials"]
     ]
     report.denied_streaks = doc["deniedStreaks"]
     report.streak_lengths = Counter({int(k): v for k, v in doc["streakLengths"]})

@@ -113,6 +113,23 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+_RULE_WORDS = {
+    "progress_max": "denied at the {nth} identical call, results changing (progress_max)",
+    "same_result": "denied after {n} identical results, whatever the arguments (same_result)",
+    "same_error": "denied after {n} identical errors (same_error)",
+    "cycle": "denied: a cycle repeated {n} times (cycles)",
+    "window": "denied: seen {n} times in the window (window)",
+    "stop": "denied: the {nth} denial in a row, a stop",
+}
+
+
+def _denied_by(rule: str | None, limit: int | None, max_repeats: int) -> str:
+    """What stopped a streak: the streak rule at maxRepeats, or a policy's other rule."""
+    if rule is None or limit is None or rule not in _RULE_WORDS:
+        return f"denied at the {_ordinal(max_repeats)} identical call"
+    return _RULE_WORDS[rule].format(n=limit, nth=_ordinal(limit))
+
+
 def _safe(text: str) -> str:
     """Markup-escaped, and every control, separator or lone surrogate as its escape
     (``visible``): an identifier from a transcript never drives the terminal."""
@@ -434,7 +451,7 @@ class _ReplayView:
                 e(denial.tool),
                 denial.hash_prefix,
                 str(denial.streak_length),
-                f"denied at the {_ordinal(report.max_repeats)} identical call; {after}",
+                f"{_denied_by(denial.rule, denial.limit, report.max_repeats)}; {after}",
             )
         self.show(table)
         self.more(report.denied_streaks - len(listed), "more denial", "(all of them: --json)")
