@@ -126,6 +126,7 @@ GATEWAY_KEYS = ("test_mcp_gateway_keys.py",)
 GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
 PROXY_BYTES = ("test_mcp_proxy_bytes.py",)
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
+RUN_VIEW = ("test_run_view.py",)
 
 M = Mutant
 MUTANTS: tuple[Mutant, ...] = (
@@ -2265,6 +2266,49 @@ MUTANTS: tuple[Mutant, ...] = (
         'calls = checker.integer("window", 0, table, "calls", 3, MAX_WINDOW)',
         RULES,
         "[window] calls = 2, max_repeats = 2 is valid (A, A denied)",
+    ),
+    # loop-brake run's progress on a terminal (issue 38 item 1): tests/test_run_view.py
+    M(
+        "render/run_view.py",
+        "if quiet or (stream_to_stdout and _same_terminal(1, stderr_fd)):",
+        "if quiet:",
+        RUN_VIEW,
+        "the agent's stream on the same terminal: lines, never a panel redrawn over it",
+    ),
+    M(
+        "render/run_view.py",
+        'if not terminal or env.get("TERM", "") == "dumb":',
+        "if not terminal:",
+        RUN_VIEW,
+        "TERM=dumb: the plain lines, no control sequence",
+    ),
+    M(
+        "render/run_view.py",
+        'Text(f"{tally.ignored}/{self.stop_after}"',
+        'Text(f"{tally.denials}/{self.stop_after}"',
+        RUN_VIEW,
+        "the panel counts the ignored denials, not all denials (3 denied, 2 ignored: 2/2)",
+    ),
+    M(
+        "render/run_view.py",
+        "Text(visible(event.tool), overflow",
+        "Text(event.tool, overflow",
+        RUN_VIEW,
+        "a tool name holding an escape sequence is drawn as its escape on the panel",
+    ),
+    M(
+        "run/execute.py",
+        "progress.close(_outcome(watch.decision, status))",
+        "progress.close(None)",
+        RUN_VIEW,
+        "a run the brake did not end says so in the panel's last frame (the agent's status)",
+    ),
+    M(
+        "run/progress.py",
+        "            self.warnings += 1\n        else:\n            self.passes += 1",
+        "            self.warnings += 1\n        else:\n            self.passes += 2",
+        RUN_VIEW,
+        "passes + warnings + denials = calls on the panel",
     ),
 )
 

@@ -274,3 +274,29 @@ def test_ctrl_c_on_the_terminal_ends_the_agent_and_exits_130(env: Env) -> None:
     text = "\n".join(panel_frame(Screen().feed(raw).lines()))
     assert "ending the agent: interrupted" in text
     assert env.agent_pids() and not [pid for pid in env.agent_pids() if alive(pid)]
+
+
+def test_identifiers_on_the_panel_are_shown_not_obeyed() -> None:
+    """A tool or session name holding a control sequence or rich markup is drawn as
+    its escape, literally, in the panel and in the coloured lines."""
+    import io
+
+    from rich.console import Console
+
+    from loop_brake_cli.render.run_view import CallEvent, RunPanel, RunTally, StyledLines
+
+    hostile = "x\x1b[2J[bold red]y[/]\u202e"
+    event = CallEvent(1, "deny", hostile, "0123456789ab", hostile, 3, 3, True, 1)
+    panel = RunPanel()
+    panel.agent = "claude-code"
+    panel.call(event, RunTally(1, 0, 0, 1, 0))
+    panel.decision(f"the policy stops the run at {hostile}")
+    lines = StyledLines()
+    for view in (panel, lines):
+        view.console = Console(file=io.StringIO(), width=200, color_system=None)
+    panel.console.print(panel.render())
+    lines.call(event, RunTally(1, 0, 0, 1, 0))
+    for view in (panel, lines):
+        shown = view.console.file.getvalue()
+        assert "\x1b" not in shown and "\u202e" not in shown, shown
+        assert "x\\x1b[2J[bold red]y[/]\\u202e" in shown, shown
