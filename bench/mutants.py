@@ -2310,6 +2310,13 @@ MUTANTS: tuple[Mutant, ...] = (
         RUN_VIEW,
         "passes + warnings + denials = calls on the panel",
     ),
+    M(
+        "run/execute.py",
+        "opts.grace, progress.owns_terminal)",
+        "opts.grace, False)",
+        RUN_VIEW,
+        "the agent's stderr on the panel's terminal: each line whole above the panel",
+    ),
 )
 
 

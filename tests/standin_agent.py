@@ -28,7 +28,8 @@ Test switches: ``$STANDIN_IGNORE_TERM`` (SIGTERM ignored), ``$STANDIN_FORK``
 the stream, write its last line forever), ``$STANDIN_COPY`` (a file every line
 written is appended to), ``$STANDIN_EXIT`` (the exit status), ``$STANDIN_PIDS`` (a
 file the pids are appended to, one a line), ``$STANDIN_HOOKS_RAN`` (a file each
-hook answer is appended to).
+hook answer is appended to), ``$STANDIN_STDERR`` (a line on stderr before each call,
+coloured as an agent's own notes are).
 """
 
 from __future__ import annotations
@@ -318,6 +319,9 @@ def main() -> int:
     def play(obj: dict) -> bool:
         """Emit one line, the hooks first for a call; False when a hook stops the run."""
         for call_id, call in agent.calls(obj):
+            if os.environ.get("STANDIN_STDERR"):
+                sys.stderr.write(f"\x1b[33m{NAME}: about to run {call_id}\x1b[0m\n")
+                sys.stderr.flush()
             reason, stop = run_hooks(event, agent.payload(obj, call))
             if reason is not None:
                 agent.denied[call_id] = reason

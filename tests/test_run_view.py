@@ -300,3 +300,30 @@ def test_identifiers_on_the_panel_are_shown_not_obeyed() -> None:
         shown = view.console.file.getvalue()
         assert "\x1b" not in shown and "\u202e" not in shown, shown
         assert "x\\x1b[2J[bold red]y[/]\\u202e" in shown, shown
+
+
+def test_the_agents_stderr_is_drawn_above_the_panel(env: Env) -> None:
+    """The agent (and any hook it runs) writing to its stderr, the panel's terminal:
+    each line lands whole above the panel, never inside a frame that a redraw erases."""
+    terminal = Terminal()
+    proc = terminal.spawn(
+        env,
+        ["--output", str(env.tmp / "agent.jsonl"), "--json", str(env.tmp / "run.json"), "--"]
+        + AGENTS["claude"][1],
+        canary_stream(env),
+        None,
+        STANDIN_LOOP="20",
+        STANDIN_STDERR="1",
+    )
+    raw = terminal.finish(proc)
+    assert proc.returncode == 6, raw.decode()
+    calls = json.loads((env.tmp / "run.json").read_text())["totals"]["calls"]
+    lines = Screen().feed(raw).lines()
+    frame = panel_frame(lines)
+    said = [i for i, line in enumerate(lines) if "about to run" in line]
+    assert len(said) >= calls, "\n".join(lines)
+    for i in said:
+        assert re.fullmatch(r"claude: about to run \S+", lines[i]), lines[i]
+        assert i < lines.index(frame[0])
+    counts = frame[1 + next(i for i, line in enumerate(frame) if "calls" in line)]
+    assert counts.strip("│ ").split()[0] == str(calls), "\n".join(frame)

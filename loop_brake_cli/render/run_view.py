@@ -142,7 +142,14 @@ class StyledLines:
 
 
 class RunPanel:
-    """A live panel on stderr, redrawn on each event and four times a second."""
+    """A live panel on stderr, redrawn on each event and four times a second.
+
+    It owns the terminal (``owns_terminal``): the agent's stderr, its hooks' notes
+    among it, reaches the panel through a pipe (``agent_line``) and is printed above
+    it, its colours kept and any other control sequence dropped (``Text.from_ansi``),
+    so no write of the agent's lands inside a frame."""
+
+    owns_terminal = True
 
     def __init__(self) -> None:
         self.console = _console()
@@ -193,6 +200,15 @@ class RunPanel:
         body = f"[{style}]{escape(text)}[/]" if style else escape(text)
         try:
             self.console.print(f"[dim]{PROG}:[/] {body}")
+        except (OSError, ValueError):
+            pass
+
+    def agent_line(self, line: bytes) -> None:
+        from rich.text import Text
+
+        text = Text.from_ansi(line.decode("utf-8", "replace").rstrip("\r\n"))
+        try:
+            self.console.print(text)
         except (OSError, ValueError):
             pass
 

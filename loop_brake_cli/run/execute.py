@@ -186,7 +186,7 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
     info = analyzer.start_file(opts.output or f"<{os.path.basename(opts.argv[0])} stream>")
     info.format = adapter.INFO.name
     try:
-        agent = AgentProcess(launch.argv, launch.env, opts.grace)
+        agent = AgentProcess(launch.argv, launch.env, opts.grace, progress.owns_terminal)
     except OSError as exc:
         _say(f"cannot start {opts.argv[0]}: {exc.strerror or exc}")
         return ExitStatus.NO_AGENT
@@ -240,13 +240,25 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
             pass
 
     reader = threading.Thread(target=read, name="loop-brake-run-reader", daemon=True)
+    threads = [reader]
+    if agent.stderr_fd is not None:  # a live panel: the agent's stderr is drawn above it
+        threads.append(
+            threading.Thread(
+                target=_relay_stderr,
+                args=(agent.stderr_fd, progress),
+                name="loop-brake-run-stderr",
+                daemon=True,
+            )
+        )
     progress.start(launch.spec.name, opts.stop_after, lambda: watch.ignored)
     status: int | None = None
     try:
-        reader.start()
+        for thread in threads:
+            thread.start()
         status = _wait(agent, watch)
         agent.end_group()
-        reader.join()
+        for thread in threads:
+            thread.join()
     finally:
         progress.close(_outcome(watch.decision, status))
     if failure:
@@ -255,6 +267,17 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
         for reason in hook_log.poll():
             progress.note(f"the hook failed open: {reason}")
     return _finish(opts, launch, watch, analyzer, hook_log, status, through)
+
+
+def _relay_stderr(fd: int, progress: Progress) -> None:
+    """The agent's stderr (and its hooks'), line by line, to the view, until every
+    process holding it is gone."""
+    with os.fdopen(fd, "rb", closefd=False) as stream:
+        try:
+            while line := stream.readline(1 << 16):  # a longer line: in pieces
+                progress.agent_line(line)
+        except (OSError, ValueError):
+            pass
 
 
 def _wait(agent: Any, watch: Watch) -> int:

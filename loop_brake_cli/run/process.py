@@ -43,12 +43,19 @@ def _become_subreaper() -> bool:
 class AgentProcess:
     """One agent process group; ``stop`` may be called from any thread, any number of times."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], grace: float) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], grace: float, stderr_pipe: bool = False
+    ) -> None:
+        """``stderr_pipe``: the agent's stderr on a pipe (``stderr_fd``), not the run's own."""
         self.grace = grace
         self.reaper = _become_subreaper()
         # raises OSError (not found, not executable): the caller reports it
         self.proc = subprocess.Popen(
-            list(argv), env=dict(env), stdout=subprocess.PIPE, start_new_session=True
+            list(argv),
+            env=dict(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr_pipe else None,
+            start_new_session=True,
         )
         self.pgid = self.proc.pid
         self._stopping = threading.Event()
@@ -59,6 +66,10 @@ class AgentProcess:
     def stdout_fd(self) -> int:
         assert self.proc.stdout is not None
         return self.proc.stdout.fileno()
+
+    @property
+    def stderr_fd(self) -> int | None:
+        return self.proc.stderr.fileno() if self.proc.stderr is not None else None
 
     def _signal_group(self, sig: int) -> bool:
         """Send ``sig`` to the group; False when no process of it is left."""

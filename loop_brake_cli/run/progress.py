@@ -50,6 +50,17 @@ class Progress:
         self.ignored: Callable[[], int] = lambda: 0
         self._lock = threading.Lock()
 
+    @property
+    def owns_terminal(self) -> bool:
+        """Whether the view redraws the terminal: then nothing else may write there, and
+        the agent's stderr comes to ``agent_line`` through a pipe."""
+        return bool(getattr(self.view, "owns_terminal", False))
+
+    def agent_line(self, line: bytes) -> None:
+        """One line the agent (or a hook it ran) wrote to its stderr."""
+        if self.view is not None:
+            self.view.agent_line(line)
+
     def start(self, agent: str, stop_after: int, ignored: Callable[[], int]) -> None:
         """The run's agent is known and its stream about to be read."""
         self.ignored = ignored
