@@ -129,17 +129,22 @@ REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; ma
 RUN_VIEW = ("test_run_view.py",)
 
 HOOK_NOTICE = ("test_hook_notice.py",)
-HOOK_ANSWERS = ("test_agents_registry.py", "test_hook.py")
-HOOK_CHECK = ("test_hook_install_check.py",)
-HOOK_INSTALL = ("test_hook_install.py", "test_hook_install_update.py", "test_hook_install_check.py")
+HOOK_ANSWERS = ("test_hook_answers.py", "test_agents_registry.py", "test_hook.py")
+HOOK_CHECK = ("test_hook_check.py", "test_hook_install_check.py")
+HOOK_INSTALL = (
+    "test_hook_install_paths.py",
+    "test_hook_install.py",
+    "test_hook_install_update.py",
+    "test_hook_install_check.py",
+)
 HOOK_RUNNER = ("test_hook.py", "test_hook_streams.py", "test_warn_at.py")
-DOCTOR = ("test_doctor.py",)
-MCP_ANSWERS = ("test_mcp_proxy_raw.py", "test_mcp_gateway_decide.py")
+DOCTOR = ("test_doctor_entries.py", "test_doctor.py")
+MCP_ANSWERS = ("test_mcp_answers.py", "test_mcp_proxy_raw.py", "test_mcp_gateway_decide.py")
 MCP_SPANS = ("test_mcp_spans.py",)
-DENIALS = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
-HEADERS = ("test_mcp_client_configs.py",)
+DENIALS = ("test_mcp_denial_notes.py", "test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
+HEADERS = ("test_mcp_headers.py",)
 VERDICT_LOG = ("test_mcp_proxy_log.py",)
-RUN = ("test_run.py",)
+RUN = ("test_run_watch.py", "test_run_outputs.py", "test_run.py")
 ROO = ("test_formats_roo_code.py", "test_sniff_decisions.py")
 
 M = Mutant
@@ -2428,7 +2433,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "hook/check.py",
         "forget_marker(agent, session, env)",
         "forget_marker(agent, session)",
-        DOCTOR,
+        HOOK_CHECK,
         "a canary that fails open leaves no marker under the env's XDG_STATE_HOME",
     ),
     M(
@@ -2469,14 +2474,14 @@ MUTANTS: tuple[Mutant, ...] = (
     M(
         "hook/runner.py",
         'self.log(call, verdict)\n        if opts["shadow"]:\n            return 0',
-        'self.log(call, verdict)\n        if False:\n            return 0',
+        "self.log(call, verdict)\n        if False:\n            return 0",
         HOOK_RUNNER,
         "--shadow: a repeated call over the limit is logged, not denied (no stdout)",
     ),
     M(
         "hook/runner.py",
         'if not opts["shadow"]:\n                    self.tell(',
-        'if True:\n                    self.tell(',
+        "if True:\n                    self.tell(",
         HOOK_RUNNER,
         "--shadow with a warn_at policy: the warned call gets no answer on stdout",
     ),
@@ -2510,10 +2515,10 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "mcp_shared/answers.py",
-        "request_error(b\"null\", PARSE_ERROR, text)",
-        "request_error(b\"null\", INVALID_REQUEST, text)",
+        'request_error(b"null", PARSE_ERROR, text)',
+        'request_error(b"null", INVALID_REQUEST, text)',
         MCP_ANSWERS,
-        "a line that is not strict JSON ({\"a\":NaN}) is answered with code -32700",
+        'a line that is not strict JSON ({"a":NaN}) is answered with code -32700',
     ),
     M(
         "mcp_shared/answers.py",

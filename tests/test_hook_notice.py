@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,29 @@ def test_markers_hold_no_session_id_nor_argument(tmp_path: Path, bad_policy: Pat
     assert marker.parent.stat().st_mode & 0o777 == 0o700
     # never beside the state file: that folder is the store's
     assert not (tmp_path / "state" / "fail-open").exists()
+
+
+def test_each_agent_is_told_once_for_the_same_session_id(tmp_path: Path, bad_policy: Path) -> None:
+    """The marker is per (agent, session): Claude Code and Gemini CLI may share an id."""
+    same = json.loads(gemini_input(1))["session_id"]
+    told = []
+    for payload in (claude_input(1, session=same), gemini_input(1), gemini_input(2)):
+        result = hook(tmp_path, payload, "--policy", str(bad_policy))
+        told.append(bool(result.stdout))
+    assert told == [True, True, False]
+    assert len(markers()) == 2
+
+
+def test_markers_older_than_a_week_are_removed_newer_ones_kept(
+    tmp_path: Path, bad_policy: Path
+) -> None:
+    folder = Path(os.environ["XDG_STATE_HOME"]) / "loop-brake" / "fail-open"
+    folder.mkdir(parents=True)
+    now = time.time()
+    for name, days in (("a" * 32, 2), ("b" * 32, 6), ("c" * 32, 8)):
+        (folder / name).touch()
+        os.utime(folder / name, (now - days * 86400, now - days * 86400))
+    result = hook(tmp_path, claude_input(1, session="new"), "--policy", str(bad_policy))
+    assert result.stdout  # told, and a marker made: the old ones pruned
+    names = [path.name for path in markers()]
+    assert len(names) == 3 and "a" * 32 in names and "b" * 32 in names and "c" * 32 not in names
