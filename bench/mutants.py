@@ -2835,6 +2835,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ROO,
         "a Cline history (<task> opening, no Roo mode) is not sniffed as roo-code",
     ),
+    M(
+        "run/watch.py",
+        'end = data.rfind(b"\\n") + 1',
+        "end = len(data)",
+        RUN_VIEW,
+        "a stream sharing the terminal: a chunk's unfinished last line waits for its end",
+    ),
 )
 
 

@@ -327,3 +327,32 @@ def test_the_agents_stderr_is_drawn_above_the_panel(env: Env) -> None:
         assert i < lines.index(frame[0])
     counts = frame[1 + next(i for i, line in enumerate(frame) if "calls" in line)]
     assert counts.strip("│ ").split()[0] == str(calls), "\n".join(frame)
+
+
+def test_a_stream_sharing_the_terminal_is_passed_through_whole_lines() -> None:
+    """On the terminal our lines share with the agent's stream, a chunk's unfinished
+    last line waits for its end, so no line of ours is written inside it; the bytes
+    are the same, the last unfinished line written when the stream ends, and a line
+    longer than HOLD_MAX written as it comes."""
+    import io
+
+    from loop_brake_cli.run.watch import HOLD_MAX, Passthrough
+
+    out = io.BytesIO()
+    through = Passthrough(out, lambda: None, whole_lines=True)
+    through.write(b'{"a": 1}\n{"b"')
+    assert out.getvalue() == b'{"a": 1}\n'
+    through.write(b": 2")
+    assert out.getvalue() == b'{"a": 1}\n'
+    through.write(b'}\n{"c": 3}\n{"d')
+    assert out.getvalue() == b'{"a": 1}\n{"b": 2}\n{"c": 3}\n'
+    through.finish()
+    through.finish()
+    assert out.getvalue() == b'{"a": 1}\n{"b": 2}\n{"c": 3}\n{"d'
+    long = b"x" * (HOLD_MAX + 2)
+    through.write(long)
+    assert out.getvalue().endswith(long)
+    plain = io.BytesIO()
+    as_it_comes = Passthrough(plain, lambda: None)
+    as_it_comes.write(b'{"a": 1}\n{"b"')
+    assert plain.getvalue() == b'{"a": 1}\n{"b"'

@@ -94,8 +94,9 @@ def pick_view(
         terminal = False
     if not terminal or env.get("TERM", "") == "dumb":
         return None
-    if quiet or (stream_to_stdout and _same_terminal(1, stderr_fd)):
-        return StyledLines()
+    shared = stream_to_stdout and _same_terminal(1, stderr_fd)
+    if quiet or shared:
+        return StyledLines(shared)
     return RunPanel()
 
 
@@ -106,9 +107,14 @@ def _console() -> Any:
 
 
 class StyledLines:
-    """The plain lines, with the verdict coloured."""
+    """The plain lines, with the verdict coloured.
 
-    def __init__(self) -> None:
+    ``whole_lines``: the agent's stream goes to this same terminal, so it is written
+    through a line at a time (``run/watch.Passthrough``): a line of ours never lands
+    in the middle of one of the agent's."""
+
+    def __init__(self, whole_lines: bool = False) -> None:
+        self.whole_lines = whole_lines
         self.console = _console()
         self._lock = threading.Lock()
 

@@ -208,7 +208,7 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
     def closed() -> None:
         watch.decide(Decision("output"))
 
-    through = Passthrough(out, closed)
+    through = Passthrough(out, closed, progress.whole_lines)
 
     def on_chunk() -> None:
         if hook_log is not None:
@@ -259,6 +259,7 @@ def _supervise(opts: RunOptions, launch: Launch, out: BinaryIO, workdir: str) ->
         agent.end_group()
         for thread in threads:
             thread.join()
+        through.finish()  # an unfinished last line held for the terminal, if any
     finally:
         progress.close(_outcome(watch.decision, status))
     if failure:

@@ -51,6 +51,12 @@ class Progress:
         self._lock = threading.Lock()
 
     @property
+    def whole_lines(self) -> bool:
+        """Whether the agent's stream must be passed through whole lines at a time (it
+        shares the view's terminal)."""
+        return bool(getattr(self.view, "whole_lines", False))
+
+    @property
     def owns_terminal(self) -> bool:
         """Whether the view redraws the terminal: then nothing else may write there, and
         the agent's stderr comes to ``agent_line`` through a pipe."""

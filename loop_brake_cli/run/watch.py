@@ -38,20 +38,47 @@ from ..core.verdicts import Verdict
 __all__ = ["Decision", "Passthrough", "Watch"]
 
 CHUNK = 1 << 16
+HOLD_MAX = 1 << 20
+"""The longest unfinished line ``whole_lines`` holds; a longer one is written as it comes."""
 
 
 class Passthrough:
-    """Where the agent's bytes go; a closed reader is remembered, never raised."""
+    """Where the agent's bytes go; a closed reader is remembered, never raised.
 
-    def __init__(self, out: BinaryIO, on_closed: Callable[[], None]) -> None:
+    ``whole_lines``: a chunk's last, unfinished line is held until its end comes (or
+    the stream's, ``finish``), so the stream shares a terminal with our lines without
+    one of ours landing inside one of the agent's; the bytes are the same."""
+
+    def __init__(
+        self, out: BinaryIO, on_closed: Callable[[], None], whole_lines: bool = False
+    ) -> None:
         self.out = out
         self.closed = False
         self.error: str | None = None
         self.on_closed = on_closed
+        self.whole_lines = whole_lines
+        self._held = b""
 
     def write(self, data: bytes) -> None:
         if self.closed or not data:
             return
+        if self.whole_lines:
+            data = self._held + data
+            end = data.rfind(b"\n") + 1
+            if len(data) - end > HOLD_MAX:
+                end = len(data)
+            data, self._held = data[:end], data[end:]
+            if not data:
+                return
+        self._write(data)
+
+    def finish(self) -> None:
+        """The stream ended: what is held (an unfinished last line) is written."""
+        held, self._held = self._held, b""
+        if held and not self.closed:
+            self._write(held)
+
+    def _write(self, data: bytes) -> None:
         try:
             self.out.write(data)
             self.out.flush()
@@ -74,7 +101,10 @@ class _Tee:
 
     def read1(self, size: int = CHUNK) -> bytes:
         data = os.read(self.fd, size)
-        self.through.write(data)
+        if data:
+            self.through.write(data)
+        else:
+            self.through.finish()
         self.on_chunk()
         return data
 
