@@ -2289,7 +2289,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # loop-brake run's progress on a terminal (issue 38 item 1): tests/test_run_view.py
     M(
         "render/run_view.py",
-        "if quiet or (stream_to_stdout and _same_terminal(1, stderr_fd)):",
+        "if quiet or shared:",
         "if quiet:",
         RUN_VIEW,
         "the agent's stream on the same terminal: lines, never a panel redrawn over it",
