@@ -12,7 +12,9 @@ client gets an ``input_required`` answer and retries the call with its answer
 mid-call), ``hold(path)`` answers once the file ``path`` exists (a call the test
 keeps open as long as it needs, and then releases).
 A ``whoami`` tool answers with the ``Authorization`` header it received,
-hashed, so a test can tell whether the gateway forwarded the client's.
+hashed, so a test can tell whether the gateway forwarded the client's; ``tick()``
+answers how often it was called (a result that changes), ``fail(text)`` always
+the same tool error.
 """
 
 from __future__ import annotations
@@ -73,6 +75,24 @@ async def hold(path: str) -> str:
     while not Path(path).exists():
         await anyio.sleep(0.02)
     return "released"
+
+
+_ticks = [0]
+
+
+@server.tool()
+def tick() -> str:
+    """The number of times it was called: the same call, a changing result."""
+    _record("tick", "")
+    _ticks[0] += 1
+    return str(_ticks[0])
+
+
+@server.tool()
+def fail(text: str) -> str:
+    """Always the same tool error, whatever ``text`` is."""
+    _record("fail", text)
+    raise ValueError("the service is down")
 
 
 @server.tool()

@@ -241,22 +241,6 @@ def test_window_denies_a_call_seen_three_times_among_others() -> None:
     assert CANARY not in json.dumps(log) + "".join(notes) + answer.decode()
 
 
-@pytest.mark.parametrize("rule", ["[same_error]\nafter = 2\n", "[same_result]\nafter = 3\n"])
-def test_rules_that_read_results_are_refused_before_listening(tmp_path, rule: str) -> None:
-    """The gateway reads no results: a [same_error] or [same_result] policy is exit 2, as
-    progress is (so progress_max, which only the progress mode has, is too)."""
-    from conftest import run_cli
-
-    policy = tmp_path / "policy.toml"
-    policy.write_text(rule)
-    result = run_cli("mcp-gateway", "--policy", str(policy), "--upstream", "http://127.0.0.1:9/mcp")
-    assert result.returncode == 2
-    assert (
-        b"a policy with progress, [same_error] or [same_result] is not supported by mcp-gateway"
-        in result.stderr
-    )
-
-
 INPUT_REQUIRED = (
     b'{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required",'
     b'"inputRequests":{"q":{"method":"elicitation/create","params":{}}},"requestState":"s\\n1"}}'

@@ -138,10 +138,12 @@ def test_the_command_refuses_a_bad_tenants_file_before_listening(tmp_path: Path)
     assert TOKEN_A not in stderr and "Traceback" not in stderr
     result = run_cli("mcp-gateway", *upstream, "--tenants", str(tmp_path / "none.toml"))
     assert result.returncode == 3 and b"cannot be read" in result.stderr
-    (tmp_path / "blue.toml").write_text("progress = true\n")
+    (tmp_path / "blue.toml").write_text("progress = 1\n")  # a tenant's bad policy, located
     path.write_text('[[tenant]]\nname = "b"\npolicy = "blue.toml"\nsession_prefixes = ["x"]\n')
     result = run_cli("mcp-gateway", *upstream, "--tenants", str(path))
-    assert result.returncode == 2 and b"progress" in result.stderr
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert f"{path}:3: [[tenant]] 1 (b): its policy: {tmp_path / 'blue.toml'}:1:" in stderr
 
 
 def test_two_tenants_and_the_default_through_one_real_gateway(tmp_path: Path) -> None:

@@ -272,18 +272,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         host, port = parse_listen(opts.listen)
     except ListenError as exc:
         raise CommandError(str(exc)) from None
-    from ..core.brake import LoopBrake
 
     tenants = _tenants(opts.tenants_path, limit, policy)
-    policies = (
-        [policy] if tenants is None else [t.policy for t in (tenants.default, *tenants.tenants)]
-    )
-    if any(LoopBrake(limit, policy=each).progress for each in policies):
-        raise CommandError(
-            "a policy with progress, [same_error] or [same_result] is not supported by"
-            " mcp-gateway"
-            " (results are not read)"
-        )
     from ..hook.runner import parse_duration
     from ..mcp_gateway.limits import GatewayLimits
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -299,6 +299,8 @@ class Gateway:
         of it, and of whether the answer asked for input."""
         reply = _Reply(forward.request_id, forward.warning)
         reply.on_asked = lambda state: self.brake.asked(forward, state)
+        if self.brake.reads_results(forward):  # a policy's progress mode or [same_error]
+            reply.on_result = lambda result: self.brake.result(forward, result)
         try:
             if forward.warning is not None:
                 async for chunk in _warned(chunks, content_type, reply):
@@ -321,12 +323,15 @@ class Gateway:
             await response.aclose()
 
 
+_UNSEEN: Any = object()  # no result read yet
+
+
 class _Reply:
     """What the gateway looks for in the upstream's answer to one call: the JSON-RPC
     response to ``request_id``; it adds ``warning`` to it (if any) and notes whether
     it asked for input (``asked``, ``state``: the 2026-07-28 ``input_required``)."""
 
-    __slots__ = ("request_id", "warning", "asked", "state", "on_asked")
+    __slots__ = ("request_id", "warning", "asked", "state", "on_asked", "on_result", "result")
 
     def __init__(self, request_id: Any, warning: str | None) -> None:
         self.request_id = request_id
@@ -334,6 +339,20 @@ class _Reply:
         self.asked = False
         self.state: Any = None
         self.on_asked: Callable[[Any], None] | None = None  # told at once (``asked``)
+        self.on_result: Callable[[Any], Awaitable[None]] | None = None  # ``settle``
+        self.result: Any = _UNSEEN  # the call's result, once seen, until told
+
+    @property
+    def wants_result(self) -> bool:
+        """Whether the call's result is still to be read (for the brake)."""
+        return self.on_result is not None and self.result is _UNSEEN
+
+    async def settle(self) -> None:
+        """The call's result, once seen, told to the brake (``on_result``), before the
+        bytes that carry it reach the client: its next call finds the result counted."""
+        if self.on_result is not None and self.result is not _UNSEEN:
+            on_result, self.on_result = self.on_result, None
+            await on_result(self.result)
 
     def message(self, data: bytes) -> bytes | None:
         """``data`` with the warning added when it is the response to the call (the
@@ -348,6 +367,8 @@ class _Reply:
         if type(got) is not type(self.request_id) or got != self.request_id:
             return None
         result = value.get("result")
+        if self.wants_result:  # as wire.mcp reads an answer: a JSON-RPC error is a result too
+            self.result = result if "result" in value else {"error": value.get("error")}
         if isinstance(result, dict) and result.get("resultType") == INPUT_REQUIRED:
             self.asked, self.state = True, result.get("requestState")
             if self.on_asked is not None:
@@ -381,6 +402,9 @@ async def _watching(
                 overflow = len(seen) > WATCH_BYTES
                 if not overflow and marker in seen and not reply.asked:
                     reply.message(bytes(seen))  # once the body is whole, it parses
+                elif not overflow and reply.wants_result and seen.rstrip().endswith(b"}"):
+                    reply.message(bytes(seen))  # the result, once the body is whole
+            await reply.settle()
             yield chunk
             continue
         start = 0
@@ -397,12 +421,13 @@ async def _watching(
             seen.clear()
             overflow = False
             start = end + 1
+        await reply.settle()
         yield chunk
 
 
 def _sse_line(line: bytes, reply: _Reply) -> None:
     """One SSE line of the answer: a ``data:`` line that may ask for input is read."""
-    if line.startswith(b"data:") and INPUT_REQUIRED.encode() in line:
+    if line.startswith(b"data:") and (reply.wants_result or INPUT_REQUIRED.encode() in line):
         data = line[5:].rstrip(b"\r").removeprefix(b" ")
         reply.message(data)
 
@@ -416,7 +441,9 @@ async def _warned(
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
         body = b"".join([chunk async for chunk in chunks])
-        yield reply.message(body) or body
+        changed = reply.message(body)
+        await reply.settle()
+        yield changed or body
         return
     if kind != "text/event-stream":
         async for chunk in chunks:
@@ -439,6 +466,7 @@ async def _warned(
                 changed = reply.message(data)
                 if changed is not None:
                     lines[index] = b"data: " + changed + end
+        await reply.settle()
         yield b"\n".join(lines) + b"\n"
         if reply.warning is None and pending:  # the rest of the line after the warned response
             yield pending

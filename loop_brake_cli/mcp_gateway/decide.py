@@ -375,6 +375,25 @@ class GatewayBrake:
             if len(self.awaiting) > MAX_AWAITING:
                 self.awaiting.popitem(last=False)
 
+    def reads_results(self, forward: Forward) -> bool:
+        """Whether the result of a forwarded call is worth reading: its brake's policy
+        has a progress mode or ``[same_error]`` (``LoopBrake.progress``)."""
+        return forward.session is not None and self.brake_of(forward.session).progress
+
+    async def result(self, forward: Forward, result: Any) -> None:
+        """The upstream's result to a forwarded call (``result``: the response's
+        ``result``, or ``{"error": ...}``), told before it reaches the client: under a
+        progress mode a changed result restarts the streak, under ``[same_error]`` an
+        identical error counts (``LoopBrake.observe_result``: a digest, then forgotten).
+        With a store, in the worker pool, within the deadline."""
+        if forward.session is None:
+            return
+        brake = self.brake_of(forward.session)
+        if self.calls is None:
+            brake.observe_result(forward.session, forward.call_id, result)
+        else:
+            await self.calls.result(forward.session, forward.call_id, result, brake)
+
     def answered(self, forward: Forward) -> None:
         """The exchange of a forwarded call ended (answered, failed, or its client left):
         its id is free."""

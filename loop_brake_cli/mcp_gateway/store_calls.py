@@ -120,6 +120,24 @@ class StoreCalls:
         brake.store_answered()
         return brake.slot_verdict(state, session, call_id, duplicate)
 
+    async def result(self, session: str, call_id: Any, result: Any, brake: LoopBrake) -> None:
+        """A call's result told to the store by a worker (``LoopBrake.observe_result``'s
+        work: its digest and error flag made here, the state written there); a failure
+        is the store's (said once), a missed deadline leaves the result unread."""
+        from ..core.progress import result_digest, result_error
+
+        policy, table = brake.policy, brake.table
+        digest = result_digest(result, policy.result_ignore)
+        error = result_error(result)
+        try:
+            await self._timed(lambda: table.observe_result(session, call_id, digest, policy, error))
+        except TimeoutError:
+            return
+        except StoreError as exc:
+            brake.store_failed(exc)
+        else:
+            brake.store_answered()
+
     def end(
         self,
         session: str,
