@@ -125,6 +125,8 @@ GATEWAY_EDGES = ("test_mcp_gateway_edges.py",)
 GATEWAY_KEYS = ("test_mcp_gateway_keys.py",)
 GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
 PROXY_BYTES = ("test_mcp_proxy_bytes.py",)
+GATEWAY_STORE_WAIT = ("test_mcp_gateway_store_wait.py",)  # a redis-server frozen by SIGSTOP
+GATEWAY_LIMITS = ("test_mcp_gateway_limits.py",)
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
 RUN_VIEW = ("test_run_view.py",)
 
@@ -1187,6 +1189,42 @@ MUTANTS: tuple[Mutant, ...] = (
         'in session {session} ({key.source})"',
         GATEWAY,
         "issue 36.7: a client-chosen session name with a line break cannot forge a stderr line",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "        if self.calls is None:\n            verdict = brake.observe(",
+        "        if True:\n            verdict = brake.observe(",
+        GATEWAY_STORE_WAIT,
+        "issue 37.1: a store's round trip is made off the event loop (tools/list is answered "
+        "while a call waits on a frozen store)",
+    ),
+    M(
+        "mcp_gateway/store_calls.py",
+        "return await asyncio.wait_for(future, self.deadline)",
+        "return await future",
+        GATEWAY_STORE_WAIT,
+        "issue 37.1: a decision waits at most --store-deadline, then is allowed uncounted",
+    ),
+    M(
+        "core/table.py",
+        "cutoff = self._clock() - self.idle",
+        "cutoff = self._clock() - 2 * self.idle",
+        GATEWAY_LIMITS,
+        "issue 37.2: a session unused for --session-idle seconds is forgotten",
+    ),
+    M(
+        "mcp_gateway/limits.py",
+        "            self.transport.abort()  # no reply",
+        "            pass  # no reply",
+        GATEWAY_LIMITS,
+        "issue 37.2: a connection whose request has not arrived within --request-timeout is cut",
+    ),
+    M(
+        "mcp_gateway/limits.py",
+        "if len(self.connections) > limits.max_connections:",
+        "if len(self.connections) > limits.max_connections + 1:",
+        GATEWAY_LIMITS,
+        "issue 37.2: the connection beyond --max-connections is answered 503",
     ),
     M(
         "mcp_gateway/app.py",

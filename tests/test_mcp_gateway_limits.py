@@ -175,31 +175,63 @@ def test_half_open_and_slow_requests_are_cut_and_whole_ones_answered(tmp_path: P
     assert CANARY not in err.read_text()
 
 
+def listing(port: int) -> bytes:
+    """A whole ``tools/list`` request (raw HTTP/1.1, kept alive)."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN}}
+    ).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+        "mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/list\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def status_line(sock: socket.socket) -> bytes:
+    """The first line of the answer on ``sock`` (the rest is left unread)."""
+    sock.settimeout(120)
+    seen = b""
+    while b"\r\n" not in seen:
+        chunk = sock.recv(1)
+        assert chunk, "closed before an answer"
+        seen += chunk
+    return seen
+
+
 def test_a_connection_beyond_max_connections_is_answered_503(tmp_path: Path) -> None:
     pytest.importorskip("mcp", reason="the MCP SDK is in the test extra")
     from remote_helpers import gateway, upstream
 
-    options = ("--max-connections", "2", "--request-timeout", "600")
+    options = ("--max-connections", "2", "--request-timeout", "600", "--keep-alive", "600")
     with upstream(tmp_path) as (up, _calls), gateway(tmp_path, up, *options) as (url, _log, _err):
         port = port_of(url)
-        held = [raw(port), raw(port)]
-        extra = raw(port)
-        extra.settimeout(120)
-        refused = b""
+        # one after the other, each answered: the gateway then holds exactly these two
+        # (the start-up probe's connection, accepted with the first, is gone by its answer)
+        held, served = [], []
+        for _ in range(2):
+            held.append(raw(port, listing(port)))
+            served.append(status_line(held[-1]))
+        extra = raw(port)  # sends nothing: refused at once, or (served) left waiting
+        refused = status_line(extra)
+        rest = b""
         while chunk := extra.recv(65536):
-            refused += chunk
+            rest += chunk
         extra.close()
         held.pop().close()
         deadline = time.monotonic() + 120  # a hang guard: the gateway sees the close soon
         while True:  # a new connection is served once the gateway saw one close
-            probe = raw(port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            status = probe.recv(65536).split(b" ", 2)[1:2]
+            probe = raw(port, listing(port))
+            status = status_line(probe)
             probe.close()
-            if status != [b"503"]:
+            if b" 503 " not in status:
                 break
             assert time.monotonic() < deadline, "the closed connection was never let go"
             time.sleep(0.01)
         for sock in held:
             sock.close()
+    assert served == [b"HTTP/1.1 200 OK\r\n"] * 2
     assert refused.startswith(b"HTTP/1.1 503 ")
-    assert b"too many connections" in refused
+    assert b"too many connections" in rest
+    assert status.startswith(b"HTTP/1.1 200 ")
