@@ -12,12 +12,13 @@ an OpenCode-like agent written here whose stream this test chooses.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
-from test_run import AGENTS, CODEX_SMALL, Env
+from test_run import AGENTS, CODEX_SMALL, Env, alive
 
 SCRIPTED = """
 import json, os, signal, sys
@@ -100,3 +101,30 @@ def test_an_output_that_cannot_be_written_turns_a_clean_exit_into_5(env: Env) ->
     result = env.run(["-q", "--junit", str(junit), "--", *OPENCODE], CODEX_SMALL)
     assert result.returncode == 5
     assert f"cannot write {junit}" in result.stderr.decode()
+
+
+TERM_IGNORER = """
+import os, subprocess
+child = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do sleep 1; done"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+with open(os.environ["STANDIN_PIDS"], "a") as handle:
+    handle.write(f"{os.getpid()}\\n{child.pid}\\n")
+"""
+
+
+def test_a_child_that_ignores_sigterm_is_killed_when_the_agent_exits(env: Env) -> None:
+    """The agent exits by itself; the rest of its group gets SIGTERM, then SIGKILL."""
+    path = env.bin / "opencode"
+    path.write_text(f"#!{sys.executable}\n{TERM_IGNORER}", encoding="utf-8")
+    path.chmod(0o755)
+    try:
+        result = env.run(["-q", "--grace", "0.5", "--", *OPENCODE], CODEX_SMALL)
+        assert result.returncode == 0, result.stderr.decode()
+        pids = env.agent_pids()
+        assert len(pids) == 2 and not [pid for pid in pids if alive(pid)]
+    finally:
+        for pid in env.agent_pids():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
