@@ -2462,6 +2462,8 @@ MUTANTS: tuple[Mutant, ...] = (
         '"session_id": session,',
         DOCTOR,
         "Cursor's canary names its session conversation_id: a working Cursor entry is ✓",
+        equivalent="Cursor's hook reads conversation_id, else session_id (agents/cursor.py),"
+        " and is detected by its event name: the same canary either way",
     ),
     M(
         "hook/check.py",

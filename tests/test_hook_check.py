@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_hook_install import PROGRAM
 
-from loop_brake_cli.hook.check import check_command, command_store
+from loop_brake_cli.hook.check import check_command, command_store, forget
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX shells")
 
-HOOK = f"{shlex.quote(sys.executable)} -m loop_brake_cli hook"
+HOOK = f"{shlex.quote(PROGRAM)} hook"  # as install writes it: PROGRAM hook OPTIONS
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -46,6 +48,8 @@ def test_an_answer_that_is_not_json_fails_and_an_empty_one_passes(tmp_path: Path
 def test_each_agents_canary_reaches_a_failing_store(tmp_path: Path, agent: str) -> None:
     """A store that is a folder fails open on the agent's own pre-tool input: had the
     canary been another event, the hook would have passed it by and the check too."""
+    if not os.path.isfile(PROGRAM):
+        pytest.skip("no console script beside the interpreter")
     store = tmp_path / "a-folder"
     store.mkdir()
     env = _env(tmp_path)
@@ -53,7 +57,17 @@ def test_each_agents_canary_reaches_a_failing_store(tmp_path: Path, agent: str) 
     assert not result.ok and result.reason, agent
     good = tmp_path / "brake.sqlite3"
     command = f"{HOOK} --agent {agent} --state {shlex.quote(str(good))}"
-    assert check_command(command, agent, env).ok, agent
+    result = check_command(command, agent, env)
+    assert result.ok, agent
+    # counted in the canary session, which forget then removes: nothing is left
+    forget(command_store(command, env), agent, result.session, env)
+    listed = subprocess.run(
+        [sys.executable, "-m", "loop_brake_cli", "state", "list", "--json", "--state", str(good)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert listed.returncode == 0 and listed.stdout == b"", (agent, listed.stdout)
 
 
 def test_the_store_a_command_counts_in_is_its_own(tmp_path: Path) -> None:
@@ -66,7 +80,6 @@ def test_the_store_a_command_counts_in_is_its_own(tmp_path: Path) -> None:
 def test_forget_removes_the_marker_where_the_commands_env_keeps_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loop_brake_cli.hook.check import forget
     from loop_brake_cli.hook.notice import first_notice, marker_dir
 
     theirs = {"XDG_STATE_HOME": str(tmp_path / "theirs")}

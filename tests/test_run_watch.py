@@ -11,6 +11,8 @@ real in-memory brake (``readers.pipeline.judge``), as in the run.
 
 from __future__ import annotations
 
+from conftest import ROOT
+
 from loop_brake_cli.core.brake import LoopBrake
 from loop_brake_cli.core.records import ToolCall
 from loop_brake_cli.readers.pipeline import judge
@@ -27,10 +29,15 @@ class _Seen:
         self.records.append(record)
 
 
-def _watch(calls: list[ToolCall], stop_after: int, session_key: str | None = None) -> Watch:
+def _watch(
+    calls: list[ToolCall],
+    stop_after: int,
+    session_key: str | None = None,
+    brake: LoopBrake | None = None,
+) -> Watch:
     decisions: list[Decision] = []
     watch = Watch(
-        LoopBrake(2),
+        brake if brake is not None else LoopBrake(2),
         _Seen(),
         stop_after,
         reachable=True,
@@ -52,6 +59,16 @@ def test_a_denial_of_another_call_after_a_denial_is_not_ignored() -> None:
     # maxRepeats 2: the second A is denied, then the second B (after the first B)
     calls = [_call(1, "a"), _call(2, "a"), _call(3, "b"), _call(4, "b")]
     watch = _watch(calls, stop_after=1)
+    assert watch.ignored == 0 and watch.decision is None
+
+
+def test_a_denial_right_after_a_denial_of_another_call_is_not_ignored() -> None:
+    """Under a [window] policy A, B, A, B, A, B: the third A is denied, then the third B,
+    whose session's previous verdict is a denial, but of A: the agent did change course."""
+    brake = LoopBrake(policy=str(ROOT / "samples" / "policies" / "window.toml"))
+    calls = [_call(n, "ab"[n % 2]) for n in range(6)]
+    watch = _watch(calls, stop_after=1, brake=brake)
+    assert [verdict for verdict, _ in watch.sessions.values()] == [True]
     assert watch.ignored == 0 and watch.decision is None
 
 
