@@ -132,7 +132,8 @@ def _distinct() -> list[tuple[str, str]]:
 
 
 @pytest.mark.skipif(
-    not os.environ.get(SLOW_ENV), reason=f"takes minutes and the package index: {SLOW_ENV}=1"
+    not os.environ.get(SLOW_ENV),
+    reason=f"takes minutes and the package index: {SLOW_ENV}=1 runs it",
 )
 @pytest.mark.parametrize("where, command", _distinct(), ids=[where for where, _ in _distinct()])
 def test_every_install_line_installs_what_it_says(where: str, command: str, tmp_path: Path) -> None:
