@@ -586,14 +586,10 @@ def floods(
         report(f"{flood_sessions:,} client-named sessions", *run(under_probe(sessions_flood)))
         print(f"    ({time.perf_counter() - started:.0f} s)")
 
-        async def half_open_flood() -> float:
-            socks = []
-            for _ in range(half_open):
-                _reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
-                writer.write(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
-                socks.append((_reader, writer))
+        async def held_until_cut(socks: list, pid: int) -> float:
+            """Peak RSS (MB) of the gateway while these connections are held, then until
+            it cuts each at --request-timeout (each end waited for, never slept on)."""
             peak = rss_mb(pid)
-            # the gateway cuts them at --request-timeout: wait for each end
             for reader, writer in socks:
                 try:
                     await reader.read()
@@ -601,6 +597,14 @@ def floods(
                     pass
                 writer.close()
             return max(peak, rss_mb(pid))
+
+        async def half_open_flood() -> float:
+            socks = []
+            for _ in range(half_open):
+                _reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+                writer.write(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+                socks.append((_reader, writer))
+            return await held_until_cut(socks, pid)
 
         report(f"{half_open:,} half-open connections", *run(under_probe(half_open_flood)))
 
@@ -618,14 +622,7 @@ def floods(
                     writer.write(chunk)
                 await writer.drain()
                 socks.append((reader, writer))
-            peak = rss_mb(pid)
-            for reader, writer in socks:
-                try:
-                    await reader.read()
-                except ConnectionError:
-                    pass
-                writer.close()
-            return max(peak, rss_mb(pid))
+            return await held_until_cut(socks, pid)
 
         report(f"{stalled} stalled 4 MiB bodies (half sent)", *run(under_probe(stalled_flood)))
     finally:
