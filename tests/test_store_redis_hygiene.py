@@ -104,6 +104,43 @@ def test_filter_says_it_once_on_stderr_and_its_verdicts_do_not_change(
     assert CANARY not in loud.stderr.decode() + loud.stdout.decode()
 
 
+@pytest.mark.parametrize("policy", ["volatile-lru", "noeviction"])
+def test_the_gateway_says_it_at_start_once(
+    private_server: RedisServer, policy: str, tmp_path: Path
+) -> None:
+    """``mcp-gateway --store`` reads the policy before it listens, not at the first
+    call (issue 37 item 4); a call after it says nothing more."""
+    import httpx2
+    from remote_helpers import free_port, gateway
+
+    private_server.command("CONFIG", "SET", "maxmemory-policy", policy)
+    nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # no upstream: the call's answer is 502
+    meta = {"loop-brake/session": "at-start"}
+    params = {"name": "read", "arguments": ARGS, "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    head = {"content-type": "application/json", "accept": "application/json"}
+    with gateway(tmp_path, nowhere, "--store", private_server.url) as (url, log, stderr):
+        refused = httpx2.post(url, content=b"not json", headers=head, timeout=60)
+        assert refused.status_code == 400  # served: the start is over, no call decided
+        assert json.loads(log.read_text())["verdict"] == "error"
+        assert httpx2.post(url, content=body, headers=head, timeout=60).status_code == 502
+    lines = stderr.read_text().splitlines()
+    warned = [n for n, line in enumerate(lines) if "maxmemory-policy" in line]
+    listening = [n for n, line in enumerate(lines) if "listening on" in line]
+    if policy == "noeviction":
+        assert warned == []
+    else:
+        assert len(warned) == 1 and warned[0] < listening[0], lines
+        assert lines[warned[0]] == (
+            f"loop-brake mcp-gateway: redis store {private_server.url}: maxmemory-policy is "
+            "volatile-lru: once memory is full Redis evicts exactly the streaks (the keys "
+            "with a TTL), and a session evicted starts over, its repeated call not denied; "
+            "set maxmemory-policy noeviction (docs/scaling.md)"
+        )
+    assert [json.loads(line)["verdict"] for line in log.read_text().splitlines()[1:]] == ["pass"]
+    assert CANARY not in stderr.read_text() + log.read_text()
+
+
 def test_the_hook_leaves_the_policy_to_doctor(private_server: RedisServer) -> None:
     """One decision a process: no extra round trip, no line on every tool call."""
     private_server.command("CONFIG", "SET", "maxmemory-policy", "volatile-lru")

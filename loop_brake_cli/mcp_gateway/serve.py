@@ -21,6 +21,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from ..core.table import StoreError
 from ..mcp_shared.headers import safe_url
 from ..mcp_shared.pipes import write_all
 from ..mcp_shared.verdict_log import VerdictLog
@@ -180,6 +181,7 @@ def _serve(
     log = VerdictLog(log_path, note)
     counters = GatewayCounters()
     brake = GatewayBrake(log=log.write, note=note, counters=counters, **brake_options)
+    _ask_store(brake_options.get("store"))
     app: Any = Gateway(config, brake, note)
     if brake_options.get("metrics") is not None:  # --metrics: GET /metrics is served here
         app = metrics_endpoint(app, brake.metrics)
@@ -223,6 +225,22 @@ def _serve(
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _ask_store(store: Any) -> None:
+    """With ``--store redis://``: connect before listening, so a server whose
+    ``maxmemory-policy`` evicts streaks is said once now, at start, not at the first
+    call (``RedisStore.connect``). A server that does not answer yet is the calls'
+    failure (each decided uncounted, said by the brake); its policy is then read at its
+    first answer."""
+    from .store_calls import concurrent_store
+
+    if not concurrent_store(store):  # SQLite, or no store: no server to ask
+        return
+    try:
+        store.connect()
+    except StoreError:
+        pass
 
 
 def _enough_descriptors(connections: int) -> None:

@@ -350,6 +350,14 @@ class RedisStore:
             self._check_eviction(client)
         return result
 
+    def connect(self) -> None:
+        """Connect now, and read the server's ``maxmemory-policy`` now (said once when
+        it evicts streaks, ``_check_eviction``) rather than at the first decision: a
+        long-lived front-end (``mcp-gateway``) says it at start. Raises as a decision
+        would (``StoreUnavailable``, ``StoreError``); then the policy is read at the
+        first answer."""
+        self._ask(lambda client: client.ping())
+
     def _say(self, message: str) -> None:
         if self._warn is not None:
             self._warn(f"redis store {self.label}: {message}")
