@@ -2933,7 +2933,8 @@ class Worker:
         self.env.update(
             PYTHONPATH=str(self.tree),
             PYTHONDONTWRITEBYTECODE="1",  # a stale .pyc could hide a break (same size, mtime)
-            LOOP_BRAKE_SHARED=str(ROOT.parent / "shared"),
+            # the shared folder the tests read: as given, else beside the checkout
+            LOOP_BRAKE_SHARED=os.environ.get("LOOP_BRAKE_SHARED", str(ROOT.parent / "shared")),
             # only the plugins the selections use: langsmith's costs a second a run
             PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         )
