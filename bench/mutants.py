@@ -48,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PKG = "loop_brake_cli/"
 BUILT = PKG + "readers/"  # where setup.py build_ext puts the C reader
+NODE_MODULES = "tests/js/everything/node_modules"  # the Node MCP server remote tests start
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,11 @@ GATEWAY_STORE_WAIT = ("test_mcp_gateway_store_wait.py",)  # a redis-server froze
 GATEWAY_LIMITS = ("test_mcp_gateway_limits.py",)
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
 RUN_VIEW = ("test_run_view.py",)
+SQLITE_FILES = ("test_hook_store_files.py", "test_state_store_files.py")
+LIMITS = ("test_brake.py", "test_config_rule.py")
+EXIT = ("test_exit_table.py",)
+TENANTS = ("test_mcp_gateway_tenants.py",)
+PROXY_PROCESS = ("test_mcp_proxy_raw.py", "test_mcp_proxy_streams.py")
 
 HOOK_NOTICE = ("test_hook_notice.py",)
 HOOK_ANSWERS = ("test_hook_answers.py", "test_agents_registry.py", "test_hook.py")
@@ -2899,6 +2905,349 @@ MUTANTS: tuple[Mutant, ...] = (
         RUN_VIEW,
         "a stream sharing the terminal: a chunk's unfinished last line waits for its end",
     ),
+    # issue 42 item 2 (7 December 2026): breaks written from docs/ and the modules'
+    # docstrings for the modules the list had (almost) none of, not from their tests.
+    M(
+        "stores/sqlite_file.py",
+        "os.makedirs(parent, mode=0o700, exist_ok=True)",
+        "os.makedirs(parent, mode=0o755, exist_ok=True)",
+        SQLITE_FILES,
+        "docs/hook.md: the store's directory is created 0700",
+    ),
+    M(
+        "stores/sqlite_file.py",
+        "fd = os.open(path, flags, 0o600)",
+        "fd = os.open(path, flags, 0o644)",
+        SQLITE_FILES,
+        "docs/hook.md: a new store file is created 0600",
+    ),
+    M(
+        "stores/sqlite_file.py",
+        'flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK',
+        'flags |= getattr(os, "O_CLOEXEC", 0) | os.O_NONBLOCK',
+        SQLITE_FILES,
+        "a --state that is a symbolic link to a real store is refused, not followed",
+    ),
+    M(
+        "stores/sqlite_file.py",
+        '_SIDECARS = ("-wal", "-shm", "-journal")',
+        '_SIDECARS = ("-wal", "-shm")',
+        SQLITE_FILES,
+        "a symbolic link beside the store as its -journal is refused like -wal's",
+    ),
+    M(
+        "stores/sqlite_file.py",
+        'if "streaks" in names and names <= _OLD_NAMES:',
+        'if "streaks" in names:',
+        SQLITE_FILES,
+        "an unmarked database holding an old loop-brake streaks table and another table "
+        "is not ours: refused untouched, not marked",
+    ),
+    M(
+        "stores/sqlite_file.py",
+        'base = environ.get("XDG_STATE_HOME") or os.path',
+        "base = os.path",
+        SQLITE_FILES + ("test_state.py",),
+        "docs/hook.md: the default store is under $XDG_STATE_HOME when it is set",
+    ),
+    M(
+        "stores/rows.py",
+        "    if isinstance(value, bool):\n        return int(value)",
+        "    if isinstance(value, bool):\n        return value",
+        REDIS,
+        "Redis: call ids True and 1 (equal in Python, so in MemoryTable) are one id",
+    ),
+    M(
+        "stores/rows.py",
+        "if isinstance(value, float) and math.isfinite(value) and value == int(value):",
+        "if isinstance(value, float) and math.isfinite(value) and value != value:",
+        REDIS,
+        "Redis: call ids 1.0 and 1 (equal in Python, so in MemoryTable) are one id",
+    ),
+    M(
+        "stores/rows.py",
+        "        and len(digest) == 32\n",
+        "",
+        SQLITE_FILES,
+        "a row whose digest is a BLOB of other than 32 bytes is of the wrong type: skipped "
+        "by state list, started afresh by the hook",
+    ),
+    M(
+        "stores/rows.py",
+        'return text.encode("utf-8", "surrogatepass")',
+        'return text.encode("utf-8", "replace")',
+        REDIS,
+        "SQLite: sessions '\\ud800' and '\\ud801' (lone surrogates) stay two sessions",
+    ),
+    M(
+        "stores/__init__.py",
+        "chosen = store or state or environ.get(ENV_STORE)",
+        "chosen = environ.get(ENV_STORE) or store or state",
+        URLS + ("test_integration_session.py",),
+        "docs/hook.md: --store wins over $LOOP_BRAKE_STORE",
+    ),
+    M(
+        "stores/__init__.py",
+        'if path.startswith("/") and len(path) > 1:',
+        "if path:",
+        URLS,
+        "docs/scaling.md: sqlite:///absolute/path only; sqlite://relative is an error",
+    ),
+    M(
+        "core/limits.py",
+        "if isinstance(value, bool) or not isinstance(value, (int, float)):",
+        "if not isinstance(value, (int, float)):",
+        LIMITS,
+        "docs/filter.md: a boolean maxRepeats (true) is rejected, not read as 1",
+    ),
+    M(
+        "core/limits.py",
+        "if isinstance(value, float) and not value.is_integer():",
+        "if isinstance(value, float) and not value.is_integer() and value < 1:",
+        LIMITS,
+        "docs/filter.md: a fraction (2.5) is rejected, not rounded down",
+    ),
+    M(
+        "core/limits.py",
+        "    if value < 1:\n",
+        "    if value < 0:\n",
+        LIMITS,
+        "docs/filter.md: maxRepeats 0 is rejected",
+    ),
+    M(
+        "core/limits.py",
+        "if not (digits.isascii() and digits.isdigit()):",
+        "if not digits.isdigit():",
+        LIMITS,
+        "docs/filter.md: $DSH_LOOP_BRAKE_MAX_REPEATS is a base-10 integer: '٣' (Arabic-Indic "
+        "three) is rejected",
+    ),
+    M(
+        "core/limits.py",
+        "    text = raw.strip()\n",
+        "    text = raw\n",
+        LIMITS,
+        "docs/filter.md: ' 5 ' in $DSH_LOOP_BRAKE_MAX_REPEATS is 5 (surrounding spaces allowed)",
+    ),
+    M(
+        "core/limits.py",
+        "    if not text:\n        return None\n",
+        "    if not text:\n        return DEFAULT_MAX_REPEATS\n",
+        LIMITS,
+        "docs/filter.md: an empty $DSH_LOOP_BRAKE_MAX_REPEATS is unset (the source is "
+        "'default', not the variable)",
+    ),
+    M(
+        "core/limits.py",
+        "    if explicit is not None:\n",
+        "    if explicit:\n",
+        LIMITS,
+        "-m 0 is an error even when the environment holds a valid value",
+    ),
+    M(
+        "core/exitcodes.py",
+        "return command is None or not self.commands or command in self.commands",
+        "return command is None or command in self.commands",
+        EXIT,
+        "a status every command gives (usage error 2) is in each command's table",
+    ),
+    M(
+        "core/exitcodes.py",
+        "if any(not part.commands for part in parts)",
+        "if all(not part.commands for part in parts)",
+        EXIT,
+        "the README's row of a status some commands give more of names no commands",
+    ),
+    M(
+        "core/exitcodes.py",
+        "    OUTPUT = 5  #",
+        "    OUTPUT = 8  #",
+        EXIT + ("test_filter_cli.py",),
+        "README: standard output that cannot be written is exit status 5",
+    ),
+    M(
+        "core/records.py",
+        '    if call.call_id is not None:\n        out["callId"] = call.call_id',
+        '    if call.call_id:\n        out["callId"] = call.call_id',
+        ("test_filter_cli.py", "test_fastpath_ids.py"),
+        'docs/filter.md: a call id 0 (or "") is in its verdict line',
+    ),
+    M(
+        "core/records.py",
+        'kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"',
+        'kind = "deny" if verdict.denied else "pass"',
+        RULES,
+        'docs/policies.md: a [stop] rule\'s line says "verdict": "stop"',
+    ),
+    M(
+        "core/records.py",
+        'out["seen"] = verdict.cycle_repeats',
+        'out["seen"] = verdict.window',
+        RULES,
+        "docs/policies.md: a [window] deny line's seen is the calls seen in the window",
+    ),
+    M(
+        "core/records.py",
+        '    elif verdict.rule == "same_error":\n        out["errors"] = verdict.cycle_repeats\n',
+        "",
+        RULES,
+        "docs/policies.md: a same_error deny line says how many errors (errors)",
+    ),
+    M(
+        "core/records.py",
+        'if verdict.denied and verdict.rule == "streak":',
+        'if verdict.rule == "streak":',
+        PROGRESS + RULES,
+        "docs/policies.md: identicalResults is on a progress-mode denial only, not on its passes",
+    ),
+    M(
+        "core/table.py",
+        "            slots.move_to_end(session)\n",
+        "",
+        ("test_max_sessions.py", "test_brake.py"),
+        "max_sessions keeps the least recently used: a session used again is kept over a "
+        "newer one that was not",
+    ),
+    M(
+        "core/table.py",
+        "            if used[oldest] > cutoff:",
+        "            if used[oldest] >= cutoff:",
+        GATEWAY_LIMITS + ("test_max_sessions.py",),
+        "expire forgets a session unused for exactly idle seconds (a test clock)",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "        for tenant in self.tenants:\n",
+        "        for tenant in reversed(self.tenants):\n",
+        TENANTS,
+        "the first tenant whose selector matches wins (two tenants matching one call)",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "self.header = header.lower() if header else None",
+        "self.header = header if header else None",
+        TENANTS,
+        'header = "X-Team": the header chooses a tenant whatever its case',
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "return name[5:21]",
+        "return name[5:20]",
+        TENANTS,
+        "a credential digest (16 hex digits) selects its tenant",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        'if key.source not in ("meta", "header"):',
+        'if key.source not in ("meta",):',
+        TENANTS,
+        "a session named by the Loop-Brake-Session header is matched by session_prefixes",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        'return SessionKey(f"{TENANT_PREFIX}{tenant.name}/{key.name}", key.source), tenant',
+        "return key, tenant",
+        TENANTS,
+        "two tenants never share a streak: a tenant's sessionId is tenant:NAME/...",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "if pattern is not None and not all(pattern.fullmatch(v) for v in value):",
+        "if pattern is not None and not all(pattern.match(v) for v in value):",
+        TENANTS,
+        "credentials longer than 16 hex digits (a credential pasted) are a located error",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "if type(repeats) is not int or repeats < 1:",
+        "if type(repeats) is not int or repeats < 0:",
+        TENANTS,
+        "max_repeats = 0 in a tenant is a located error",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "        seen.add(name)\n",
+        "",
+        TENANTS,
+        "two [[tenant]] entries with one name: a located error",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "tenant.max_repeats, tenant.policy = default.max_repeats, default.policy",
+        "tenant.max_repeats, tenant.policy = 3, None",
+        TENANTS,
+        "a tenant without policy or max_repeats takes [default]'s (max_repeats = 5)",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        "return 128 - returncode if returncode < 0 else returncode",
+        "return 128 + returncode if returncode < 0 else returncode",
+        PROXY_PROCESS,
+        "docs/mcp-proxy.md: a server killed by signal N: the proxy exits 128 + N",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        'raise SpawnError(f"{command[0]}: command not found", 127)',
+        'raise SpawnError(f"{command[0]}: command not found", 126)',
+        PROXY_PROCESS,
+        "docs/mcp-proxy.md: a server command not found is exit 127",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        "for action in (proc.terminate, proc.kill):",
+        "for action in (proc.kill, proc.kill):",
+        PROXY_PROCESS,
+        "client EOF: a server that stays gets SIGTERM (its handler runs) before SIGKILL",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        "                os.kill(proc.pid, signum)\n",
+        "                os.kill(proc.pid, signal.SIGTERM)\n",
+        PROXY_PROCESS,
+        "SIGINT and SIGHUP sent to the proxy reach the server as themselves",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        'for name in ("SIGINT", "SIGTERM", "SIGHUP")',
+        'for name in ("SIGINT", "SIGTERM")',
+        PROXY_PROCESS,
+        "SIGHUP sent to the proxy is forwarded to the server",
+    ),
+    M(
+        "mcp_proxy/process.py",
+        "        if self.output_error is not None:\n            return OUTPUT_FAILED\n",
+        "",
+        PROXY_PROCESS,
+        "a full stdout (/dev/full): the proxy exits 5, not the server's status",
+    ),
+    M(
+        "mcp_proxy/streams.py",
+        '        return "it is open for reading only"\n',
+        "        return None\n",
+        PROXY_PROCESS,
+        "a stdout open read-only: exit 5, the server never starts",
+    ),
+    M(
+        "mcp_proxy/streams.py",
+        "def fill_closed(fds: tuple[int, ...] = (0, 2)) -> None:",
+        "def fill_closed(fds: tuple[int, ...] = (0,)) -> None:",
+        PROXY_PROCESS,
+        "a closed stderr: the --log file never takes descriptor 2",
+    ),
+    M(
+        "mcp_shared/pipes.py",
+        '            if pending:\n                yield b"".join(pending)\n            return\n',
+        "            return\n",
+        PROXY_PROCESS,
+        "a last line without its newline is still forwarded",
+    ),
+    M(
+        "mcp_shared/pipes.py",
+        "            select.select([fd], [], [])\n            continue\n",
+        "            return\n",
+        PROXY_PROCESS,
+        "a non-blocking stdin from the client is waited on, not taken for end of input",
+    ),
 )
 
 
@@ -2929,6 +3278,9 @@ class Worker:
     def __init__(self, base: Path, index: int, files: list[str]) -> None:
         self.tree = base / f"tree{index}"
         _copy_tree(self.tree, files)
+        modules = ROOT / NODE_MODULES  # ignored by git, too big to copy: read where it is
+        if modules.is_dir():
+            (self.tree / NODE_MODULES).symlink_to(modules, target_is_directory=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("LOOP_BRAKE_")}
         self.env.update(
             PYTHONPATH=str(self.tree),
