@@ -149,6 +149,8 @@ LIMITS = ("test_brake.py", "test_config_rule.py")
 EXIT = ("test_exit_table.py",)
 TENANTS = ("test_mcp_gateway_tenants.py",)
 PROXY_PROCESS = ("test_mcp_proxy_raw.py", "test_mcp_proxy_streams.py")
+GATEWAY_SERVE = ("test_mcp_gateway.py",)
+BRIDGE = ("test_mcp_bridge.py", "test_mcp_remote_node.py")
 
 HOOK_NOTICE = ("test_hook_notice.py",)
 HOOK_ANSWERS = ("test_hook_answers.py", "test_agents_registry.py", "test_hook.py")
@@ -3247,6 +3249,102 @@ MUTANTS: tuple[Mutant, ...] = (
         "            return\n",
         PROXY_PROCESS,
         "a non-blocking stdin from the client is waited on, not taken for end of input",
+    ),
+    M(
+        "mcp_gateway/serve.py",
+        "if not colon or not port.isdigit() or not host or int(port) > 65535:",
+        "if not colon or not port.isdigit() or int(port) > 65535:",
+        GATEWAY_SERVE,
+        "docs/mcp-proxy.md: --listen :8808 (no host) is a usage error, not every interface",
+    ),
+    M(
+        "mcp_gateway/serve.py",
+        "return ipaddress.ip_address(host).is_loopback",
+        "return ipaddress.ip_address(host).is_private",
+        GATEWAY_SERVE + GATEWAY_EDGES,
+        "docs/mcp-proxy.md: a private, not loopback, --listen address (10.x) gets the "
+        "not-a-loopback line and no Host/Origin guard",
+    ),
+    M(
+        "mcp_gateway/serve.py",
+        "previous = {signum: signal.signal(signum, _stopped) for signum in STOP_SIGNALS}",
+        "previous: dict[Any, Any] = {}",
+        GATEWAY_SERVE,
+        "docs/mcp-proxy.md: SIGINT or SIGTERM stops the gateway with exit status 0",
+    ),
+    M(
+        "mcp_gateway/stdio_upstream.py",
+        "    threading.Thread(target=_stop_with_the_gateway, daemon=True).start()\n",
+        "",
+        GATEWAY_SERVE,
+        "--upstream -- CMD: no stdio server outlives its gateway (a gateway ended by SIGKILL)",
+    ),
+    M(
+        "mcp_gateway/store_calls.py",
+        "brake = self.brake if brake is None else brake  # not ``or``",
+        "brake = self.brake  # not ``or``",
+        TENANTS + GATEWAY_STORE_WAIT,
+        "with --store each tenant keeps its own limits",
+    ),
+    M(
+        "mcp_gateway/store_calls.py",
+        "            self.counters.fail_open_deadline += 1\n",
+        "",
+        GATEWAY_STORE_WAIT + ("test_mcp_gateway_metrics.py",),
+        "a decision past --store-deadline is counted (the fail-open counter of /metrics)",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "        if self.session_id:\n            headers[SESSION_HEADER] = self.session_id\n",
+        "",
+        BRIDGE,
+        "the session id the server issued on initialize is sent back on every later request",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "            follow_redirects=False,\n",
+        "            follow_redirects=True,\n",
+        BRIDGE,
+        "a redirect from the remote server is not followed (the --header credentials "
+        "would go to another address)",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "        elif self.protocol_version:\n"
+        "            headers[MCP_PROTOCOL_VERSION_HEADER] = self.protocol_version\n",
+        "",
+        BRIDGE,
+        "Streamable HTTP: the negotiated MCP-Protocol-Version header on every request "
+        "after initialize",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        '            self.session_id = None\n            text = f"{self.where} ended the session',
+        '            text = f"{self.where} ended the session',
+        BRIDGE,
+        "a 404 ends the session: the next request carries no stale Mcp-Session-Id",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "deliver(line.replace(b'\"id\":null', b'\"id\":' + id_bytes, 1))",
+        "deliver(line)",
+        BRIDGE,
+        "the server's own JSON-RPC error in an HTTP error answer reaches the client with "
+        "the request's id",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "        return self.modern\n",
+        "        return False\n",
+        BRIDGE,
+        "a 2026-07-28 client's cancellation closes the request's stream, never a POST",
+    ),
+    M(
+        "mcp_proxy/remote.py",
+        "        if session is not None:\n            try:\n",
+        "        if False:\n            try:\n",
+        BRIDGE,
+        "docs/mcp-proxy.md: the client leaves: the session is ended (DELETE)",
     ),
 )
 
