@@ -125,11 +125,12 @@ def test_a_directory_or_a_linked_wal_file_is_refused(tmp_path: Path) -> None:
     assert_allowed(hook(state, claude_input(1)))
     victim = tmp_path / "victim.txt"
     victim.write_bytes(b"keep me")
-    for suffix in ("-wal", "-shm", "-journal"):
-        Path(f"{state}{suffix}").unlink(missing_ok=True)
-    Path(f"{state}-wal").symlink_to(victim)
-    _refused(hook(state, claude_input(2)), "symbolic link beside it")
-    assert victim.read_bytes() == b"keep me"
+    for linked in ("-wal", "-shm", "-journal"):  # each sidecar SQLite may write through
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(f"{state}{suffix}").unlink(missing_ok=True)
+        Path(f"{state}{linked}").symlink_to(victim)
+        _refused(hook(state, claude_input(2)), f"symbolic link beside it ({state}{linked})")
+        assert victim.read_bytes() == b"keep me"
 
 
 def test_a_new_store_is_marked_private_and_in_a_private_directory(tmp_path: Path) -> None:
@@ -197,6 +198,23 @@ def test_a_store_of_the_previous_version_is_marked_and_keeps_counting(tmp_path: 
         assert conn.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
         assert conn.execute("SELECT count FROM streaks").fetchall() == [(3,)]
     conn.close()
+
+
+def test_an_old_store_table_beside_another_table_is_not_ours(tmp_path: Path) -> None:
+    """Only a database holding the previous version's table and nothing else is an old
+    store: the same table beside a table of someone else's is refused, untouched."""
+    state = tmp_path / "state.db"
+    with sqlite3.connect(state) as conn:
+        conn.execute(
+            "CREATE TABLE streaks (session TEXT PRIMARY KEY, digest BLOB NOT NULL,"
+            " count INTEGER NOT NULL, call_id_json TEXT, tool TEXT NOT NULL,"
+            " updated REAL NOT NULL)"
+        )
+        conn.execute("CREATE TABLE invoices (number INTEGER)")
+    conn.close()
+    before = _snapshot(tmp_path)
+    _refused(hook(state, claude_input(1)), "SQLite database that loop-brake did not write")
+    assert _snapshot(tmp_path) == before
 
 
 def test_a_row_with_wrong_column_types_starts_afresh(tmp_path: Path) -> None:

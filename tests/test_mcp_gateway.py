@@ -360,6 +360,7 @@ def test_usage_errors_exit_2_before_listening_and_never_quote_a_value() -> None:
         ),
         (["--upstream", f"ftp://u:{CANARY}@h/mcp"], "http:// or https://"),
         (["--upstream", "http://127.0.0.1:9/mcp", "--listen", "8808"], "HOST:PORT"),
+        (["--upstream", "http://127.0.0.1:9/mcp", "--listen", ":8808"], "HOST:PORT"),
         (["--upstream", "--"], "needs a server command"),
         ([], "give --upstream URL"),
         (["--upstream", "http://127.0.0.1:9/mcp", "--", "cat"], "goes after --upstream --"),
@@ -382,6 +383,18 @@ def test_usage_errors_exit_2_before_listening_and_never_quote_a_value() -> None:
             "mcp-gateway", "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/"
         )
     assert result.returncode == 2 and b"cannot listen on 127.0.0.1" in result.stderr
+
+
+def test_only_loopback_addresses_are_loopback() -> None:
+    """docs/mcp-proxy.md: the Host/Origin guard and the quiet start are for loopback
+    addresses only; a private address (10.x, 192.168.x, fd00::) is served to whoever
+    reaches it, with the line that says so."""
+    from loop_brake_cli.mcp_gateway.serve import is_loopback
+
+    for host in ("localhost", "127.0.0.1", "127.8.9.10", "::1"):
+        assert is_loopback(host), host
+    for host in ("10.0.0.1", "192.168.1.20", "172.16.0.1", "fd00::1", "0.0.0.0", "example.com"):
+        assert not is_loopback(host), host
 
 
 def scrape(url: str, host: str | None = None) -> tuple[int, str, str]:

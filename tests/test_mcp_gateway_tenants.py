@@ -97,6 +97,39 @@ def test_the_first_matching_tenant_wins_and_a_client_name_cannot_claim_a_tenant(
     assert tenants.choose(by_session_id, {}).name is None  # no client name: no prefix match
 
 
+def test_a_session_named_by_the_header_is_matched_by_its_prefix_too(tmp_path: Path) -> None:
+    """session_prefixes match the name a client chose, by ``_meta`` or by the
+    ``Loop-Brake-Session`` header alike."""
+    tenants = load_tenants(str(write_tenants(tmp_path)), 3, None)
+    for source in ("meta", "header"):
+        chosen, tenant = tenants.key(SessionKey("name:ci-9", source), {})
+        assert tenant.name == "blue" and chosen.name == "tenant:blue/name:ci-9", source
+
+
+def test_a_tenant_without_limits_takes_the_default_s(tmp_path: Path) -> None:
+    """A tenant naming neither policy nor max_repeats is judged under ``[default]``'s."""
+    path = write_tenants(
+        tmp_path,
+        '[default]\nmax_repeats = 5\n\n[[tenant]]\nname = "ci"\nsession_prefixes = ["ci-"]\n',
+    )
+    tenants = load_tenants(str(path), 3, None)
+    assert [(t.name, t.max_repeats) for t in tenants.tenants] == [("ci", 5)]
+    brake = GatewayBrake(9, lambda _line: None, lambda _text: None, tenants=tenants)
+    assert first_denied(brake, "ci-1", {}) == 5
+    assert first_denied(brake, "other", {}) == 5
+
+
+def test_a_credential_longer_than_its_digest_is_refused(tmp_path: Path) -> None:
+    """Only the 16 hex digits of a digest: 64 hex digits (a token, or a whole sha256
+    pasted) is a located error that does not quote it."""
+    pasted = "0123456789abcdef" * 4
+    path = write_tenants(tmp_path, f'[[tenant]]\nname = "a"\ncredentials = ["{pasted}"]\n')
+    with pytest.raises(TenantError) as caught:
+        load_tenants(str(path), 3, None)
+    assert caught.value.problems[0].startswith(f"{path}:3: [[tenant]] 1: each of credentials")
+    assert pasted not in str(caught.value)
+
+
 def test_mistakes_are_located_and_never_quote_a_credential(tmp_path: Path) -> None:
     path = write_tenants(
         tmp_path,

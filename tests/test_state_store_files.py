@@ -108,6 +108,7 @@ def _store_with_bad_rows(tmp_path: Path) -> Path:
                 ("text-updated", b"\x01" * 32, 2, None, "Bash", "yesterday"),
                 (b"blob-session", b"\x01" * 32, 2, None, "Bash", 1e12),
                 ("blob-tool", b"\x01" * 32, 2, '"t1"', b"Bash", 1e12),
+                ("short-digest", b"\x01" * 31, 2, None, "Bash", 1e12),  # not a sha256
             ],
         )
     conn.close()
@@ -118,7 +119,7 @@ def _store_with_bad_rows(tmp_path: Path) -> Path:
 def test_rows_of_the_wrong_types_are_skipped_with_a_count(tmp_path: Path, as_json) -> None:
     state = _store_with_bad_rows(tmp_path)
     result = run_cli("state", "list", "--state", str(state), *(["--json"] if as_json else []))
-    _one_line(result, 3, "skipped 5 row(s)")
+    _one_line(result, 3, "skipped 6 row(s)")
     lines = result.stdout.decode().splitlines()
     if as_json:
         assert [json.loads(line)["sessionId"] for line in lines] == ["good"]

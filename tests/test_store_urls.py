@@ -149,3 +149,38 @@ def test_a_path_that_is_no_url_is_a_sqlite_file(path: str, tmp_path: Path) -> No
         assert store.reset() == 0
     finally:
         store.close()
+
+
+def test_store_wins_over_the_environment_and_state_is_a_path(tmp_path: Path) -> None:
+    """docs/hook.md: ``--store``, else ``$LOOP_BRAKE_STORE``, else the default file; a
+    ``--state PATH`` is ``--store PATH``; both at once is an error."""
+    (tmp_path / "env").mkdir()
+    done = _run(tmp_path, "filter", "--store", "chosen.db", LOOP_BRAKE_STORE="env/other.db")
+    assert done.returncode == 0, done.stderr.decode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chosen.db", "env"]
+    assert list((tmp_path / "env").iterdir()) == []
+    done = _run(tmp_path, "state", "list", "--state", "chosen.db", LOOP_BRAKE_STORE="env/x.db")
+    assert b"Traceback" not in done.stderr and list((tmp_path / "env").iterdir()) == []
+    done = _run(tmp_path, "filter", LOOP_BRAKE_STORE="env/other.db")
+    assert done.returncode == 0, done.stderr.decode()
+    assert [p.name for p in (tmp_path / "env").iterdir()] == ["other.db"]
+
+
+def test_a_sqlite_url_names_an_absolute_path(tmp_path: Path) -> None:
+    """docs/scaling.md: ``sqlite:///absolute/path``; ``sqlite://relative`` is an error
+    that says the form, and creates nothing."""
+    absolute = tmp_path / "by-url.db"
+    store = open_store(f"sqlite://{absolute}")
+    try:
+        assert store.count_call("s", "read", b"d" * 32, None, 3)[0].count == 1
+    finally:
+        store.close()
+    assert absolute.is_file()
+    for url in ("sqlite://relative.db", "sqlite:///"):
+        with pytest.raises(ValueError, match="sqlite:///absolute/path"):
+            open_store(url)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _run(empty, "filter", "--store", "sqlite://relative.db")
+    assert done.returncode == 2 and b"sqlite:///absolute/path" in done.stderr
+    assert list(empty.iterdir()) == []

@@ -295,6 +295,21 @@ def test_sessions_list_and_reset(store) -> None:
     assert store.sessions() == ([], 0)
 
 
+def test_sessions_of_lone_surrogates_stay_apart_and_list_as_written(store) -> None:
+    """A session key with a lone surrogate (``"\\ud800"`` in an agent's JSON) is as
+    distinct in a store as in memory: never merged with another one's replacement."""
+    digest = call_digest("read", {"p": 1})
+    names = ["\ud800", "\udfff", "\ud800x", "?"]
+    for name in names:
+        assert store.count_call(name, "read", digest, None, 3)[0].count == 1
+    assert store.count_call("\ud800", "read", digest, None, 3)[0].count == 2
+    rows, skipped = store.sessions()
+    assert skipped == 0
+    assert sorted((r.session, r.count) for r in rows) == sorted(
+        [("\ud800", 2), ("\udfff", 1), ("\ud800x", 1), ("?", 1)]
+    )
+
+
 def test_sessions_list_the_latest_updated_first(store) -> None:
     """``state list`` shows the session updated last on top, whatever the order in
     which the sessions were first written."""
