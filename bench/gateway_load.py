@@ -15,22 +15,31 @@ Phases, each printed as it ends:
    direct-to-upstream and through the gateway (memory store, then ``--store`` Redis);
    prints throughput, p50/p99 per request and the gateway's overhead over direct, the
    gateway's CPU per request, and the denials: expected, seen by clients, logged.
-2. **decisions/s**: every client loops one call in its own sessions, so nearly every
-   request is a denial the gateway answers itself: the gateway's decision rate.
-3. **slow store**: 150 ms added to every Redis round trip (``--delay-ms``; the store
+   With the Redis store, the overhead p99 is judged against issue 37's 3 ms.
+2. **forwarded**: every call different (none denied, every one forwarded), rounds
+   alternating direct and each gateway: throughput against direct and the gateway's
+   own CPU per forwarded call, judged against issue 41 goal 2 (1 ms, 0.8x direct).
+3. **decisions/s**: every client loops one call in its own sessions, so nearly every
+   request is a denial the gateway answers itself: each gateway's decision rate (memory,
+   then Redis), judged against issue 37's 1,000 a second.
+4. **slow store**: 150 ms added to every Redis round trip (``--delay-ms``; the store
    URL's socket timeout is 1 s, so that is a slow store, not a failing one); calls
    run while a prober sends ``tools/list`` one after another, in rounds alternating
    with the store at full speed: p50/p99 of each, and the calls decided uncounted.
-4. **store dies and returns**: redis-server killed while calls go on (each allowed,
+5. **store dies and returns**: redis-server killed while calls go on (each allowed,
    uncounted: counted as fail-opens), started again on its port: seconds from its
    return to the first denial of a looping session, calls decided uncounted.
-5. **floods** (memory store, default bounds): ``--flood-sessions`` client-named
+6. **floods** (memory store, default bounds): ``--flood-sessions`` client-named
    sessions, ``--half-open`` connections that send half a request, ``--stalled``
    large bodies that stop halfway; a prober sends ``tools/list`` throughout. Prints
    the gateway's RSS idle, at the flood's peak and after it ends (ratio to idle), and
    the prober's p99, worst and failures.
 
+Every line that judges a target says ``met`` or ``NOT met``; the header gives the date,
+the commit and the load average, each phase its own load average.
+
     python bench/gateway_load.py [--clients 8] [--sessions 2000] [--flood-sessions 100000]
+    python bench/gateway_load.py --skip floods,outage
 """
 
 from __future__ import annotations
@@ -410,9 +419,115 @@ def overhead(
             f"    denials: expected {expected}, seen by clients {denials}, logged {logged}"
             + ("" if expected == denials == logged else "  << MISMATCH")
         )
+        if label == "redis":
+            added = g99 - d99
+            print(
+                f"  issue 37: overhead p99 with the Redis store at {clients} clients "
+                f"+{added:.2f} ms (target <= 3 ms): {verdict(added <= 3)}"
+            )
 
 
-def decisions(gateway: Gateway, clients: int, seconds: float) -> None:
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def load() -> str:
+    return f"load average {os.getloadavg()[0]:.1f}"
+
+
+def forwarded(
+    stub_port: int,
+    gateways: dict[str, Gateway],
+    clients: int,
+    calls: int,
+    rounds: int,
+    upstream: str = "the minimal upstream",
+) -> None:
+    """Every call forwarded (each one different, none denied): throughput against
+    direct and the gateway's own CPU per forwarded call (issue 41 goal 2), rounds
+    alternating direct and each gateway."""
+    print(
+        f"== forwarded calls to {upstream}: {clients} clients, {calls} different calls a "
+        f"round, {rounds} rounds; {load()}"
+    )
+
+    async def main(port: int, tag: str, latencies: list[float]) -> int:
+        async def client(index: int) -> None:
+            conn = Conn(port)
+            try:
+                for n in range(calls // clients):
+                    started = time.perf_counter()
+                    if await conn.call(f"{tag}-{index}", f"call {n}"):
+                        raise SystemExit("a call with new arguments was denied")
+                    latencies.append((time.perf_counter() - started) * 1000)
+            finally:
+                conn.close()
+
+        await asyncio.gather(*(client(n) for n in range(clients)))
+        return calls // clients * clients
+
+    ways: dict[str, list[Any]] = {"direct": [[], 0, 0.0, 0.0]}
+    ways.update({label: [[], 0, 0.0, 0.0] for label in gateways})
+    for r in range(rounds):
+        for label in ways:
+            gateway = gateways.get(label)
+            port = stub_port if gateway is None else gateway.port
+            cpu = cpu_seconds(gateway.proc.pid) if gateway is not None else 0.0
+            started = time.perf_counter()
+            done = run(main(port, f"fwd{r}", ways[label][0]))
+            ways[label][1] += done
+            ways[label][2] += time.perf_counter() - started
+            if gateway is not None:
+                ways[label][3] += cpu_seconds(gateway.proc.pid) - cpu
+    direct_rate = ways["direct"][1] / ways["direct"][2]
+    d99 = percentile(ways["direct"][0], 0.99)
+    for label, (latencies, done, wall, cpu) in ways.items():
+        rate = done / wall
+        line = (
+            f"  {label:8s} {rate:7,.0f} calls/s ({rate / direct_rate:.2f}x direct)  "
+            f"p50 {percentile(latencies, 0.5):6.2f} ms  p99 {percentile(latencies, 0.99):6.2f} ms"
+        )
+        if label != "direct":
+            added = percentile(latencies, 0.99) - d99
+            line += f" (+{added:.2f})  CPU {cpu / done * 1000:.3f} ms/call"
+        print(line)
+    for label in gateways:
+        _latencies, done, wall, cpu = ways[label]
+        per_call = cpu / done * 1000
+        ratio = done / wall / direct_rate
+        print(
+            f"  issue 41 goal 2, {label}, {upstream}: its own CPU {per_call:.3f} ms per "
+            f"forwarded call "
+            f"(target <= 1 ms): {verdict(per_call <= 1)}; {ratio:.2f}x direct throughput "
+            f"at {clients} clients (target >= 0.8x): {verdict(ratio >= 0.8)}"
+        )
+
+
+def sdk_upstream(scratch: str, redis: Redis, clients: int, calls: int, rounds: int) -> None:
+    """``forwarded`` against a real MCP SDK server (``tests/mcp_http_server.py --json``):
+    direct throughput is then an MCP server's, as a fleet's would be."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "mcp_http_server.py"), str(port), "--json"],
+        cwd=ROOT / "tests",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    gateways: dict[str, Gateway] = {}
+    try:
+        wait_listening(port, server)
+        gateways["memory"] = Gateway(scratch, url)
+        gateways["redis"] = Gateway(scratch, url, "--store", redis.url)
+        upstream = "an MCP SDK server (JSON answers)"
+        forwarded(port, gateways, clients, calls // 2, rounds, upstream)
+    finally:
+        for gateway in gateways.values():
+            gateway.stop()
+        stop(server)
+
+
+def decisions(gateway: Gateway, clients: int, seconds: float, label: str = "memory") -> None:
     async def main() -> tuple[int, float]:
         done = 0
         stop_at = time.perf_counter() + seconds
@@ -435,9 +550,13 @@ def decisions(gateway: Gateway, clients: int, seconds: float) -> None:
     done, wall = run(main())
     cpu = cpu_seconds(gateway.proc.pid) - cpu
     print(
-        f"== decisions/s (looping sessions, nearly all denied by the gateway itself): "
-        f"{done / wall:,.0f}/s over {wall:.1f} s, {clients} clients; "
-        f"gateway CPU {cpu / done * 1000:.2f} ms/decision ({done / cpu:,.0f} per CPU second)"
+        f"== decisions/s, {label} (looping sessions, nearly all denied by the gateway "
+        f"itself): {done / wall:,.0f}/s over {wall:.1f} s, {clients} clients; gateway CPU "
+        f"{cpu / done * 1000:.2f} ms/decision ({done / cpu:,.0f} per CPU second); {load()}"
+    )
+    print(
+        f"  issue 37: throughput {done / wall:,.0f} decisions/s per gateway process "
+        f"({label}; target >= 1,000): {verdict(done / wall >= 1000)}"
     )
 
 
@@ -473,7 +592,8 @@ def slow_store(
             fig[4] += sum(v.get("rule") == "store" for v in gateway.verdicts()[before:])
     redis.delay.value = 0.0
     print(
-        f"== slow store: {clients} clients' calls and a tools/list prober, {rounds} paired rounds"
+        f"== slow store: {clients} clients' calls and a tools/list prober, {rounds} paired "
+        f"rounds; {load()}"
     )
     for delay, (probe, calls, failures, requests, uncounted) in figures.items():
         print(
@@ -483,6 +603,11 @@ def slow_store(
             f"{percentile(calls, 0.5):.2f} ms p99 {percentile(calls, 0.99):.2f} ms "
             f"({requests} calls, {uncounted} decided uncounted)"
         )
+    p99 = percentile(figures[delay_ms][0], 0.99)
+    print(
+        f"  issue 37: tools/list p99 {p99:.2f} ms with the store +{delay_ms:g} ms while "
+        f"calls wait (target < 20 ms): {verdict(p99 < 20)}"
+    )
 
 
 def store_outage(gateway: Gateway, redis: Redis, clients: int) -> None:
@@ -641,8 +766,11 @@ def main() -> None:
     parser.add_argument("--flood-sessions", type=int, default=100_000)
     parser.add_argument("--half-open", type=int, default=1000)
     parser.add_argument("--stalled", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=4000, help="calls a round, forwarded phase")
     parser.add_argument(
-        "--skip", default="", help="phases to skip: overhead,decisions,slow,outage,floods"
+        "--skip",
+        default="",
+        help="phases to skip: overhead,forwarded,decisions,slow,outage,floods",
     )
     parser.add_argument("--serve-stub", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -654,7 +782,13 @@ def main() -> None:
     stub = subprocess.Popen([sys.executable, __file__, "--serve-stub", str(stub_port)])
     wait_listening(stub_port, stub)
     stub_url = f"http://127.0.0.1:{stub_port}/mcp"
-    print(f"loop-brake mcp-gateway under load; load average {os.getloadavg()[0]:.1f}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        f"loop-brake mcp-gateway under load; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f", commit {commit or '?'}, {load()}"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         redis = Redis()
         memory = Gateway(scratch, stub_url)
@@ -663,8 +797,13 @@ def main() -> None:
             if "overhead" not in skip:
                 gateways = {"memory": memory, "redis": shared}
                 overhead(stub_port, gateways, args.clients, args.sessions, args.rounds)
+            if "forwarded" not in skip:
+                gateways = {"memory": memory, "redis": shared}
+                forwarded(stub_port, gateways, args.clients, args.calls, args.rounds)
+                sdk_upstream(scratch, redis, args.clients, args.calls, args.rounds)
             if "decisions" not in skip:
-                decisions(memory, args.clients, 5.0)
+                decisions(memory, args.clients, 5.0, "memory")
+                decisions(shared, args.clients, 5.0, "redis")
             if "slow" not in skip:
                 slow_store(shared, redis, args.clients, args.delay_ms, args.sessions // 10)
             if "outage" not in skip:

@@ -1,12 +1,14 @@
 """The gateway as an ASGI application: Streamable HTTP in, the same upstream out.
 
-Starlette serves the endpoint; ``httpx2`` (the MCP SDK's HTTP client) speaks to
-the upstream server. A POST's body is read (at most ``max_body`` bytes, else 413)
-and decided by ``GatewayBrake``; forwarded, it goes upstream with its bytes
-unchanged, and the upstream's answer (a JSON body, an SSE stream, 202) comes back
-streamed chunk by chunk, never held whole. The response to a call a policy's
-``warn_at`` warns is the exception: its JSON body is read whole, or its SSE
-stream line by line, so the warning can be added to that call's result
+Starlette serves the endpoint; ``upstream.Upstream`` (a lean HTTP/1.1 client with
+keep-alive connections) speaks to the upstream server. A POST's body is read (at
+most ``max_body`` bytes, else 413) and decided by ``GatewayBrake``; forwarded, it
+goes upstream with its bytes unchanged, and the upstream's answer (a JSON body, an
+SSE stream, 202) comes back streamed chunk by chunk, never held whole, except an
+answer whose ``Content-Length`` the upstream gave, up to ``WATCH_BYTES``: read
+whole, then answered in one piece with its length (the same bytes). The response
+to a call a policy's ``warn_at`` warns is read whole too when it is JSON, or its
+SSE stream line by line, so the warning can be added to that call's result
 (``_warned``); everything else in it passes as it came. GET (the server's own stream) and
 DELETE (the end of a session) pass through the same way.
 
@@ -45,6 +47,7 @@ from ..mcp_shared.transport import transport_problem
 from ..readers.wire.mcp import INPUT_REQUIRED
 from .decide import Forward, GatewayBrake, Wait
 from .limits import GatewayLimits, trim_memory
+from .upstream import Upstream, UpstreamResponse
 
 __all__ = ["DEFAULT_MAX_BODY", "Gateway", "GatewayConfig"]
 
@@ -116,11 +119,7 @@ class Gateway:
         self.brake = brake
         self.note = note
         self.where = safe_url(config.upstream)
-        self.client = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(config.timeout, read=config.read_timeout),
-            follow_redirects=False,
-            trust_env=False,
-        )
+        self.client = Upstream(config.upstream, config.timeout, config.read_timeout)
         self.last_problem: str | None = None
         self.counters = brake.counters
         self._reading = 0  # POST bodies being read now
@@ -253,17 +252,11 @@ class Gateway:
     async def _forward(
         self, request: Request, body: bytes | None, forward: Forward | None = None
     ) -> Response:
-        upstream_request = self.client.build_request(
-            request.method,
-            self.config.upstream,
-            content=body,
-            headers=self._upstream_headers(request),
-            timeout=httpx2.Timeout(
-                self.config.timeout, read=None if body is None else self.config.read_timeout
-            ),
-        )
+        read_timeout = None if body is None else self.config.read_timeout
         try:
-            response = await self.client.send(upstream_request, stream=True)
+            response = await self.client.send(
+                request.method, self._upstream_headers(request), body, read_timeout
+            )
         except httpx2.HTTPError as exc:
             if forward is not None and forward.watched:
                 self.brake.answered(forward)  # the exchange is over: its id is free
@@ -278,12 +271,17 @@ class Gateway:
         headers = {
             name: value
             for name, value in response.headers.items()
-            if name.lower() in _TO_CLIENT
-            or (self.config.forward_auth and name.lower() == "www-authenticate")
+            if name in _TO_CLIENT or (self.config.forward_auth and name == "www-authenticate")
         }
         copy = self._copy(response)
         if forward is not None and forward.watched:
-            copy = self._watched(copy, response.headers.get("content-type", ""), forward)
+            copy = self._watched(copy, response.header("content-type"), forward)
+        length = response.length
+        if body is not None and length is not None and length <= WATCH_BYTES:
+            # a body of known, bounded size (a JSON answer): read whole and answered in
+            # one piece, with its length, rather than streamed (same bytes, less work)
+            whole = b"".join([chunk async for chunk in copy])
+            return Response(whole, status_code=response.status_code, headers=headers)
         return StreamingResponse(
             copy,
             status_code=response.status_code,
@@ -311,7 +309,7 @@ class Gateway:
         finally:
             self.brake.answered(forward)
 
-    async def _copy(self, response: httpx2.Response) -> AsyncIterator[bytes]:
+    async def _copy(self, response: UpstreamResponse) -> AsyncIterator[bytes]:
         """The upstream's body as it arrives; a broken stream just ends (the client's
         SDK resolves the request), with one note."""
         try:
