@@ -142,6 +142,7 @@ GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
 PROXY_BYTES = ("test_mcp_proxy_bytes.py",)
 GATEWAY_STORE_WAIT = ("test_mcp_gateway_store_wait.py",)  # a redis-server frozen by SIGSTOP
 GATEWAY_LIMITS = ("test_mcp_gateway_limits.py",)
+GATEWAY_UPSTREAM = ("test_mcp_gateway_upstream.py",)  # the client to the upstream, Corked
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
 RUN_VIEW = ("test_run_view.py",)
 SQLITE_FILES = ("test_hook_store_files.py", "test_state_store_files.py")
@@ -1299,6 +1300,70 @@ MUTANTS: tuple[Mutant, ...] = (
         "            if False:",
         GATEWAY_HTTP,
         "issue 36.12: the private port of a stdio upstream answers no one but the gateway",
+    ),
+    M(
+        "mcp_gateway/serve.py",
+        "        store.connect()\n",
+        "        pass\n",
+        ("test_store_redis_hygiene.py::test_the_gateway_says_it_at_start_once",),
+        "issue 37.4: under volatile-lru the gateway says the policy at start, before listening",
+    ),
+    M(
+        "mcp_gateway/limits.py",
+        "        self.flush()\n        self._transport.close()",
+        "        self._transport.close()",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: an answer written just before its connection closes still reaches the client",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        'size_text = line.split(b";", 1)[0].strip()',
+        "size_text = line.strip()",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a chunk size with an extension (1a;name=value) is read as its size",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        "            if self.status_code >= 200 or self.status_code == 101:",
+        "            if True:",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a 100 Continue before the answer is skipped, not taken as the answer",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        "        if self._done and self._reusable:",
+        "        if self._reusable:",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a connection whose answer was not read whole is never reused",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        "            if not reader.at_eof() and not writer.is_closing():",
+        "            if not writer.is_closing():",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a connection the server closed while idle is not used for the next request",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        '            if self.auth is not None and name.lower() == "authorization":',
+        "            if False:",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: with user info in --upstream, the client's Authorization is not sent too",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        '            if "\\r" in value or "\\n" in value or "\\r" in name or "\\n" in name:',
+        "            if False:",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a header value with a line break is refused, never a header injected",
+    ),
+    M(
+        "mcp_gateway/upstream.py",
+        '    raise httpx2.RemoteProtocolError("the server closed the connection early")\n'
+        "                left -= len(data)",
+        "    return\n                left -= len(data)",
+        GATEWAY_UPSTREAM,
+        "issue 41.2: a body cut short of its Content-Length is a broken connection, said",
     ),
     # -- hook store (SQLite) -----------------------------------------------------------
     M(

@@ -9,12 +9,17 @@ the server keeps it, one the server closed while idle is never used, the URL's u
 info is sent as Basic authorization, and each failure is the ``httpx2`` class that
 ``transport_problem`` words (refused, a body cut short, no data within the read
 timeout). The gateway's behaviour through it is ``tests/test_mcp_gateway*.py``'s.
+
+On the clients' side, the gateway joins the writes of one loop turn into one send
+(``limits.Corked``): an answer written just before its connection closes (a client
+that sent ``Connection: close``) still arrives whole.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -225,3 +230,27 @@ def test_failures_are_the_classes_transport_problem_words() -> None:
         await mute.close()
 
     run(test)
+
+
+def test_an_answer_before_the_connection_closes_arrives_whole(tmp_path) -> None:
+    from remote_helpers import free_port, gateway
+
+    nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # answered by the gateway itself
+    with gateway(tmp_path, nowhere) as (url, _log, _stderr):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n"
+                b"content-type: application/json\r\ncontent-length: 8\r\n\r\nnot json"
+            )
+            received = b""
+            while data := sock.recv(65536):
+                received += data
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.startswith(b"content-length")
+    )
+    assert len(body) == length and b'"code":-32700' in body
