@@ -298,19 +298,17 @@ class GatewayBrake:
             return PLAIN
         if not _is_call(value):
             return PLAIN
-        span = member_span(body, "id")
-        id_bytes = body[span[0] : span[1]] if span else b"null"
         try:
             key = session_key(value, headers, peer, self.anonymous)
         except SessionNameError as exc:
             text = f"{PROG}: {exc}"
             self.log(error_record(BadRecord(str(exc), None, "$.params._meta")))
             self.metrics.refused("session_name")
-            return 400, request_error(id_bytes, INVALID_REQUEST, text)
+            return 400, request_error(_id_bytes(body), INVALID_REQUEST, text)
         if key is None:
             self.log(error_record(BadRecord("no session key (refused)")))
             self.metrics.refused("no_session")
-            return 400, request_error(id_bytes, INVALID_REQUEST, NO_KEY)
+            return 400, request_error(_id_bytes(body), INVALID_REQUEST, NO_KEY)
         if self.tenants is not None:  # the tenant's namespace: its own sessions
             key, _tenant = self.tenants.key(key, headers)
         record = decode_call(value, key.name)
@@ -326,16 +324,16 @@ class GatewayBrake:
             except (JSONInputError, TypeError) as exc:
                 record = BadRecord(str(exc), record.line, record.path)
             else:
-                return _Counting(value, id_bytes, key, record, digest)
+                return _Counting(value, body, key, record, digest)
         # the decoder or the hash could not read it: never forwarded
         self.log(error_record(record))
         self.metrics.refused("unreadable_call")
         text = f"{PROG}: {record.message}; not forwarded"
-        return 400, request_error(id_bytes, INVALID_REQUEST, text)
+        return 400, request_error(_id_bytes(body), INVALID_REQUEST, text)
 
     def _conclude(self, step: _Counting, verdict: Verdict) -> Any:
         """The call counted: its verdict logged and acted on."""
-        value, id_bytes, key, record = step.value, step.id_bytes, step.key, step.record
+        value, key, record = step.value, step.key, step.record
         line = verdict_record(record, verdict)
         line["sessionSource"] = key.source
         self.log(line)
@@ -347,11 +345,12 @@ class GatewayBrake:
                     f"{PROG}: this tools/call id is already open in its session (sent again "
                     "before its answer); not forwarded"
                 )
-                return DUPLICATE, request_error(id_bytes, INVALID_REQUEST, text)
+                return DUPLICATE, request_error(step.id_bytes(), INVALID_REQUEST, text)
             self.denials.passed(session)
             warning = verdict.warning if verdict.warn_at is not None and not self.shadow else None
             call = (record.tool, record.args)
             return self._open(Forward(value["id"], warning, session, record.call_id, call))
+        id_bytes = step.id_bytes()
         what = f"{describe_denial(id_bytes, verdict)} in session {visible(session)} ({key.source})"
         if self.shadow:
             self.denials.denied(session, verdict, f"shadow: would deny {what}; forwarded", True)
@@ -443,16 +442,27 @@ class GatewayBrake:
 class _Counting:
     """A ``tools/call`` read and keyed, to be counted: what ``_conclude`` needs after."""
 
-    __slots__ = ("value", "id_bytes", "key", "record", "digest")
+    __slots__ = ("value", "body", "key", "record", "digest")
 
     def __init__(
-        self, value: dict[str, Any], id_bytes: bytes, key: Any, record: ToolCall, digest: bytes
+        self, value: dict[str, Any], body: bytes, key: Any, record: ToolCall, digest: bytes
     ) -> None:
         self.value = value
-        self.id_bytes = id_bytes
+        self.body = body
         self.key = key
         self.record = record
         self.digest = digest
+
+    def id_bytes(self) -> bytes:
+        """The call's id as the client wrote it: only for an answer the gateway writes
+        (a forwarded call needs none, and finding it scans the whole body)."""
+        return _id_bytes(self.body)
+
+
+def _id_bytes(body: bytes) -> bytes:
+    """The request's id as the client wrote it (``null`` if none)."""
+    span = member_span(body, "id")
+    return body[span[0] : span[1]] if span else b"null"
 
 
 def _nothing() -> None:
