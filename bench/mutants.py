@@ -152,6 +152,7 @@ TENANTS = ("test_mcp_gateway_tenants.py",)
 PROXY_PROCESS = ("test_mcp_proxy_raw.py", "test_mcp_proxy_streams.py")
 GATEWAY_SERVE = ("test_mcp_gateway.py",)
 BRIDGE = ("test_mcp_bridge.py", "test_mcp_remote_node.py")
+WRAPPERS = ("test_warn_at.py", "test_api.py", "test_attach.py")
 
 HOOK_NOTICE = ("test_hook_notice.py",)
 HOOK_ANSWERS = ("test_hook_answers.py", "test_agents_registry.py", "test_hook.py")
@@ -3410,6 +3411,64 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if False:\n            try:\n",
         BRIDGE,
         "docs/mcp-proxy.md: the client leaves: the session is ended (DELETE)",
+    ),
+    M(
+        "core/brake.py",
+        "raise LoopBrakeStop(verdict) if verdict.stop else LoopBrakeError(verdict)",
+        "raise LoopBrakeError(verdict)",
+        ("test_policy.py",),
+        "docs/library.md: a policy's stop raises LoopBrakeStop (a host tells it from a denial)",
+    ),
+    M(
+        "core/brake.py",
+        "self.policy = None if found is None or found.empty else found",
+        "self.policy = found",
+        ("test_policy.py", "test_brake.py"),
+        "an empty policy file is no policy: the seed's verdicts, byte for byte",
+    ),
+    M(
+        "core/brake.py",
+        "if warning is None or verdict.duplicate or not isinstance(result, str):",
+        "if warning is None or not isinstance(result, str):",
+        WRAPPERS,
+        "a warned call passing two seams (one call id) is warned once",
+    ),
+    M(
+        "core/brake.py",
+        'return f"{result}\\n\\n{warning}" if result else warning',
+        'return f"{result}\\n\\n{warning}"',
+        WRAPPERS,
+        "a warned call's empty str result becomes the warning alone",
+    ),
+    M(
+        "core/brake.py",
+        "        self.failure = None\n        began, before = self._outage",
+        "        began, before = self._outage",
+        BRAKE,
+        "the store answers again: said once, not at every later call",
+    ),
+    M(
+        "core/brake.py",
+        "        copy = dict(definition)\n",
+        "        copy = definition\n",
+        ("test_api.py",),
+        "docs/library.md: decorate_tool leaves the original definition untouched",
+    ),
+    M(
+        "core/brake.py",
+        "            verdict = brake.enforce(\n"
+        '                tool, args, session_id=session_id, call_id=kwargs.get("call_id")\n'
+        "            )\n",
+        "            verdict = brake.enforce(tool, args, session_id=session_id)\n",
+        WRAPPERS,
+        "an async tool's call_id keyword de-duplicates a call seen at two seams",
+    ),
+    M(
+        "core/brake.py",
+        "        if not self.user_turns:\n            return False\n",
+        "",
+        USER_TURN,
+        "without reset_on_user_turn a user turn changes nothing",
     ),
 )
 
