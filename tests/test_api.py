@@ -108,6 +108,27 @@ def test_wrap_execute_async() -> None:
     assert ran == [{"q": 1}]
 
 
+def test_wrap_execute_async_counts_a_call_id_once() -> None:
+    """docs/library.md: the call_id keyword de-duplicates a call seen at two seams, for
+    an async tool as for a sync one."""
+    ran: list[str] = []
+
+    async def execute(args: dict, *, call_id: str | None = None) -> str:
+        ran.append(call_id or "")
+        return "async result"
+
+    guarded = wrap_execute(execute, LoopBrake(2), tool="t")
+
+    async def scenario() -> None:
+        assert await guarded({}, call_id="c1") == "async result"
+        assert await guarded({}, call_id="c1") == "async result"  # a second seam
+        with pytest.raises(LoopBrakeError):
+            await guarded({}, call_id="c2")
+
+    asyncio.run(scenario())
+    assert ran == ["c1", "c1"]
+
+
 def test_decorate_tool_mapping_returns_a_braked_copy() -> None:
     calls: list[object] = []
 

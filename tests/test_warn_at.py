@@ -1211,6 +1211,21 @@ def test_wrap_execute_and_decorate_tool_return_a_str_result_with_the_warning(
     assert all(CANARY not in t for t in [warning, str(denied.value), caplog.text, out, err])
 
 
+def test_a_warned_call_passing_two_seams_is_warned_once() -> None:
+    """One host call seen at two seams (one call_id) is counted once, and warned once:
+    at the seam that counted it; the duplicate's result comes back as it is."""
+    from loop_brake_cli import wrap_execute
+
+    policy = policy_of("warn_at = 2\n")[0]
+    warning = _expected_warning("search", {"q": CANARY})
+    guarded = wrap_execute(
+        lambda args, call_id=None: "found it", LoopBrake(3, policy=policy), tool="search"
+    )
+    assert guarded({"q": CANARY}, call_id="c1") == "found it"
+    assert guarded({"q": CANARY}, call_id="c2") == f"found it\n\n{warning}"
+    assert guarded({"q": CANARY}, call_id="c2") == "found it"  # the second seam
+
+
 @pytest.mark.parametrize("policy", [None, PLAIN_POLICY])
 def test_wrap_execute_results_without_warn_at_are_the_tools_own(policy) -> None:
     from loop_brake_cli import decorate_tool, wrap_execute
