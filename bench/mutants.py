@@ -3470,6 +3470,36 @@ MUTANTS: tuple[Mutant, ...] = (
         USER_TURN,
         "without reset_on_user_turn a user turn changes nothing",
     ),
+    M(
+        "mcp_proxy/bridge.py",
+        'if id_bytes is not None and method != "initialize":',
+        "if id_bytes is not None:",
+        BRIDGE,
+        "initialize is answered before anything after it is sent (the session id it "
+        "issues is on the next request)",
+    ),
+    M(
+        "mcp_proxy/bridge.py",
+        "if text is not None and text != self.last_problem:",
+        "if text is not None:",
+        BRIDGE,
+        "a server that cannot be reached is said once, not at every request",
+    ),
+    M(
+        "mcp_proxy/bridge.py",
+        "thread.join(max(0.0, deadline - time.monotonic()))",
+        "thread.join(0)",
+        BRIDGE,
+        "docs/mcp-proxy.md: at the client's end the calls in flight get --shutdown-timeout "
+        "to finish (their answers are written)",
+    ),
+    M(
+        "mcp_proxy/bridge.py",
+        "return OUTPUT_FAILED if self.output_error is not None else 0",
+        "return 0",
+        BRIDGE,
+        "mcp-proxy --url with a full stdout (/dev/full): exit 5",
+    ),
 )
 
 
