@@ -151,7 +151,7 @@ EXIT = ("test_exit_table.py",)
 TENANTS = ("test_mcp_gateway_tenants.py",)
 PROXY_PROCESS = ("test_mcp_proxy_raw.py", "test_mcp_proxy_streams.py")
 GATEWAY_SERVE = ("test_mcp_gateway.py",)
-BRIDGE = ("test_mcp_bridge.py", "test_mcp_remote_node.py")
+BRIDGE = ("test_mcp_bridge_transport.py", "test_mcp_bridge.py", "test_mcp_remote_node.py")
 WRAPPERS = ("test_warn_at.py", "test_api.py", "test_attach.py")
 
 HOOK_NOTICE = ("test_hook_notice.py",)
