@@ -152,18 +152,24 @@ def test_a_path_that_is_no_url_is_a_sqlite_file(path: str, tmp_path: Path) -> No
 
 
 def test_store_wins_over_the_environment_and_state_is_a_path(tmp_path: Path) -> None:
-    """docs/hook.md: ``--store``, else ``$LOOP_BRAKE_STORE``, else the default file; a
-    ``--state PATH`` is ``--store PATH``; both at once is an error."""
+    """docs/hook.md: the hook's store is ``--store``, else ``$LOOP_BRAKE_STORE``, else the
+    default file; ``--state PATH`` is ``--store PATH``; ``state list`` reads the same."""
+    call = json.dumps(
+        {"session_id": "s1", "tool_name": "Read", "tool_input": {}, "tool_use_id": "x"}
+    )
     (tmp_path / "env").mkdir()
-    done = _run(tmp_path, "filter", "--store", "chosen.db", LOOP_BRAKE_STORE="env/other.db")
+    for option in ("--store", "--state"):
+        done = _run(tmp_path, "hook", option, "chosen.db", input=call, LOOP_BRAKE_STORE="env/e.db")
+        assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["chosen.db", "env"]
+        assert list((tmp_path / "env").iterdir()) == []
+    listed = _run(
+        tmp_path, "state", "list", "--json", "--state", "chosen.db", LOOP_BRAKE_STORE="env/e.db"
+    )
+    assert json.loads(listed.stdout)["sessionId"] == "s1", listed.stderr.decode()
+    done = _run(tmp_path, "hook", input=call, LOOP_BRAKE_STORE="env/e.db")
     assert done.returncode == 0, done.stderr.decode()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["chosen.db", "env"]
-    assert list((tmp_path / "env").iterdir()) == []
-    done = _run(tmp_path, "state", "list", "--state", "chosen.db", LOOP_BRAKE_STORE="env/x.db")
-    assert b"Traceback" not in done.stderr and list((tmp_path / "env").iterdir()) == []
-    done = _run(tmp_path, "filter", LOOP_BRAKE_STORE="env/other.db")
-    assert done.returncode == 0, done.stderr.decode()
-    assert [p.name for p in (tmp_path / "env").iterdir()] == ["other.db"]
+    assert [p.name for p in (tmp_path / "env").iterdir()] == ["e.db"]
 
 
 def test_a_sqlite_url_names_an_absolute_path(tmp_path: Path) -> None:
