@@ -142,9 +142,9 @@ def peer() -> Iterator[Peer]:
 class Client:
     """The bridge in a subprocess, spoken to one JSON-RPC line at a time."""
 
-    def __init__(self, url: str, stdout: Any = subprocess.PIPE) -> None:
+    def __init__(self, url: str, *options: str, stdout: Any = subprocess.PIPE) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--url", url],
+            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--url", url, *options],
             stdin=subprocess.PIPE,
             stdout=stdout,
             stderr=subprocess.PIPE,
@@ -157,21 +157,26 @@ class Client:
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
 
-    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send a request and read lines until its answer."""
+    def ask(self, message: dict[str, Any], skip: tuple[Any, ...] = ()) -> dict[str, Any]:
+        """Send a request and read its answer: the next response whose id is not in
+        ``skip`` (answers to earlier requests still in flight)."""
         self.send(message)
+        return self.answer(skip)
+
+    def answer(self, skip: tuple[Any, ...] = ()) -> dict[str, Any]:
         assert self.proc.stdout is not None
         while True:
             line = self.proc.stdout.readline()
             assert line, "the bridge ended before answering"
             answer = json.loads(line)
-            if answer.get("id") == message["id"]:
+            if "method" not in answer and answer.get("id") not in skip:
                 return answer
 
     def end(self) -> tuple[int, str]:
         """Close the bridge's stdin (the client leaves); its status and stderr."""
         assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.close()
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
         err = self.proc.stderr.read().decode()
         return self.proc.wait(timeout=120), err
 
@@ -227,6 +232,38 @@ def test_the_session_and_its_version_go_on_every_request_and_the_end_deletes_it(
         assert "Traceback" not in err
 
 
+def test_a_request_written_right_after_initialize_waits_for_its_session() -> None:
+    """A client that writes its next lines without waiting for initialize's answer:
+    initialize is sent alone, so what follows carries the session id it issued."""
+    with peer() as server:
+        client = Client(server.url)
+        client.send(INITIALIZE)
+        client.send(INITIALIZED)
+        client.send(call(2, "echo"))
+        assert {client.answer()["id"], client.answer()["id"]} == {1, 2}
+        status, err = client.end()
+        assert status == 0, err
+        (request,) = server.seen("tools/call")
+        assert request["headers"].get("mcp-session-id") == SESSION
+
+
+def test_a_call_in_flight_when_the_client_leaves_is_still_answered() -> None:
+    """docs/mcp-proxy.md: at the client's end the calls in flight get
+    --shutdown-timeout to finish; their answers are written, then the session ends."""
+    with peer() as server:
+        client = Client(server.url, "--shutdown-timeout", "120")
+        _open_session(client)
+        client.send(call(2, "hold"))
+        assert server.holding.wait(120), "the held call never reached the server"
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()  # the client leaves while the call is held
+        server.release.set()
+        assert client.answer()["result"]["content"][0]["text"] == "ok hold"
+        status, err = client.end()
+        assert status == 0, err
+        assert [r["verb"] for r in server.seen()][-1] == "DELETE"
+
+
 def test_a_redirect_is_not_followed_an_error_body_keeps_our_id_and_a_404_ends_the_session() -> None:
     """A redirect would take the request (and the --header credentials) elsewhere: it
     is an error for that request. A server's own JSON-RPC error comes back with the
@@ -268,7 +305,7 @@ def test_a_modern_clients_cancellation_closes_the_stream_and_is_never_posted() -
             }
         )
         # lines are handled in order: once 8 is answered, the cancellation was handled
-        assert client.ask(call(8, "echo", modern=True))["id"] == 8
+        assert client.ask(call(8, "echo", modern=True), skip=(7,))["id"] == 8
         server.release.set()
         client.end()
         assert [r["method"] for r in server.seen() if r["verb"] == "POST"] == [
