@@ -12,10 +12,12 @@ request on a thread of its own: the order is the test's, not a race).
 from __future__ import annotations
 
 import json
+import platform
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -87,6 +89,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:  # noqa: N802
         self._record(None)
+        with self.server.lock:  # the session ended while a call was still held?
+            self.server.requests[-1]["while_held"] = not self.server.release.is_set()
         self._send(200)
 
     def do_POST(self) -> None:  # noqa: N802
@@ -247,21 +251,51 @@ def test_a_request_written_right_after_initialize_waits_for_its_session() -> Non
         assert request["headers"].get("mcp-session-id") == SESSION
 
 
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())
+
+
+def _reading(pid: int) -> bool | None:
+    """Whether the process's main thread is blocked reading (its stdin, here); None once
+    it has exited (Linux's /proc/PID/syscall: the number of the call it is in)."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == str(READ_SYSCALL)
+    except (OSError, IndexError):
+        return None
+
+
+def _wait_until(condition: Any) -> None:
+    deadline = time.monotonic() + 120  # a bound that fails the test, not a margin
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never came"
+        time.sleep(0.005)
+
+
+@pytest.mark.skipif(
+    READ_SYSCALL is None or not Path("/proc/self/syscall").exists(),
+    reason="needs Linux's /proc/PID/syscall (x86_64 or aarch64)",
+)
 def test_a_call_in_flight_when_the_client_leaves_is_still_answered() -> None:
     """docs/mcp-proxy.md: at the client's end the calls in flight get
-    --shutdown-timeout to finish; their answers are written, then the session ends."""
+    --shutdown-timeout to finish; their answers are written, then the session ends.
+    The held call is released only once the bridge has acted on the end of its input
+    (its main thread no longer blocked reading it): an answer that got in first would
+    prove nothing."""
     with peer() as server:
         client = Client(server.url, "--shutdown-timeout", "120")
         _open_session(client)
         client.send(call(2, "hold"))
         assert server.holding.wait(120), "the held call never reached the server"
+        pid = client.proc.pid
+        _wait_until(lambda: _reading(pid))  # back to reading the client's next line
         assert client.proc.stdin is not None
         client.proc.stdin.close()  # the client leaves while the call is held
+        _wait_until(lambda: not _reading(pid))  # the bridge saw the end of its input
         server.release.set()
         assert client.answer()["result"]["content"][0]["text"] == "ok hold"
         status, err = client.end()
         assert status == 0, err
-        assert [r["verb"] for r in server.seen()][-1] == "DELETE"
+        (delete,) = [r for r in server.seen() if r["verb"] == "DELETE"]
+        assert not delete["while_held"], "the session was ended under a call in flight"
 
 
 def test_a_redirect_is_not_followed_an_error_body_keeps_our_id_and_a_404_ends_the_session() -> None:
