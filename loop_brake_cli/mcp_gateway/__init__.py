@@ -9,13 +9,15 @@ Modules, by responsibility:
   Prometheus text format by ``mcp_shared.prometheus``;
 * ``tenants``: per-tenant policies (``--tenants FILE``): which policy a caller's
   calls are judged under, and the namespace of its sessions;
-* ``app``: the ASGI application (Starlette in, ``httpx2`` to the upstream,
-  streaming both ways, limits, header allow-lists);
+* ``app``: the ASGI application (Starlette in, ``upstream`` out, streaming both
+  ways, limits, header allow-lists);
+* ``upstream``: the HTTP/1.1 client to the upstream (keep-alive connections, the
+  answer's bytes as they come; failures as ``httpx2``'s classes);
 * ``serve``: uvicorn, the listening socket, quiet logging;
 * ``store_calls``: a shared store's round trips off the event loop (a bounded pool
   of threads, a deadline per decision);
-* ``limits``: the bounds on clients (connections, slow requests, keep-alive) and
-  memory given back after a flood;
+* ``limits``: the bounds on clients (connections, slow requests, keep-alive),
+  memory given back after a flood, and the writes of one loop turn sent as one;
 * ``counters``: what the gateway counts about itself (fail-opens, store latency,
   evictions, connections refused or cut).
 
