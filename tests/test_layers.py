@@ -35,6 +35,9 @@ LAYERS = (
     {"agents", "config"},  # the agents' hook dialects; the max_repeats configuration
     # transcripts, corpora and what a replay makes of them; output drawn for people
     {"formats", "corpus", "analysis", "render"},
+    # what is counted about verdicts (one place, read by /metrics and by OpenTelemetry),
+    # and the opt-in OpenTelemetry exporter (the otel extra, imported only when asked)
+    {"telemetry"},
     # what the MCP front-ends share: spans, JSON-RPC answers, denial notes, headers, logs, pipes
     {"mcp_shared"},
     # the live front-ends: the public API's attach(), hooks, MCP proxy/gateway, frameworks

@@ -123,6 +123,24 @@ def shadow_option(help: str) -> Callable[[F], F]:
     return click.option("--shadow", is_flag=True, help=help)
 
 
+def otel_option(help: str) -> Callable[[F], F]:
+    return click.option("--otel", is_flag=True, help=help)
+
+
+def start_otel(asked: bool, service: str) -> Any:
+    """The OpenTelemetry exporter ``--otel`` asks for, as the ``OTEL_*`` variables
+    describe it (None without ``--otel``: nothing of OpenTelemetry is imported); a
+    missing ``otel`` extra or a wrong variable is a usage error (exit 2)."""
+    if not asked:
+        return None
+    from ..telemetry import TelemetryError, start_exporter
+
+    try:
+        return start_exporter(service)
+    except TelemetryError as exc:
+        raise CommandError(f"--otel: {exc}") from None
+
+
 def log_option(help: str) -> Callable[[F], F]:
     return click.option(
         "--log", "log_path", type=click.Path(dir_okay=False), default=None, help=help

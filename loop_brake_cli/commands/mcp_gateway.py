@@ -15,10 +15,12 @@ from ._options import (
     log_option,
     max_repeats_option,
     open_shared_store,
+    otel_option,
     policy_option,
     remote_headers,
     resolve_settings,
     shadow_option,
+    start_otel,
     store_options,
     timeout_options,
 )
@@ -59,6 +61,7 @@ def _note(message: str) -> None:
         "keep_alive",
         "metrics",
         "metrics_sessions",
+        "otel",
         "tenants_path",
     ),
     context_settings={"allow_interspersed_args": False},
@@ -194,7 +197,12 @@ def _note(message: str) -> None:
 @click.option(
     "--metrics-sessions",
     is_flag=True,
-    help="Also count calls by session key in /metrics (names may be secrets: off by default).",
+    help="Also count calls by session key in /metrics and --otel "
+    "(names may be secrets: off by default).",
+)
+@otel_option(
+    "Export metrics with OpenTelemetry (the otel extra) as the OTEL_* environment "
+    "variables say (OTLP over HTTP by default): what /metrics shows; never arguments."
 )
 @click.option(
     "--tenants",
@@ -252,6 +260,7 @@ class GatewayCommandOptions(NamedTuple):
     store_workers: int
     metrics: bool
     metrics_sessions: bool
+    otel: bool
     tenants_path: str | None
 
 
@@ -292,8 +301,8 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         loopback=is_loopback(host),
         limits=limits,
     )
-    if opts.metrics_sessions and not opts.metrics:
-        raise CommandError("--metrics-sessions needs --metrics")
+    if opts.metrics_sessions and not (opts.metrics or opts.otel):
+        raise CommandError("--metrics-sessions needs --metrics or --otel")
     store = open_shared_store(opts.store_url, opts.idle_ttl, _note)
     brake_options = {
         "max_repeats": limit,
@@ -307,12 +316,18 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "max_sessions": opts.max_sessions,
         "session_idle": session_idle,
         "metrics": _metrics(opts),
+        "serve_metrics": opts.metrics,
         "tenants": tenants,
     }
+    exporter = start_otel(opts.otel, "loop-brake-mcp-gateway")
+    brake_options["otel"] = exporter
     try:
         return run_gateway((host, port), config, brake_options, opts.log_path, stdio)
     except (ListenError, LogOpenError) as exc:
         raise CommandError(str(exc)) from None
+    finally:
+        if exporter is not None:
+            exporter.shutdown()  # what was counted last is exported
 
 
 def _upstream(upstream: str | None, command: tuple[str, ...]) -> tuple[str, list[str] | None]:
@@ -329,8 +344,8 @@ def _upstream(upstream: str | None, command: tuple[str, ...]) -> tuple[str, list
 
 
 def _metrics(opts: GatewayCommandOptions) -> Any:
-    """What ``--metrics`` asks for (None: no ``/metrics`` endpoint)."""
-    if not opts.metrics:
+    """What ``--metrics`` and ``--otel`` read (None: neither asked)."""
+    if not (opts.metrics or opts.otel):
         return None
     from ..mcp_gateway.metrics import GatewayMetrics
 

@@ -26,10 +26,12 @@ from ._options import (
     log_option,
     max_repeats_option,
     open_shared_store,
+    otel_option,
     policy_option,
     remote_headers,
     resolve_settings,
     shadow_option,
+    start_otel,
     store_options,
     timeout_options,
 )
@@ -61,6 +63,7 @@ def _note(message: str) -> None:
         "store_url",
         "idle_ttl",
         "fail_closed",
+        "otel",
     ),
     context_settings={"allow_interspersed_args": False},
 )
@@ -104,6 +107,10 @@ def _note(message: str) -> None:
     "where proxies with the same KEY share a streak: one KEY per agent session.",
 )
 @store_options
+@otel_option(
+    "Export metrics with OpenTelemetry (the otel extra) as the OTEL_* environment "
+    "variables say (OTLP over HTTP by default): calls by tool, rule and outcome; never arguments."
+)
 def mcp_proxy_command(**params: Any) -> int:
     """Start SERVER_COMMAND (or reach --url) and brake every tools/call a client
     sends it. In the client's configuration, put the proxy in front of the server:
@@ -139,6 +146,7 @@ class ProxyCommandOptions(NamedTuple):
     store_url: str | None
     idle_ttl: str | None
     fail_closed: bool
+    otel: bool
 
 
 def run_mcp_proxy(opts: ProxyCommandOptions) -> int:
@@ -157,8 +165,26 @@ def run_mcp_proxy(opts: ProxyCommandOptions) -> int:
         raise CommandError("give either SERVER_COMMAND (after --) or --url, not both or neither")
     if opts.url is None and opts.header_specs:
         raise CommandError("--header needs --url")
+    exporter = start_otel(opts.otel, "loop-brake-mcp-proxy")
+    metrics = None
+    if exporter is not None:
+        from ..telemetry import BrakeMetrics
+
+        metrics = BrakeMetrics()
+        exporter.observe(metrics)
+    try:
+        return _serve(opts, limit, policy, store, metrics)
+    finally:
+        if exporter is not None:
+            exporter.shutdown()  # what was counted last is exported
+
+
+def _serve(
+    opts: ProxyCommandOptions, limit: int, policy: object, store: object, metrics: object
+) -> int:
+    """The local proxy, or the bridge to ``--url``."""
     if opts.url is not None:
-        return _bridge(opts, opts.url, limit, policy, store)
+        return _bridge(opts, opts.url, limit, policy, store, metrics)
     options = ProxyOptions(
         command=list(opts.server_command),
         max_repeats=limit,
@@ -169,6 +195,7 @@ def run_mcp_proxy(opts: ProxyCommandOptions) -> int:
         store=store,
         fail_closed=opts.fail_closed,
         label=opts.label or "mcp",
+        metrics=metrics,
     )
     try:
         return run_proxy(options)
@@ -181,7 +208,14 @@ def run_mcp_proxy(opts: ProxyCommandOptions) -> int:
         raise CommandError(message, ExitStatus.OUTPUT) from None
 
 
-def _bridge(opts: ProxyCommandOptions, url: str, limit: int, policy: object, store: object) -> int:
+def _bridge(
+    opts: ProxyCommandOptions,
+    url: str,
+    limit: int,
+    policy: object,
+    store: object,
+    metrics: object,
+) -> int:
     """``--url``: the stdio client bridged to a remote server (needs the ``mcp`` extra)."""
     headers = remote_headers("--url", url, opts.header_specs)
     try:
@@ -201,6 +235,7 @@ def _bridge(opts: ProxyCommandOptions, url: str, limit: int, policy: object, sto
         store=store,
         fail_closed=opts.fail_closed,
         label=opts.label or "mcp",
+        metrics=metrics,
     )
     try:
         return run_bridge(options)

@@ -170,6 +170,10 @@ class LoopBrake:
         """Times an outage (the store's own clock where it has one: a test moves it)."""
         self._outage: tuple[float, int] = (0.0, 0)
         """When the store started failing, and ``store_failures`` then."""
+        self.counts: Any = None
+        """Hears each verdict of the library's calls (``check`` and the attach seams:
+        ``observe_threadsafe``) when metrics are exported (``telemetry.export_metrics``
+        sets a ``telemetry.counts.CallCounts``); None: nothing counted."""
         self._lock = allocate_lock()
         """Held by the library's calls (``check``, ``observe_threadsafe``,
         ``observe_result``, ``end_call``, ``user_turn``, ``reset``): threads sharing a
@@ -216,7 +220,10 @@ class LoopBrake:
         """``observe`` holding the brake's lock: for callers that may share the brake
         between threads (``check``, the attach seams)."""
         with self._lock:
-            return self.observe(session, tool_name, digest, call_id)
+            verdict = self.observe(session, tool_name, digest, call_id)
+        if self.counts is not None:
+            self.counts.judged(verdict)
+        return verdict
 
     def digest(self, tool_name: str, args: Any) -> bytes:
         """The digest a call is counted on: ``canonical.call_digest``, the contract's hash,

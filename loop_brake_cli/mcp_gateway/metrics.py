@@ -34,8 +34,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..core.verdicts import Verdict
-from ..mcp_shared.prometheus import CONTENT_TYPE, Histogram, family, series
+from ..mcp_shared.prometheus import CONTENT_TYPE, Histogram, exposition
+from ..telemetry.counts import MAX_LABELS, CallCounts, Family, by_reason, outcome, single
 from .tenants import tenant_of
 
 __all__ = [
@@ -46,56 +46,27 @@ __all__ = [
     "outcome",
 ]
 
-MAX_LABELS = 1000  # distinct tool names (and session names) given a series of their own
 STORE_BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 PATH = "/metrics"
-OVERFLOW = ("overflow", "true")
 REFUSALS = ("not_json", "batch", "session_name", "no_session", "unreadable_call")
 # Series that exist from the start at 0, so a rate() or an alert sees their first rise.
 
 
-def outcome(verdict: Verdict, shadow: bool) -> str:
-    """What became of a judged call (the ``outcome`` label)."""
-    if verdict.denied:
-        if shadow:
-            return "shadowed"
-        return "stopped" if verdict.stop else "denied"
-    if verdict.duplicate and not shadow:
-        return "duplicate"
-    return "warned" if verdict.warned else "passed"
-
-
-class _Bounded:
-    """Client-chosen label values, at most ``limit`` distinct ones (first come)."""
-
-    __slots__ = ("limit", "seen")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.seen: set[str] = set()
-
-    def label(self, name: str, value: str) -> tuple[str, str]:
-        if value in self.seen:
-            return (name, value)
-        if len(self.seen) < self.limit:
-            self.seen.add(value)
-            return (name, value)
-        return OVERFLOW
-
-
 class GatewayMetrics:
-    """The gateway's counters; safe to update from several threads."""
+    """The gateway's counters; safe to update from several threads. Two renderers read
+    the same ``families``: ``render`` (``GET /metrics``) and the OpenTelemetry exporter
+    (``telemetry.otel``, ``--otel``)."""
 
     def __init__(self, *, sessions: bool = False, max_labels: int = MAX_LABELS) -> None:
-        self.show_sessions = sessions
+        self.counts = CallCounts(sessions=sessions, max_labels=max_labels)
         self._lock = threading.Lock()
-        self._tools = _Bounded(max_labels)
-        self._sessions = _Bounded(max_labels)
-        self.calls: dict[tuple[tuple[str, str], str, str, str | None], int] = {}
-        self.session_calls: dict[tuple[tuple[str, str], str], int] = {}
         self.refusals: dict[str, int] = dict.fromkeys(REFUSALS, 0)
-        self.store_latency = Histogram(STORE_BOUNDS)
+        self.latency = Histogram(STORE_BOUNDS)
         self._gateway: Any = None
+
+    @property
+    def show_sessions(self) -> bool:
+        return self.counts.show_sessions
 
     # -- what the gateway tells it -------------------------------------------------
 
@@ -107,65 +78,49 @@ class GatewayMetrics:
 
     def _store_seconds(self, seconds: float) -> None:
         with self._lock:
-            self.store_latency.observe(seconds)
+            self.latency.observe(seconds)
 
-    def judged(self, verdict: Verdict, shadow: bool = False) -> None:
+    def judged(self, verdict: Any, shadow: bool = False) -> None:
         """One ``tools/call`` judged."""
-        what = outcome(verdict, shadow)
-        rule = verdict.rule or "streak"
-        tenant = tenant_of(verdict.session_id)  # a name the operator chose, never a client
-        with self._lock:
-            key = (self._tools.label("tool", verdict.tool_name), rule, what, tenant)
-            self.calls[key] = self.calls.get(key, 0) + 1
-            if self.show_sessions:
-                where = (self._sessions.label("session", verdict.session_id), what)
-                self.session_calls[where] = self.session_calls.get(where, 0) + 1
+        # the tenant: a name the operator chose, never a client
+        self.counts.judged(verdict, shadow, tenant_of(verdict.session_id))
 
     def refused(self, reason: str) -> None:
         """A body answered 400 before any verdict (``reason``: a word of ours)."""
         with self._lock:
             self.refusals[reason] = self.refusals.get(reason, 0) + 1
 
+    def store_latency(self) -> tuple[list[Any], tuple[float, ...]] | None:
+        """The hooks that hear each store round trip, and the buckets (None without
+        ``--store``): for an exporter that records them itself."""
+        gateway = self._gateway
+        if gateway is None or gateway.calls is None:
+            return None
+        return gateway.counters.store_latency, STORE_BOUNDS
+
     # -- the scrape ----------------------------------------------------------------
 
     def render(self) -> bytes:
         """The whole scrape, in the text format."""
-        with self._lock:
-            lines = self._lines()
+        lines = exposition(self.families())
         return ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace")
 
-    def _lines(self) -> list[str]:
-        out: list[str] = []
-        out += family(
-            "loop_brake_calls_total",
-            "counter",
-            "tools/call requests judged, by tool, rule and outcome "
-            "(passed, warned, denied, stopped, duplicate, shadowed).",
-            (
-                series("loop_brake_calls_total", _call_labels(tool, rule, what, tenant), n)
-                for (tool, rule, what, tenant), n in sorted(self.calls.items(), key=_order)
-            ),
-        )
-        if self.show_sessions:
-            out += family(
-                "loop_brake_session_calls_total",
+    def families(self) -> list[Family]:
+        """Every family, read now."""
+        out = self.counts.families()
+        with self._lock:
+            refusals = dict(self.refusals)
+        out.append(
+            by_reason(
+                "loop_brake_refused_total",
                 "counter",
-                "tools/call requests judged, by session key and outcome (--metrics-sessions).",
-                (
-                    series("loop_brake_session_calls_total", [session, ("outcome", what)], n)
-                    for (session, what), n in sorted(self.session_calls.items())
-                ),
+                "Requests answered 400 before any verdict, by reason.",
+                refusals,
             )
-        out += family(
-            "loop_brake_refused_total",
-            "counter",
-            "Requests answered 400 before any verdict, by reason.",
-            _by("loop_brake_refused_total", "reason", self.refusals),
         )
-        out += self._counted()
-        return out
+        return out + self._counted()
 
-    def _counted(self) -> list[str]:
+    def _counted(self) -> list[Family]:
         """What ``GatewayCounters`` and the brake hold, read now."""
         gateway = self._gateway
         if gateway is None:
@@ -177,76 +132,71 @@ class GatewayMetrics:
         }
         if brake.fail_closed:  # those calls were denied (rule "store"), not let through
             opened = dict.fromkeys(opened, 0)
-        out = family(
-            "loop_brake_fail_open_total",
-            "counter",
-            "Calls let through uncounted because the store did not decide, by reason.",
-            _by("loop_brake_fail_open_total", "reason", opened),
-        )
+        out = [
+            by_reason(
+                "loop_brake_fail_open_total",
+                "counter",
+                "Calls let through uncounted because the store did not decide, by reason.",
+                opened,
+            )
+        ]
         if gateway.calls is not None:
-            out += family(
-                "loop_brake_store_seconds",
-                "histogram",
-                "Seconds each store round trip took as the gateway waited for it "
-                "(queueing included; at most --store-deadline).",
-                self.store_latency.lines("loop_brake_store_seconds", ()),
-            )
-            out += _single(
-                "loop_brake_store_decisions_total",
-                "Calls whose decision asked the store.",
-                counters.store_decisions,
-            )
-            out += _single(
-                "loop_brake_store_ends_late_total",
-                "Ends of exchanges the store did not hear within --store-deadline.",
-                counters.end_calls_late,
-            )
+            with self._lock:
+                latency = self.latency.copy()
+            out += [
+                Family(
+                    "loop_brake_store_seconds",
+                    "histogram",
+                    "Seconds each store round trip took as the gateway waited for it "
+                    "(queueing included; at most --store-deadline).",
+                    [],
+                    latency,
+                ),
+                single(
+                    "loop_brake_store_decisions_total",
+                    "counter",
+                    "Calls whose decision asked the store.",
+                    counters.store_decisions,
+                ),
+                single(
+                    "loop_brake_store_ends_late_total",
+                    "counter",
+                    "Ends of exchanges the store did not hear within --store-deadline.",
+                    counters.end_calls_late,
+                ),
+            ]
         else:
-            out += family(
-                "loop_brake_sessions_held",
-                "gauge",
-                "Sessions whose state this process holds in memory.",
-                [series("loop_brake_sessions_held", (), sum(len(b) for b in gateway.brakes))],
+            out.append(
+                single(
+                    "loop_brake_sessions_held",
+                    "gauge",
+                    "Sessions whose state this process holds in memory.",
+                    sum(len(b) for b in gateway.brakes),
+                )
             )
         evicted = {"cap": gateway.evictions, "idle": counters.sessions_expired}
-        out += family(
-            "loop_brake_sessions_evicted_total",
-            "counter",
-            "Sessions dropped from memory: past --max-sessions (cap) or --session-idle (idle).",
-            _by("loop_brake_sessions_evicted_total", "reason", evicted),
+        out.append(
+            by_reason(
+                "loop_brake_sessions_evicted_total",
+                "counter",
+                "Sessions dropped from memory: past --max-sessions (cap) or --session-idle (idle).",
+                evicted,
+            )
         )
         refused = {
             "max_connections": counters.connections_refused,
             "request_timeout": counters.requests_timed_out,
             "body_too_large": counters.bodies_too_large,
         }
-        out += family(
-            "loop_brake_clients_refused_total",
-            "counter",
-            "Connections or requests the gateway's bounds refused or cut, by bound.",
-            _by("loop_brake_clients_refused_total", "reason", refused),
+        out.append(
+            by_reason(
+                "loop_brake_clients_refused_total",
+                "counter",
+                "Connections or requests the gateway's bounds refused or cut, by bound.",
+                refused,
+            )
         )
         return out
-
-
-def _call_labels(
-    tool: tuple[str, str], rule: str, what: str, tenant: str | None
-) -> list[tuple[str, str]]:
-    labels = [tool, ("rule", rule), ("outcome", what)]
-    return labels if tenant is None else [("tenant", tenant), *labels]
-
-
-def _order(item: tuple[tuple[Any, ...], int]) -> tuple[Any, ...]:
-    (tool, rule, what, tenant), _count = item
-    return (tenant or "", tool, rule, what)
-
-
-def _single(name: str, help_text: str, value: int) -> list[str]:
-    return family(name, "counter", help_text, [series(name, (), value)])
-
-
-def _by(name: str, label: str, counts: dict[str, int]) -> list[str]:
-    return [series(name, [(label, key)], n) for key, n in sorted(counts.items())]
 
 
 def metrics_endpoint(app: Any, metrics: GatewayMetrics) -> Any:

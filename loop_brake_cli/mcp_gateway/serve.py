@@ -178,13 +178,18 @@ def _serve(
     log_path: str | None,
     upstream_shown: str | None = None,
 ) -> int:
+    options = dict(brake_options)
+    serve_metrics = options.pop("serve_metrics", options.get("metrics") is not None)
+    exporter = options.pop("otel", None)  # --otel: a telemetry.otel.Exporter, or None
     log = VerdictLog(log_path, note)
     counters = GatewayCounters()
-    brake = GatewayBrake(log=log.write, note=note, counters=counters, **brake_options)
-    _ask_store(brake_options.get("store"))
+    brake = GatewayBrake(log=log.write, note=note, counters=counters, **options)
+    _ask_store(options.get("store"))
     app: Any = Gateway(config, brake, note)
-    if brake_options.get("metrics") is not None:  # --metrics: GET /metrics is served here
+    if serve_metrics:  # --metrics: GET /metrics is served here
         app = metrics_endpoint(app, brake.metrics)
+    if exporter is not None:  # the same families, read at each export
+        exporter.observe(brake.metrics)
     _quiet_uvicorn()
     limits = config.limits
     _enough_descriptors(limits.max_connections)

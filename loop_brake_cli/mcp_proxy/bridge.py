@@ -53,6 +53,7 @@ class BridgeOptions:
     store: Any = None  # a stores.Store shared with other processes, or None (memory)
     fail_closed: bool = False
     label: str = "mcp"
+    metrics: Any = None  # a telemetry.BrakeMetrics that counts each verdict (--otel), or None
 
 
 def _payload(line: bytes) -> bytes:

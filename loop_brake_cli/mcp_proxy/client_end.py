@@ -47,6 +47,9 @@ class ClientEnd:
             options.fail_closed,
             options.label,
         )
+        if options.metrics is not None:  # --otel: each verdict counted, the brake read
+            self.router.counts = options.metrics.counts
+            options.metrics.watch(self.router.brake)
         self.out_lock = threading.Lock()
         self.client_gone = False  # the client's stdout pipe is closed
         self.output_error: str | None = None  # why a line to the client failed, if not EPIPE

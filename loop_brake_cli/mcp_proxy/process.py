@@ -79,6 +79,7 @@ class ProxyOptions:
     store: Any = None  # a stores.Store shared with other proxies, or None (in memory)
     fail_closed: bool = False  # deny when the store cannot be asked
     label: str = "mcp"  # sessions are label#1, label#2...
+    metrics: Any = None  # a telemetry.BrakeMetrics that counts each verdict (--otel), or None
 
 
 def _exit_status(returncode: int) -> int:

@@ -152,6 +152,8 @@ class ClientRouter:
         self.answered: OrderedDict[str, int] = OrderedDict()  # id key -> answers not cancelled
         self.warned: OrderedDict[str, str] = OrderedDict()  # id key -> warning (warn_at)
         self.line_number = 0
+        self.counts: Any = None
+        """A ``telemetry.counts.CallCounts`` that hears each verdict (``--otel``), or None."""
 
     def close(self) -> None:
         """The client has gone: the denial notes still counted are summed up."""
@@ -304,6 +306,8 @@ class ClientRouter:
             return False, self._refuse(message, record, raw)
         assert isinstance(record, ToolCall)
         self.log(verdict_record(record, verdict))
+        if self.counts is not None:
+            self.counts.judged(verdict, self.shadow)
         if not verdict.denied:
             return self._passing(message, record, verdict)
         id_bytes = _id_bytes(raw(), message)

@@ -16,10 +16,11 @@ series early, forge another line, or carry a control to the dashboard.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..render.visible import visible
 
-__all__ = ["CONTENT_TYPE", "Histogram", "family", "label_value", "series"]
+__all__ = ["CONTENT_TYPE", "Histogram", "exposition", "family", "label_value", "series"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -51,6 +52,18 @@ def family(name: str, kind: str, help_text: str, lines: Iterable[str]) -> list[s
     return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *lines]
 
 
+def exposition(families: Iterable[Any]) -> list[str]:
+    """The lines of ``families`` (``telemetry.counts.Family``), in their order."""
+    out: list[str] = []
+    for found in families:
+        if found.kind == "histogram":
+            lines = found.histogram.lines(found.name, ())
+        else:
+            lines = [series(found.name, labels, value) for labels, value in found.samples]
+        out += family(found.name, found.kind, found.help, lines)
+    return out
+
+
 class Histogram:
     """Observations counted into fixed upper bounds (seconds); not thread-safe on its
     own (its owner holds a lock)."""
@@ -70,6 +83,13 @@ class Histogram:
                 break
         self.total += value
         self.count += 1
+
+    def copy(self) -> Histogram:
+        """Its counts as they are now (read under its owner's lock)."""
+        copied = Histogram(self.bounds)
+        copied.counts = list(self.counts)
+        copied.total, copied.count = self.total, self.count
+        return copied
 
     def lines(self, name: str, labels: Labels) -> list[str]:
         """Its ``_bucket`` (cumulative, ``+Inf`` last), ``_sum`` and ``_count`` lines."""
