@@ -48,6 +48,7 @@ EXTRA_IMPORTS = {
     "crewai": "crewai",
     "redis": "redis hiredis",
     "parquet": "pyarrow.parquet",
+    "otel": "opentelemetry.sdk.metrics opentelemetry.exporter.otlp.proto.http.metric_exporter",
 }
 """What each extra of pyproject.toml is installed for: its packages, imported."""
 

@@ -1,5 +1,5 @@
 """Imports point one way, package by package: commands -> front-ends -> mcp_shared ->
-formats, analysis, render -> agents, config -> readers -> core; and no front-end
+telemetry -> formats, analysis, render -> agents, config -> readers -> core; and no front-end
 imports a sibling front-end.
 
 Read from the source with ``ast`` (not by importing), so a lazy import inside a

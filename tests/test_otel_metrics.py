@@ -464,3 +464,14 @@ def test_an_exporter_it_cannot_start_is_a_usage_error(env: dict[str, str], says:
     )
     assert out.returncode == 2
     assert says in out.stderr.decode() and b"Traceback" not in out.stderr
+
+
+def test_the_library_example_of_the_docs_prints_what_it_shows() -> None:
+    page = (ROOT / "docs" / "library.md").read_text()
+    block = page.split("## Metrics with OpenTelemetry")[1].split("```python\n")[1].split("```")[0]
+    out = subprocess.run(
+        [sys.executable, "-c", block], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    shown = block.rsplit("# ", 1)[1]
+    assert out.stdout == shown
