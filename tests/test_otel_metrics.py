@@ -81,6 +81,20 @@ class Receiver:
             **more,
         }
 
+    def kinds(self) -> dict[str, str]:
+        """Each instrument's OTLP data kind: ``sum`` (monotonic), ``gauge``, ``histogram``."""
+        out = {}
+        for body in self.bodies:
+            request = metrics_service_pb2.ExportMetricsServiceRequest()
+            request.ParseFromString(body)
+            for resource in request.resource_metrics:
+                for scope in resource.scope_metrics:
+                    for metric in scope.metrics:
+                        kind = metric.WhichOneof("data")
+                        monotonic = kind == "sum" and metric.sum.is_monotonic
+                        out[metric.name] = "counter" if monotonic else kind
+        return out
+
     def points(self) -> Points:
         """Every exported data point by instrument name, from the last export that
         holds it (the values are cumulative)."""
@@ -180,6 +194,16 @@ def test_the_library_exports_what_its_brake_decided_and_no_argument() -> None:
     assert CANARY not in everything and SECRET_SESSION not in everything
 
 
+def test_a_tool_name_a_client_chose_is_shown_visible_as_on_metrics() -> None:
+    brake = LoopBrake(3)
+    reader = in_memory(brake)
+    brake.check("\x1b[31mred\u202e", {"a": 1}, session_id="s")
+    points, _ = collected(reader)
+    assert points["loop_brake.calls"] == [
+        ({"tool": "\\x1b[31mred\\u202e", "rule": "streak", "outcome": "passed"}, 1.0)
+    ]
+
+
 def test_the_library_names_sessions_only_when_asked_and_counts_evictions() -> None:
     brake = LoopBrake(2, max_sessions=1)
     reader = in_memory(brake, sessions=True)
@@ -271,6 +295,9 @@ def test_the_gateway_exports_the_families_of_metrics_and_no_argument(tmp_path: P
         "max_connections",
         "request_timeout",
     }
+    kinds = otlp.kinds()
+    assert kinds["loop_brake.calls"] == kinds["loop_brake.sessions_evicted"] == "counter"
+    assert kinds["loop_brake.sessions_held"] == "gauge"
     assert CANARY.encode() not in sent and SECRET_SESSION.encode() not in sent
     assert b"loop-brake-mcp-gateway" in sent  # the service's name, unless OTEL_SERVICE_NAME
     assert CANARY not in stderr.read_text()
@@ -297,6 +324,7 @@ def test_the_gateway_store_latency_and_sessions_when_asked(tmp_path: Path) -> No
         sent = b"".join(otlp.bodies)
     assert denied_lines(log) == 2 == total(points, "loop_brake.calls", outcome="denied")
     assert total(points, "loop_brake.store_decisions") == 4
+    assert otlp.kinds()["loop_brake.store_seconds"] == "histogram"
     assert total(points, "loop_brake.store_seconds") >= 4  # decisions, and ends of exchanges
     assert "loop_brake.sessions_held" not in points  # the store keeps its own
     sessions = points["loop_brake.session_calls"]
@@ -314,13 +342,14 @@ def call(request_id: int, text: str = CANARY) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def test_the_stdio_proxy_exports_its_denials_and_no_argument(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shadow", [False, True], ids=["enforcing", "shadow"])
+def test_the_stdio_proxy_exports_its_denials_and_no_argument(tmp_path: Path, shadow: bool) -> None:
     log = tmp_path / "verdicts.jsonl"
     script = b"".join(call(n) for n in range(1, 7))
+    options = ["--otel", "--log", str(log), *(["--shadow"] if shadow else [])]
     with receiver() as otlp:
         out = subprocess.run(
-            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--otel", "--log", str(log)]
-            + ["--", *ECHO],
+            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", *options, "--", *ECHO],
             input=script,
             capture_output=True,
             env=cli_env(**otlp.env()),
@@ -330,9 +359,11 @@ def test_the_stdio_proxy_exports_its_denials_and_no_argument(tmp_path: Path) -> 
         points = otlp.points()
         sent = b"".join(otlp.bodies)
     assert out.returncode == 0, out.stderr
-    assert denied_lines(log) == 4
-    assert total(points, "loop_brake.calls", tool="echo", rule="streak", outcome="denied") == 4
+    assert denied_lines(log) == 4  # under --shadow, would have been
+    what = "shadowed" if shadow else "denied"
+    assert total(points, "loop_brake.calls", tool="echo", rule="streak", outcome=what) == 4
     assert total(points, "loop_brake.calls", outcome="passed") == 2
+    assert total(points, "loop_brake.calls") == 6
     assert points["loop_brake.sessions_held"] == [({}, 1.0)]
     assert CANARY.encode() not in sent and b"mcp#1" not in sent
     assert b"loop-brake-mcp-proxy" in sent
