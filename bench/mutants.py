@@ -177,6 +177,14 @@ RUN = ("test_run_watch.py", "test_run_outputs.py", "test_run.py")
 ROO = ("test_formats_roo_code.py", "test_sniff_decisions.py")
 
 M = Mutant
+METRICS = ("test_mcp_gateway_metrics.py",)  # /metrics without HTTP: every outcome and bound
+OTEL = ("test_otel_metrics.py",)  # --otel and export_metrics with the real SDK
+OTEL_LIBRARY = (
+    "test_otel_metrics.py::test_the_library_exports_what_its_brake_decided_and_no_argument",
+    "test_otel_metrics.py::test_a_tool_name_a_client_chose_is_shown_visible_as_on_metrics",
+    "test_otel_metrics.py::test_the_library_names_sessions_only_when_asked_and_counts_evictions",
+    "test_otel_metrics.py::test_a_store_that_fails_open_is_counted_and_fail_closed_is_a_denial",
+)
 MUTANTS: tuple[Mutant, ...] = (
     M(
         "core/streak.py",
@@ -3499,6 +3507,148 @@ MUTANTS: tuple[Mutant, ...] = (
         "return 0",
         BRIDGE,
         "mcp-proxy --url with a full stdout (/dev/full): exit 5",
+    ),
+    # -- metrics (issue 37 item 6): telemetry/ counts once for /metrics and --otel,
+    # written from docs/metrics.md (the families, their labels, the opt-ins)
+    M(
+        "telemetry/counts.py",
+        'return "shadowed"',
+        'return "denied"',
+        METRICS,
+        "--shadow: a call that would have been denied is outcome shadowed, not denied",
+    ),
+    M(
+        "telemetry/counts.py",
+        'return "stopped" if verdict.stop else "denied"',
+        'return "denied"',
+        METRICS,
+        "a policy's [stop] is outcome stopped",
+    ),
+    M(
+        "telemetry/counts.py",
+        'return "warned" if verdict.warned else "passed"',
+        'return "passed"',
+        METRICS,
+        "a policy's warn_at: the warned call is outcome warned",
+    ),
+    M(
+        "telemetry/counts.py",
+        "if verdict.duplicate and not shadow:",
+        "if verdict.duplicate:",
+        METRICS,
+        "under --shadow a duplicate id is forwarded: outcome passed, not duplicate",
+    ),
+    M(
+        "telemetry/counts.py",
+        'rule = verdict.rule or "streak"',
+        "rule = verdict.rule",
+        METRICS,
+        "without a policy the rule label is streak",
+    ),
+    M(
+        "telemetry/counts.py",
+        "if len(self.seen) < self.limit:",
+        "if len(self.seen) <= self.limit:",
+        METRICS,
+        "at most max_labels distinct tools get a label; one more is overflow",
+    ),
+    M(
+        "telemetry/counts.py",
+        'return labels if tenant is None else (("tenant", tenant), *labels)',
+        "return labels",
+        ("test_mcp_gateway_tenants.py",),
+        "--tenants: a tenant's calls carry its tenant label",
+    ),
+    M(
+        "telemetry/brake_metrics.py",
+        "failures = 0 if brake is None or brake.fail_closed else brake.store_failures",
+        "failures = 0 if brake is None else brake.store_failures",
+        OTEL_LIBRARY,
+        "fail_closed: a call the store did not decide is a denial, not a fail-open",
+    ),
+    M(
+        "telemetry/brake_metrics.py",
+        "held = [] if brake is None or brake.store is not None else [((), len(brake))]",
+        "held = [] if brake is None else [((), len(brake))]",
+        OTEL_LIBRARY,
+        "a brake counting in a store holds no sessions: no sessions_held point",
+    ),
+    M(
+        "telemetry/brake_metrics.py",
+        'evicted = {"cap": brake.evictions, "idle": brake.expired}',
+        'evicted = {"cap": brake.expired, "idle": brake.evictions}',
+        OTEL_LIBRARY,
+        "max_sessions 1, a second session: reason cap",
+    ),
+    M(
+        "telemetry/otel.py",
+        'base = family.removeprefix("loop_brake_").removesuffix("_total")',
+        'base = family.removeprefix("loop_brake_")',
+        OTEL_LIBRARY,
+        "an instrument is named without _total (a Collector adds it back)",
+    ),
+    M(
+        "telemetry/otel.py",
+        "return metrics.Observation(value, {key: visible(text) for key, text in labels})",
+        "return metrics.Observation(value, dict(labels))",
+        OTEL_LIBRARY,
+        "a tool name holding ESC and U+202E is exported escaped, as /metrics shows it",
+    ),
+    M(
+        "telemetry/otel.py",
+        'if family.kind == "counter":',
+        'if family.kind == "gauge":',
+        OTEL,
+        "sessions_held is a gauge, calls a monotonic sum",
+    ),
+    M(
+        "telemetry/otel.py",
+        "hooks.append(histogram.record)",
+        "histogram.record(0.0)",
+        OTEL,
+        "with --store every round trip is in loop_brake.store_seconds (4 calls: 4 or more)",
+    ),
+    M(
+        "telemetry/otel.py",
+        'resource = resource.merge(Resource({"service.name": service}))',
+        "pass",
+        OTEL,
+        "without OTEL_SERVICE_NAME the service is loop-brake-mcp-gateway",
+    ),
+    M(
+        "telemetry/otel.py",
+        "out.append(ConsoleMetricExporter(out=sys.stderr))",
+        "out.append(ConsoleMetricExporter())",
+        OTEL,
+        "OTEL_METRICS_EXPORTER=console writes to stderr: a proxy's stdout is its client's",
+    ),
+    M(
+        "telemetry/otel.py",
+        "if name not in EXPORTERS:",
+        "if name not in (*EXPORTERS, 'prometheus'):",
+        OTEL,
+        "OTEL_METRICS_EXPORTER=prometheus is a usage error (exit 2), not ignored",
+    ),
+    M(
+        "core/brake.py",
+        "        if self.counts is not None:\n            self.counts.judged(verdict)",
+        "        pass",
+        OTEL_LIBRARY,
+        "export_metrics: what check and enforce decide is counted",
+    ),
+    M(
+        "mcp_proxy/routing.py",
+        "self.counts.judged(verdict, self.shadow)",
+        "self.counts.judged(verdict)",
+        OTEL,
+        "mcp-proxy --shadow --otel: outcome shadowed, never denied",
+    ),
+    M(
+        "mcp_proxy/client_end.py",
+        "options.metrics.watch(self.router.brake)",
+        "pass",
+        OTEL,
+        "mcp-proxy --otel: the sessions it holds are exported (sessions_held 1)",
     ),
 )
 
