@@ -142,6 +142,17 @@ def test_shadow_and_duplicate_outcomes() -> None:
     assert total(samples, "loop_brake_calls_total", outcome="duplicate") == 1
 
 
+def test_under_shadow_a_duplicate_id_is_forwarded_so_it_passed() -> None:
+    """--shadow forwards a call sent again while its id is open (no 409): ``passed``."""
+    brake, _log = gateway(shadow=True)
+    first = brake.decide(body(1), {}, None)
+    again = brake.decide(body(1), {}, None, wait=False)
+    assert not isinstance(first, tuple) and not isinstance(again, tuple)
+    samples = parse(brake.metrics.render().decode())
+    assert total(samples, "loop_brake_calls_total", outcome="duplicate") == 0
+    assert total(samples, "loop_brake_calls_total", outcome="passed") == 2
+
+
 def test_refusals_by_reason() -> None:
     brake, _log = gateway()
     brake.decide(b"NaN", {}, None)
