@@ -431,6 +431,27 @@ def test_the_url_bridge_exports_its_denials_and_no_argument(tmp_path: Path) -> N
     assert CANARY.encode() not in sent and CANARY.encode() not in err
 
 
+def test_a_collector_that_cannot_be_reached_is_said_on_stderr_never_a_traceback() -> None:
+    import socket
+
+    with socket.socket() as closed:  # bound, never listening: every connection refused
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        out = subprocess.run(
+            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--otel", "--", *ECHO],
+            input=b"".join(call(n) for n in range(1, 4)),
+            capture_output=True,
+            env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1"),
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert out.returncode == 0
+    assert out.stdout.count(b'"isError":true') == 1  # the brake went on braking
+    lines = out.stderr.decode().splitlines()
+    assert any(line.startswith("loop-brake mcp-proxy: opentelemetry: ") for line in lines)
+    assert "Traceback" not in out.stderr.decode() and CANARY not in out.stderr.decode()
+
+
 # -- switched on only when asked -------------------------------------------------
 
 

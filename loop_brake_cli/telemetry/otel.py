@@ -131,10 +131,27 @@ def start(service: str, environ: Any = None) -> Exporter:
     except ImportError:
         raise TelemetryError(NEEDS_SDK) from None
     readers = [PeriodicExportingMetricReader(made) for made in _exporters(env)]
+    _say_failures(service)
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": service}))
     return Exporter(MeterProvider(metric_readers=readers, resource=resource))
+
+
+def _say_failures(service: str) -> None:
+    """An export that fails (a Collector that cannot be reached) is told on stderr, one
+    line each, named as ours: the SDK logs it (``opentelemetry`` loggers), and a
+    process that set up no logging would print it bare."""
+    import logging
+
+    logger = logging.getLogger("opentelemetry")
+    if logger.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    prog = service.replace("loop-brake-", "loop-brake ", 1)  # as the command's own lines
+    handler.setFormatter(logging.Formatter(f"{prog}: opentelemetry: %(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def _exporters(env: Any) -> list[Any]:
