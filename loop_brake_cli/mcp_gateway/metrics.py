@@ -27,6 +27,10 @@ outcome}``), since a name a client chose may be a secret. Client-chosen label
 values are bounded (``MAX_LABELS`` distinct tools, and sessions): past that, a
 call is counted without its ``tool`` (or ``session``) label and with
 ``overflow="true"``, so totals stay exact and memory bounded.
+
+The calls are counted in ``telemetry.counts.CallCounts`` (shared with the proxy and
+the library); ``families`` is what both renderers read: ``render`` here, and the
+OpenTelemetry exporter under ``--otel`` (``telemetry.otel``).
 """
 
 from __future__ import annotations
@@ -35,16 +39,10 @@ import threading
 from typing import Any
 
 from ..mcp_shared.prometheus import CONTENT_TYPE, Histogram, exposition
-from ..telemetry.counts import MAX_LABELS, CallCounts, Family, by_reason, outcome, single
+from ..telemetry.counts import MAX_LABELS, CallCounts, Family, by_reason, single
 from .tenants import tenant_of
 
-__all__ = [
-    "GatewayMetrics",
-    "MAX_LABELS",
-    "STORE_BOUNDS",
-    "metrics_endpoint",
-    "outcome",
-]
+__all__ = ["GatewayMetrics", "MAX_LABELS", "STORE_BOUNDS", "metrics_endpoint"]
 
 STORE_BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 PATH = "/metrics"
@@ -63,10 +61,6 @@ class GatewayMetrics:
         self.refusals: dict[str, int] = dict.fromkeys(REFUSALS, 0)
         self.latency = Histogram(STORE_BOUNDS)
         self._gateway: Any = None
-
-    @property
-    def show_sessions(self) -> bool:
-        return self.counts.show_sessions
 
     # -- what the gateway tells it -------------------------------------------------
 
