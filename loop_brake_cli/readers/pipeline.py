@@ -26,7 +26,15 @@ from ..core.verdicts import Verdict
 from .fast_observe import digest_for, observe_for, plain_records
 from .output import LineWriter
 
-__all__ = ["VERDICT_KINDS", "Tally", "judge", "plain_records", "write_verdicts"]
+__all__ = [
+    "VERDICT_KINDS",
+    "Tally",
+    "call_digester",
+    "judge",
+    "plain_records",
+    "write_verdicts",
+    "write_verdict",
+]
 
 VERDICT_KINDS = ("pass", "deny", "stop", "error", "warn")
 """The ``verdict`` values of a verdict line (``filter --only``). ``stop`` (under a
@@ -106,9 +114,7 @@ def judge(
     or by its faster equal (``fast_observe.observe_for``)."""
     observe = observe_for(brake)  # brake.observe, or its equal built faster
     progress = brake.progress
-    digest_of = digest_for(records)  # call_digest, or fast_digest for a plain stream
-    if brake.ignores_args:  # some tool's calls are counted on a policy hash (args_ignore)
-        digest_of = _args_digest(brake.policy, digest_of)
+    digest_of = call_digester(records, brake)
     for record in records:
         # one class look-up per record, compared below; mypy does not narrow ``record``
         # through ``cls``, hence the union-attr ignores
@@ -161,6 +167,16 @@ def judge(
         yield record, None
 
 
+def call_digester(records: Iterable[Record], brake: LoopBrake) -> Callable[[str, object], bytes]:
+    """How ``judge`` hashes the calls of ``records``: ``call_digest``, or ``fast_digest``
+    for a stream marked by ``plain_records``; a tool whose policy rule has
+    ``args_ignore``, without those paths."""
+    digest_of = digest_for(records)
+    if brake.ignores_args:  # some tool's calls are counted on a policy hash (args_ignore)
+        digest_of = _args_digest(brake.policy, digest_of)
+    return digest_of
+
+
 def _args_digest(policy: Any, digest_of: Callable[[str, object], bytes]) -> Callable[..., bytes]:
     """``digest_of`` under a policy with ``args_ignore``: the paths of the tool's rule are
     removed first (``Policy.args_digest``); other tools' calls hash as before."""
@@ -184,15 +200,26 @@ def write_verdicts(
     The exact path of ``filter`` and of ``replay --verdicts`` (and the fast
     path's fallback for the lines it does not take), so they cannot drift apart.
     """
-    write = out.write
     for record, verdict in judge(records, brake, tally):
-        if verdict is None:
-            if "error" in wanted and record.__class__ is BadRecord:
-                write(error_record(record, file))
-        elif (
-            ("deny" if verdict.denied else "pass") in wanted
-            or (verdict.stop and "stop" in wanted)
-            or (verdict.warned and "warn" in wanted)
-        ):
-            # a verdict: the record is a ToolCall (judge)
-            write(verdict_record(record, verdict, file))  # type: ignore[arg-type]
+        write_verdict(record, verdict, out, wanted, file)
+
+
+def write_verdict(
+    record: Record,
+    verdict: Verdict | None,
+    out: LineWriter,
+    wanted: Collection[str] = VERDICT_KINDS,
+    file: str | None = None,
+) -> None:
+    """One judged record's line, if it has one of the ``wanted`` kinds: a call's
+    verdict, a bad record's error."""
+    if verdict is None:
+        if "error" in wanted and record.__class__ is BadRecord:
+            out.write(error_record(record, file))
+    elif (
+        ("deny" if verdict.denied else "pass") in wanted
+        or (verdict.stop and "stop" in wanted)
+        or (verdict.warned and "warn" in wanted)
+    ):
+        # a verdict: the record is a ToolCall (judge)
+        out.write(verdict_record(record, verdict, file))  # type: ignore[arg-type]

@@ -70,7 +70,7 @@ from .rows import SessionRow, call_id_key, decode_call_id, session_row
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's start-up)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = [
@@ -261,6 +261,7 @@ class RedisStore:
             breaker_failures, breaker_cooldown, max(breaker_cooldown, breaker_max_cooldown), clock
         )
         self._client: Any = None
+        self._link: Any = None
         self._step: Any = None
         self._cas: Any = None
         self._end: Any = None
@@ -319,10 +320,15 @@ class RedisStore:
         return self._client
 
     def _use(self, client: Any) -> None:
-        """Count through ``client`` (redis-py's, or a ``resp.RespConnection``)."""
-        self._step = client.register_script(_script("redis_step.lua"))
-        self._cas = client.register_script(_script("redis_cas.lua"))
-        self._end = client.register_script(_script("redis_end.lua"))
+        """Count through ``client`` (redis-py's, or a ``resp.RespConnection``), its
+        commands sent through a ``redis_link`` link."""
+        from .redis_link import Script, link_for
+
+        link = link_for(client)
+        self._link = link
+        self._step = Script(link, _script("redis_step.lua"))
+        self._cas = Script(link, _script("redis_cas.lua"))
+        self._end = Script(link, _script("redis_end.lua"))
         self._client = client
 
     def _ask(self, work: Callable[[Any], Any]) -> Any:
@@ -357,6 +363,50 @@ class RedisStore:
         would (``StoreUnavailable``, ``StoreError``); then the policy is read at the
         first answer."""
         self._ask(lambda client: client.ping())
+
+    def _ask_many(self, work: Callable[[Any], list[Any]], size: int) -> list[Any]:
+        """``_ask`` for ``work(client)`` that answers ``size`` calls, a client's failure in
+        place of a call it left undecided: each such failure becomes a ``StoreError``
+        (``StoreUnavailable`` when the server could not be asked: the breaker hears one
+        failure for the write); a failure before any answer, every call's."""
+        breaker = self._breaker
+        try:
+            trial = breaker.check(self.label)
+            client = self._connect()
+            answers = work(client)
+        except StoreError as exc:  # the circuit is open, or the URL cannot be used
+            return [exc] * size
+        except self._unavailable as exc:
+            breaker.failed()
+            unavailable = StoreUnavailable(f"redis store {self.label}: {self._why(exc)}")
+            return [unavailable] * size
+        except self._failed as exc:
+            breaker.succeeded()
+            return [StoreError(f"redis store {self.label}: {self._why(exc)}")] * size
+        except BaseException:
+            if trial:
+                breaker.release()
+            raise
+        said: dict[int, StoreError] = {}
+        lost = False
+        for index, answer in enumerate(answers):
+            if isinstance(answer, BaseException) and not isinstance(answer, StoreError):
+                if id(answer) not in said:
+                    message = f"redis store {self.label}: {self._why(answer)}"
+                    if isinstance(answer, self._unavailable):
+                        lost = True
+                        said[id(answer)] = StoreUnavailable(message)
+                    else:
+                        said[id(answer)] = StoreError(message)
+                answers[index] = said[id(answer)]
+        if lost:
+            breaker.failed()
+            return answers
+        breaker.succeeded()
+        if not self._eviction_checked:
+            self._eviction_checked = True
+            self._check_eviction(client)
+        return answers
 
     def _say(self, message: str) -> None:
         if self._warn is not None:
@@ -403,11 +453,15 @@ class RedisStore:
         """A session's hash, and whether the key holds another type (read as no hash:
         ``redis_cas.lua`` overwrites it and says which type it was)."""
         try:
-            return client.hgetall(key), False
+            return _fields(self._link.call("HGETALL", key)), False
         except self._failed as exc:
-            if not str(exc).startswith("WRONGTYPE"):
+            if not self._wrong_type(exc):
                 raise
             return {}, True
+
+    def _wrong_type(self, exc: BaseException) -> bool:
+        """Whether a failure is the server's WRONGTYPE: the key holds no hash."""
+        return isinstance(exc, self._failed) and str(exc).startswith("WRONGTYPE")
 
     def _why(self, exc: BaseException) -> str:
         """A client's failure in a few words, credentials scrubbed (``resp`` words its
@@ -515,56 +569,152 @@ class RedisStore:
         compare-and-set under ``policy``): the session's state after it and whether it
         was a duplicate (``core.table.SessionTable``)."""
         at = time.time() if now is None else now
+        call = (session, tool, digest, call_id)
         if policy is not None:
-            return self._count_policy(session, tool, digest, call_id, max_repeats, at, policy)
-        id_json = "" if call_id is None else canonical_json(call_id)
-        id_key = "" if call_id is None else call_id_key(call_id)
-        args = [digest, _encode(tool), id_json, id_key, repr(at), self._ttl_ms]
-        found = self._ask(lambda client: self._step(keys=[_key(session)], args=args))
-        stored_digest, count, stored_tool, duplicate, version, healed = found
-        if healed:
-            self._healed(_text(healed))
-        if not duplicate:
-            self.last_version = version
-        try:
-            stored = _text(stored_tool)
-        except UnicodeDecodeError:  # a duplicate of a call whose stored tool is garbage
-            stored = tool
-        return Slot(stored_digest, count, call_id, stored), bool(duplicate)
+            answer = self.count_calls([call], max_repeats, policy, at)[0]
+            if isinstance(answer, StoreError):
+                raise answer
+            return answer
+        args = [self._ttl_ms, repr(at), *_step_args(tool, digest, call_id)]
+        reply = self._ask(lambda client: self._step([_key(session)], args))
+        return self._stepped(reply, (call,))[0]
 
-    def _count_policy(
+    def count_calls(
         self,
-        session: str,
-        tool: str,
-        digest: bytes,
-        call_id: Any,
+        calls: Sequence[tuple[str, str, bytes, Any]],
+        max_repeats: int = 0,
+        policy: Any = None,
+        now: float | None = None,
+    ) -> list[Any]:
+        """Count several calls, each ``(session, tool, digest, call_id)``, as
+        ``count_call`` would one after the other, in one round trip (two under a
+        policy): each session's calls go in their order in one script run
+        (``redis_step.lua``) or one compare-and-set, the sessions' runs in one write.
+        Per call, ``(state, duplicate)``, or the ``StoreError`` that left it undecided
+        (a failure mid-write leaves the calls answered before it decided)."""
+        at = time.time() if now is None else now
+        groups: dict[str, list[int]] = {}
+        for index, call in enumerate(calls):
+            groups.setdefault(call[0], []).append(index)
+        if policy is None:
+            return self._ask_many(lambda client: self._step_calls(calls, groups, at), len(calls))
+        return self._ask_many(
+            lambda client: self._policy_calls(client, calls, groups, max_repeats, at, policy),
+            len(calls),
+        )
+
+    def _step_calls(
+        self, calls: Sequence[tuple[str, str, bytes, Any]], groups: dict[str, list[int]], at: float
+    ) -> list[Any]:
+        runs = []
+        stamp = repr(at)
+        for session, indexes in groups.items():
+            args = [self._ttl_ms, stamp]
+            for index in indexes:
+                args += _step_args(*calls[index][1:])
+            runs.append(([_key(session)], args))
+        answers: list[Any] = [None] * len(calls)
+        for indexes, reply in zip(groups.values(), self._step.many(runs), strict=True):
+            if isinstance(reply, BaseException):
+                for index in indexes:
+                    answers[index] = reply
+                continue
+            stepped = self._stepped(reply, [calls[index] for index in indexes])
+            for index, answer in zip(indexes, stepped, strict=True):
+                answers[index] = answer
+        return answers
+
+    def _stepped(
+        self, reply: list[Any], calls: Sequence[tuple[str, str, bytes, Any]]
+    ) -> list[tuple[Slot, bool]]:
+        """A ``redis_step.lua`` reply as each call's ``(slot, duplicate)``."""
+        if reply[0]:
+            self._healed(_text(reply[0]))
+        answers = []
+        at = 1
+        for _session, tool, digest, call_id in calls:
+            count, duplicate, version, stored_digest, stored_tool = reply[at : at + 5]
+            at += 5
+            if not duplicate:
+                self.last_version = version
+                answers.append((Slot(digest, count, call_id, tool), False))
+                continue
+            try:
+                stored = _text(stored_tool)
+            except UnicodeDecodeError:  # a duplicate of a call whose stored tool is garbage
+                stored = tool
+            answers.append((Slot(stored_digest, count, call_id, stored), True))
+        return answers
+
+    def _policy_calls(
+        self,
+        client: Any,
+        calls: Sequence[tuple[str, str, bytes, Any]],
+        groups: dict[str, list[int]],
         max_repeats: int,
         at: float,
         policy: Any,
-    ) -> tuple[PolicySlot, bool]:
-        key = _key(session)
-
-        def work(client: Any) -> tuple[PolicySlot, bool]:
-            fields = self._read(client, key)[0]
-            for conflict in range(1, MAX_CONFLICTS + 1):
-                prev, _stamp, version = self._state(fields, policy)
-                garbage = bool(fields) and prev is None  # a hash that is not a streak
-                state, duplicate = policy_step(prev, tool, digest, call_id, max_repeats, policy)
-                if duplicate:
-                    return state, True
-                pairs = self._pairs(state.slot, at, state)
-                written, payload, *kind = self._cas(
-                    keys=[key], args=[version, self._ttl_ms, *pairs]
+    ) -> list[Any]:
+        """Each session's calls decided by ``policy_step`` in their order on the hash read,
+        written by one compare-and-set; a conflict decides that session's calls again on
+        the hash returned (``_after_conflict``)."""
+        keys = [_key(session) for session in groups]
+        answers: list[Any] = [None] * len(calls)
+        todo: dict[str, dict[bytes, bytes]] = {}
+        reads = self._link.pipeline([("HGETALL", key) for key in keys])
+        for session, read in zip(groups, reads, strict=True):
+            if isinstance(read, BaseException) and not self._wrong_type(read):
+                for index in groups[session]:
+                    answers[index] = read
+                continue
+            todo[session] = {} if isinstance(read, BaseException) else _fields(read)
+        conflict = 0
+        while todo:
+            conflict += 1
+            if conflict > MAX_CONFLICTS:
+                failed = StoreError(
+                    f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers"
                 )
-                if written:
-                    self.last_version = payload
-                    if garbage or kind[0]:
-                        self._healed(_text(kind[0]) if kind[0] else "hash")
-                    return state, False
-                fields = self._after_conflict(client, key, conflict, payload)
-            raise StoreError(f"redis store {self.label}: {MAX_CONFLICTS} conflicting writers")
-
-        return self._ask(work)
+                for session in todo:
+                    for index in groups[session]:
+                        answers[index] = failed
+                break
+            writes = []
+            for session, fields in todo.items():
+                prev, _stamp, version = self._state(fields, policy)
+                state, decided = prev, []
+                for index in groups[session]:
+                    _session, tool, digest, call_id = calls[index]
+                    after, duplicate = policy_step(
+                        state, tool, digest, call_id, max_repeats, policy
+                    )
+                    decided.append((index, (after, duplicate)))
+                    if not duplicate:
+                        state = after
+                if state is prev:  # duplicates only: nothing to write
+                    for index, answer in decided:
+                        answers[index] = answer
+                    continue
+                garbage = bool(fields) and prev is None  # a hash that is not a streak
+                args = [version, self._ttl_ms, *self._pairs(state.slot, at, state)]
+                writes.append((session, garbage, decided, ([_key(session)], args)))
+            results = self._cas.many([write[3] for write in writes]) if writes else []
+            todo = {}
+            for (session, garbage, decided, _run), result in zip(writes, results, strict=True):
+                if isinstance(result, BaseException):
+                    for index, _answer in decided:
+                        answers[index] = result
+                    continue
+                written, payload, *kind = result
+                if not written:
+                    todo[session] = self._after_conflict(client, _key(session), conflict, payload)
+                    continue
+                self.last_version = payload
+                if garbage or kind[0]:
+                    self._healed(_text(kind[0]) if kind[0] else "hash")
+                for index, answer in decided:
+                    answers[index] = answer
+        return answers
 
     def observe_result(
         self,
@@ -668,6 +818,19 @@ def _encode(text: str) -> bytes:
 
 def _as_dict(flat: list[bytes]) -> dict[bytes, bytes]:
     return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def _fields(reply: Any) -> dict[bytes, bytes]:
+    """An ``HGETALL`` reply as a dict: RESP2 answers a flat list (read raw by
+    ``redis_link.PooledLink``), RESP3 and redis-py's cluster callback a dict."""
+    return reply if isinstance(reply, dict) else _as_dict(reply)
+
+
+def _step_args(tool: str, digest: bytes, call_id: Any) -> list[Any]:
+    """One call's four arguments to ``redis_step.lua``."""
+    if call_id is None:
+        return [digest, _encode(tool), "", ""]
+    return [digest, _encode(tool), canonical_json(call_id), call_id_key(call_id)]
 
 
 def _row(key: bytes, values: Any) -> SessionRow | None:

@@ -16,8 +16,8 @@ the ``redis`` extra). It is not a second client: it is used only
   when hiredis is not installed.
 
 What the store sees is redis-py's: the same replies (bytes, integers, lists, None;
-``HGETALL`` a dict), a script flushed from the server loaded again (``SCRIPT LOAD``
-on ``NOSCRIPT``, as ``redis.commands.core.Script`` does), failures sorted as
+``HGETALL`` a dict), a script flushed from the server said as ``RespNoScript``
+(``redis_link.Script`` loads it again, as for redis-py), failures sorted as
 redis-py sorts them: ``RespUnavailable`` where redis-py raises ``ConnectionError``,
 ``TimeoutError`` or ``BusyLoadingError`` (the server could not be asked), with the
 words ``RedisStore`` gives those, ``RespError`` for any other error reply (the text
@@ -31,7 +31,6 @@ from __future__ import annotations
 # _socket, not socket: socket imports enum and selectors (4 ms of a hook call's 45)
 # for what this module does not use; _socket is the same sockets without them.
 import _socket as socket
-from hashlib import sha1
 from urllib.parse import parse_qs, unquote, urlsplit
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -49,10 +48,12 @@ __all__ = [
     "Pipeline",
     "RespConnection",
     "RespError",
+    "RespNoScript",
     "RespUnavailable",
-    "Script",
     "Target",
     "available",
+    "failure",
+    "is_error",
     "target",
 ]
 
@@ -76,6 +77,10 @@ class RespUnavailable(Exception):
 
 class RespError(Exception):
     """The server answered with an error (redis-py: any other RedisError)."""
+
+
+class RespNoScript(RespError):
+    """The server does not hold the script run by its sha1 (redis-py: NoScriptError)."""
 
 
 class Target:
@@ -166,7 +171,12 @@ def _command(args: Sequence[Any]) -> bytes:
     return b"".join(parts)
 
 
-def _failure(error: Any) -> Exception:
+def is_error(reply: Any) -> bool:
+    """Whether a reply read by ``RespConnection._round_trip`` is an error reply."""
+    return isinstance(reply, hiredis.ReplyError)
+
+
+def failure(error: Any) -> Exception:
     """An error reply as redis-py raises it: its class, and its text after the code."""
     text = str(error)
     code = text.split(" ")[0]
@@ -179,7 +189,7 @@ def _failure(error: Any) -> Exception:
         text = text[len(code) + 1 :]
     if code == "LOADING":
         return RespUnavailable(" ".join(text.split()) or "BusyLoadingError")
-    return RespError(text)
+    return RespNoScript(text) if code == "NOSCRIPT" else RespError(text)
 
 
 class RespConnection:
@@ -309,13 +319,10 @@ class RespConnection:
         """One command's reply; an error reply raised as redis-py would."""
         reply = self._round_trip([args])[0]
         if isinstance(reply, hiredis.ReplyError):
-            raise _failure(reply)
+            raise failure(reply)
         return reply
 
     # -- what RedisStore calls, with redis-py's names and arguments -------------------
-
-    def register_script(self, text: str) -> Script:
-        return Script(self, text)
 
     def hgetall(self, key: bytes) -> dict[bytes, bytes]:
         flat = self.call("HGETALL", key)
@@ -336,28 +343,6 @@ class RespConnection:
         return Pipeline(self)
 
 
-class Script:
-    """A Lua script run by its sha1 (``EVALSHA``), loaded again when the server has lost
-    it (``NOSCRIPT``: ``SCRIPT LOAD``, then ``EVALSHA`` once more), as redis-py's
-    ``Script`` does."""
-
-    def __init__(self, connection: RespConnection, text: str) -> None:
-        self.connection = connection
-        self.text = text
-        self.sha = sha1(text.encode("utf-8")).hexdigest()
-
-    def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        connection = self.connection
-        command = ("EVALSHA", self.sha, len(keys), *keys, *args)
-        reply = connection._round_trip([command])[0]
-        if isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT"):
-            connection.call("SCRIPT", "LOAD", self.text)
-            reply = connection._round_trip([command])[0]
-        if isinstance(reply, hiredis.ReplyError):
-            raise _failure(reply)
-        return reply
-
-
 class Pipeline:
     """Commands sent in one write, their replies read together; an error reply stands
     in place of its command's (``execute(raise_on_error=False)``)."""
@@ -374,7 +359,7 @@ class Pipeline:
         if not commands:
             return []
         replies = self.connection._round_trip(commands)
-        failed = [_failure(r) if isinstance(r, hiredis.ReplyError) else r for r in replies]
+        failed = [failure(r) if isinstance(r, hiredis.ReplyError) else r for r in replies]
         if raise_on_error:
             for reply in failed:
                 if isinstance(reply, Exception):
