@@ -316,7 +316,8 @@ def _hint_stdin() -> None:
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
     """The fast path for event lines where it is available (same bytes out), else the exact
     one. Under a policy, always the exact one: the fast path states only the seed's rule;
-    with a store too: the store decides each call."""
+    with a store too: the store decides each call, and a store that decides several at
+    once (``count_calls``: Redis) gets the calls already read together (``batched``)."""
     from ..readers import fastpath
 
     if (
@@ -332,4 +333,11 @@ def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None
         from ..readers.shard import select_shard
 
         records = select_shard(records, *shard)
+    if brake.store is not None and hasattr(brake.table, "count_calls"):
+        from ..readers.batched import batch_size, write_verdicts_batched
+
+        batch = batch_size()
+        if batch > 1:
+            write_verdicts_batched(records, brake, tally, out, source, wanted, file, batch)
+            return
     write_verdicts(records, brake, tally, out, wanted, file)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import os
 from _thread import allocate_lock
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from time import monotonic
 
 from .canonical import PREFIX_LENGTH, call_digest
@@ -268,6 +268,27 @@ class LoopBrake:
         if self.policy is None:  # slot_verdict, inline: once per call of a replay
             return verdict_of(state, session, call_id, duplicate, self.max_repeats)  # type: ignore[arg-type]
         return verdict_of_policy(state, session, call_id, duplicate)  # type: ignore[arg-type]
+
+    def observe_many(self, calls: Sequence[tuple[str, str, bytes, Any]]) -> list[Verdict]:
+        """``observe`` for several calls already read, each ``(session, tool_name, digest,
+        call_id)``: their verdicts are those of observing them one after the other, in
+        their order. A table that counts several calls at once (``count_calls``: the
+        Redis store, in one round trip) is asked once; each call it left undecided is
+        decided uncounted (``uncounted``), as ``observe`` decides it."""
+        count_calls = getattr(self.table, "count_calls", None)
+        if count_calls is None:
+            return [self.observe(*call) for call in calls]
+        verdicts = []
+        answers = count_calls(calls, self.max_repeats, self.policy)
+        for (session, tool_name, digest, call_id), answer in zip(calls, answers, strict=True):
+            if isinstance(answer, StoreError):
+                verdicts.append(self.uncounted(answer, session, tool_name, digest, call_id))
+                continue
+            if self.failure is not None:
+                self._store_answered()
+            state, duplicate = answer
+            verdicts.append(self.slot_verdict(state, session, call_id, duplicate))
+        return verdicts
 
     def count_call(
         self, session: str, tool_name: str, digest: bytes, call_id: Any = None

@@ -7,9 +7,10 @@ spent inside it, and the store ran at 0.61-0.68x a bare ``evalsha`` loop (issue 
 The store uses none of them (it never retries: its client is built with
 ``Retry(NoBackoff(), 0)``, the breaker decides when to ask again; the scripts' replies
 need no callback), so on one server (``PooledLink``) a command borrows a connection
-from redis-py's pool, writes the command packed by that connection, reads the reply
-through it (redis-py's parser, hiredis where installed) and gives the connection
-back: what ``execute_command`` does without the wrappers. A socket failure leaves the
+from redis-py's pool, writes the command (packed by ``resp.pack``: redis-py's packer
+took a tenth of a batched decision), reads the reply through the connection
+(redis-py's parser, hiredis where installed) and gives the connection back: what
+``execute_command`` does without the wrappers. A socket failure leaves the
 connection disconnected, as redis-py leaves it (its ``send_packed_command`` and
 ``read_response`` do that), and the pool opens a new one next time.
 
@@ -18,9 +19,9 @@ connection disconnected, as redis-py leaves it (its ``send_packed_command`` and
 reply stands in its command's place, an error reply as the client's exception; when
 the connection fails after some replies were read, those stand and every later
 command gets the failure, the client's exception too: its outcome is unknown, as a
-timed-out call's is. On a Redis Cluster (``ClusterLink``) redis-py's cluster pipeline sends
-each command to the master that holds its key (the commands of one write may go to
-several masters) and follows redirections; the hook's own connection
+timed-out call's is. On a Redis Cluster (``ClusterLink``) redis-py's cluster pipeline
+sends each command to the master that holds its key (the commands of one write may go
+to several masters) and follows redirections; the hook's own connection
 (``RespLink``, ``resp.RespConnection``) reads every reply of a write or none.
 
 A script flushed from the server (``NOSCRIPT``) is loaded again and its commands sent
@@ -30,6 +31,8 @@ once more, as redis-py's ``Script`` does.
 from __future__ import annotations
 
 from hashlib import sha1
+
+from .resp import pack
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook's start-up)
 
@@ -59,7 +62,7 @@ class PooledLink:
         pool = self.pool
         conn = pool.get_connection()
         try:
-            conn.send_packed_command(conn.pack_command(*args))
+            conn.send_packed_command([pack(args)])  # a list of chunks
             return conn.read_response()
         finally:
             pool.release(conn)
@@ -69,7 +72,7 @@ class PooledLink:
         conn = pool.get_connection()
         answers: list[Any] = []
         try:
-            conn.send_packed_command(conn.pack_commands(commands))
+            conn.send_packed_command([b"".join([pack(command) for command in commands])])
             for _ in commands:
                 try:
                     answers.append(conn.read_response())

@@ -830,6 +830,9 @@ def _step_args(tool: str, digest: bytes, call_id: Any) -> list[Any]:
     """One call's four arguments to ``redis_step.lua``."""
     if call_id is None:
         return [digest, _encode(tool), "", ""]
+    if call_id.__class__ is str:  # the common id: its key is its JSON (rows.call_id_key)
+        text = canonical_json(call_id)
+        return [digest, _encode(tool), text, text]
     return [digest, _encode(tool), canonical_json(call_id), call_id_key(call_id)]
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "available",
     "failure",
     "is_error",
+    "pack",
     "target",
 ]
 
@@ -163,7 +164,9 @@ def _arg(value: Any) -> bytes:
     raise RespError(f"Invalid input of type: '{type(value).__name__}'")
 
 
-def _command(args: Sequence[Any]) -> bytes:
+def pack(args: Sequence[Any]) -> bytes:
+    """One command as RESP writes it (an array of bulk strings), its arguments encoded as
+    redis-py's encoder encodes them."""
     parts = [b"*%d\r\n" % len(args)]
     for value in args:
         data = _arg(value)
@@ -287,7 +290,7 @@ class RespConnection:
         next command opens a new one (redis-py's pool does the same)."""
         if self._sock is None and not handshake:
             self._open()
-        data = b"".join(_command(args) for args in commands)
+        data = b"".join(pack(args) for args in commands)
         try:
             self._sock.sendall(data)
             replies: list[Any] = []
