@@ -136,6 +136,10 @@ URLS = ("test_store_urls.py",)
 FAST_OBSERVE = ("test_fast_observe.py", "test_fastpath_replay.py")
 RESP = ("test_store_resp.py",)
 RESP_SCRIPT = ("test_store_redis.py::test_script_flush_is_transparent",)
+STORE_BATCH = ("test_store_batch.py",)  # batched = one at a time, every store and policy
+STORE_BATCH_LIVE = (
+    "test_store_batch.py::test_a_store_killed_while_a_batch_waits_fails_open_said_once",
+)
 GATEWAY_EDGES = ("test_mcp_gateway_edges.py",)
 GATEWAY_KEYS = ("test_mcp_gateway_keys.py",)
 GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
@@ -1983,21 +1987,21 @@ MUTANTS: tuple[Mutant, ...] = (
     # both stores to streak.step / policy_step on drawn sequences (a real redis-server)
     M(
         "stores/redis_step.lua",
-        "if live and old[1] == digest then",
+        "if live and digest == ARGV[at] then",
         "if live then",
         REDIS,
         "the seed rule in Redis: A then B counts B as 2 (any call went on the streak)",
     ),
     M(
         "stores/redis_step.lua",
-        "return {old[1], prev_count, old[4], 1, version, ''}",
-        "return {old[1], prev_count + 1, old[4], 1, version, ''}",
+        "    out[#out + 1] = count\n    out[#out + 1] = 1\n",
+        "    out[#out + 1] = count + 1\n    out[#out + 1] = 1\n",
         REDIS,
         "a retried call id (same id twice) reports the stored count, not one more",
     ),
     M(
         "stores/redis_step.lua",
-        "redis.call('PEXPIRE', key, ARGV[6])",
+        "redis.call('PEXPIRE', key, ARGV[1])",
         "redis.call('PERSIST', key)",
         REDIS_TTL,
         "idle_ttl = 0.5: the key expires (PTTL <= 500 ms) and the next call is count 1",
@@ -2048,8 +2052,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_step.lua",
-        "local live = prev_count ~= nil and prev_count >= 1",
-        "local live = prev_count ~= nil",
+        "local live = count ~= nil and count >= 1",
+        "local live = count ~= nil",
         REDIS_HYGIENE,
         "a stored count of -5 with the call's digest is no streak: the call is count 1, not -4",
     ),
@@ -2089,6 +2093,60 @@ MUTANTS: tuple[Mutant, ...] = (
         REDIS,
         "[window] calls = 4, max_repeats = 2: a store keeps all the window's digests "
         "(A, B, A is denied from SQLite and Redis as in memory)",
+    ),
+    # -- issue 41 goal 3: calls decided together (readers/batched.py, count_calls), from
+    # its docstrings: each session's calls in their order, the verdicts of one at a time
+    M(
+        "stores/redis_step.lua",
+        "digest, tool, id_key, last = ARGV[at], ARGV[at + 1], call_key, at",
+        "digest, tool, last = ARGV[at], ARGV[at + 1], at",
+        STORE_BATCH,
+        "several calls of one session in one run: a call repeating the id of the call "
+        "before it in the same batch is a duplicate",
+    ),
+    M(
+        "stores/redis_step.lua",
+        "if last then\n  redis.call('DEL', key)",
+        "if last and #ARGV == 6 then\n  redis.call('DEL', key)",
+        STORE_BATCH,
+        "a run of several calls writes the session's hash too (the next batch counts on)",
+    ),
+    M(
+        "stores/redis_store.py",
+        "decided.append((index, (after, duplicate)))",
+        "decided.append((index, (state, duplicate)))",
+        STORE_BATCH,
+        "under a policy each call of a batch gets its own state, not the one before it",
+    ),
+    M(
+        "stores/redis_link.py",
+        "            link.load(self.text)\n            again = ",
+        "            again = ",
+        STORE_BATCH,
+        "a batch sent after SCRIPT FLUSH loads the script again and is counted",
+    ),
+    M(
+        "readers/batched.py",
+        "    def on_wait() -> None:\n        decide()\n",
+        "    def on_wait() -> None:\n",
+        STORE_BATCH_LIVE,
+        "live input: a call is answered before the reader waits for the next line",
+    ),
+    M(
+        "readers/batched.py",
+        "                decide()\n                for judged, verdict in judge(",
+        "                for judged, verdict in judge(",
+        STORE_BATCH,
+        "a result or user turn (progress, reset_on_user_turn) waits for the calls before it",
+    ),
+    M(
+        "core/brake.py",
+        "            if self.failure is not None:\n                self._store_answered()\n"
+        "            state, duplicate = answer",
+        "            state, duplicate = answer",
+        STORE_BATCH_LIVE,
+        "a batch answered after a failed one says the store answers again, and how many "
+        "calls it missed",
     ),
     # -- issue 42 and the call's end (issue 36 item 3), from the specification ----------
     M(
@@ -2294,11 +2352,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "a URL option this module does not read leaves the URL to redis-py",
     ),
     M(
-        "stores/resp.py",
-        '            connection.call("SCRIPT", "LOAD", self.text)\n',
-        "            pass\n",
+        "stores/redis_link.py",
+        "        link.load(self.text)\n        return link.call(",
+        "        return link.call(",
         RESP_SCRIPT,
-        "after SCRIPT FLUSH the hook's connection loads the script again (NOSCRIPT)",
+        "after SCRIPT FLUSH the store loads the script again (NOSCRIPT), through redis-py's "
+        "connection and the hook's",
     ),
     M(
         "mcp_gateway/app.py",

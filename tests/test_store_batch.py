@@ -150,6 +150,18 @@ def test_a_pipeline_reaches_every_master_of_a_cluster(redis_cluster, redis_clust
     store.close()
 
 
+def test_a_batch_after_script_flush_loads_the_script_again(redis_server: RedisServer) -> None:
+    redis_server.command("FLUSHALL")
+    store = open_store(redis_server.url)
+    brake = LoopBrake(3, store=store, warn=pytest.fail)
+    digest = call_digest("read", {"q": CANARY})
+    assert [v.count for v in brake.observe_many([("f", "read", digest, None)] * 2)] == [1, 2]
+    assert redis_server.command("SCRIPT", "FLUSH") == "OK"
+    calls = [("f", "read", digest, None), ("g", "read", digest, None)]
+    assert [v.count for v in brake.observe_many(calls)] == [3, 1]
+    store.close()
+
+
 # -- the command ---------------------------------------------------------------------
 
 
@@ -159,7 +171,7 @@ def _events(path: Path, n: int, sessions: int, seed: int, results: bool = False)
     user turns too (read under a progress policy and reset_on_user_turn)."""
     rng = random.Random(seed)
     lines = []
-    for i in range(n):
+    for _ in range(n):
         session = f"s{rng.randrange(sessions)}"
         roll = rng.random()
         if roll < 0.02:

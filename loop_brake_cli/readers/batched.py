@@ -63,14 +63,14 @@ def write_verdicts_batched(
     """``write_verdicts`` with the calls already read decided together
     (``LoopBrake.observe_many``), in batches of at most ``batch``; ``source`` is the
     input ``records`` are read from: its ``on_wait`` decides the batch first."""
-    pending: list[tuple[Record, Any]] = []  # (a call and its digest, or a bad record and None)
+    pending: list[tuple[Any, Any]] = []  # (a call and its digest, or a bad record and None)
     digest_of = call_digester(records, brake)
 
     def decide() -> None:
         if not pending:
             return
         calls = [
-            (record.session, record.tool, digest, record.call_id)  # type: ignore[attr-defined]
+            (record.session, record.tool, digest, record.call_id)
             for record, digest in pending
             if digest is not None
         ]
@@ -93,7 +93,7 @@ def write_verdicts_batched(
             cls = record.__class__
             if cls is ToolCall:
                 try:
-                    digest = digest_of(record.tool, record.args)  # type: ignore[attr-defined]
+                    digest = digest_of(record.tool, record.args)  # type: ignore[union-attr]  # a ToolCall
                 except (JSONInputError, TypeError) as exc:
                     pending.append((BadRecord(str(exc), record.line, record.path), None))
                 else:

@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["ClusterLink", "PooledLink", "RespLink", "Script", "link_for"]
+    Command = tuple[Any, ...]  # ("EVALSHA", sha, 1, key, *args): the words of one command
 
-Command = tuple  # ("EVALSHA", sha, 1, key, *args): the words of one command
+__all__ = ["ClusterLink", "PooledLink", "RespLink", "Script", "link_for"]
 
 
 class PooledLink:
