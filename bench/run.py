@@ -37,6 +37,9 @@
   the exact path's; and memory per session with and without cycles (tracemalloc).
 * remote, corpus (``--only``): ``bench/mcp_remote.py`` and ``bench/corpus.py``,
   their output echoed.
+* store (``--only``): ``bench/store.py``'s decision and filter parts: the Redis store's
+  decision against a bare redis-py ``evalsha`` loop (issue 41: >= 0.9x) and ``filter
+  --store`` batched against one call at a time (>= 5x), on a ``redis-server`` it starts.
 
 The header names the event reader filter uses (``loop-brake --version``: the
 optional C reader, or Python); throughput and memory also run filter once with
@@ -361,6 +364,52 @@ def bench_startup(quick: bool) -> None:
         )
 
 
+def bench_store(quick: bool) -> None:
+    """``bench/store.py``'s issue 41 goal 3 parts on a ``redis-server`` of its own: the
+    store's decision against a bare redis-py ``evalsha`` loop, and ``filter --store``
+    batched against one call at a time."""
+    if not shutil.which("redis-server"):
+        row("redis store", "n/a", "redis-server not found")
+        return
+    import store
+
+    server, url = store._start_redis()
+    folder = tempfile.mkdtemp(prefix="lb-bench-store-")
+    calls, rounds = (2000, 3) if quick else (5000, 5)
+    events, filter_rounds = (20_000, 1) if quick else (50_000, 3)
+    try:
+        decisions = store._decision_rounds(url, calls, 64, rounds)
+        filtered = store._filter_rounds(url, events, filter_rounds, folder)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+    for line in _captured(store.report_decisions, decisions, calls):
+        print(f"  store: {line}")
+    for line in _captured(store.report_filter, filtered, events):
+        print(f"  store: {line}")
+    base = decisions["bare evalsha"]
+    for name in ("store.count_call", "brake.observe"):
+        pairs = list(zip(base, decisions[name], strict=True))
+        rate = statistics.median(b[0] / r[0] for b, r in pairs)
+        cpu = statistics.median(b[1] / r[1] for b, r in pairs)
+        row(
+            f"redis store: {name} vs a bare evalsha loop",
+            f"{rate:.2f}x / {cpu:.2f}x",
+            f"rate / CPU per decision, median of {rounds} paired; "
+            f"{_target(rate >= 0.9, '>= 0.9x')}",
+        )
+    pairs = list(zip(filtered["unbatched"], filtered["batched"], strict=True))
+    rate = statistics.median(u[0] / b[0] for u, b in pairs)
+    cpu = statistics.median(u[1] / b[1] for u, b in pairs)
+    row(
+        "filter --store redis://: batched vs one call at a time",
+        f"{rate:.2f}x / {cpu:.2f}x",
+        f"events/s / per CPU s, median of {filter_rounds} paired; {_target(rate >= 5, '>= 5x')}; "
+        f"output identical: {filtered['identical']}",
+    )
+
+
 def _captured(function, *args) -> list[str]:
     """What ``function`` prints, as lines (to indent them under this table's part)."""
     import contextlib
@@ -538,7 +587,8 @@ def _target(ok: bool, text: str) -> str:
 
 PARTS = ("throughput", "memory", "live", "startup", "replay", "parallel", "corners", "share")
 """What a plain ``python bench/run.py`` runs, in this order; ``--only`` also takes the
-slower ``policy``, ``remote`` (bench/mcp_remote.py) and ``corpus`` (bench/corpus.py)."""
+slower ``policy``, ``remote`` (bench/mcp_remote.py), ``corpus`` (bench/corpus.py) and
+``store`` (bench/store.py's issue 41 parts)."""
 
 
 def main() -> None:
@@ -547,7 +597,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=PARTS + ("policy", "remote", "corpus"),
+        choices=PARTS + ("policy", "remote", "corpus", "store"),
         help="run only these parts (repeatable)",
     )
     parser.add_argument("--all", action="store_true", help="every part, the slow ones too")
@@ -556,7 +606,8 @@ def main() -> None:
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
     rounds = args.rounds or (3 if args.quick else 5)
-    parts = list(PARTS) + ["policy", "remote", "corpus"] if args.all else args.only or list(PARTS)
+    slow = ["policy", "remote", "corpus", "store"]
+    parts = list(PARTS) + slow if args.all else args.only or list(PARTS)
     print(
         f"loop-brake bench: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
         f"node {_node_version()}, load average {os.getloadavg()[0]:.1f}, {_event_reader()}"
@@ -597,6 +648,8 @@ def main() -> None:
         if "corpus" in parts:
             rows = "200" if args.quick else "2000"
             _script("corpus.py", "--rows", rows, "--rounds", "1" if args.quick else "2")
+        if "store" in parts:
+            bench_store(args.quick)
     print()
     print(f"| {'measure':<54} | {'value':>14} | note")
     print(f"|{'-' * 56}|{'-' * 16}|------")

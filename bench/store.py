@@ -149,7 +149,8 @@ def _decision_rounds(url: str, calls: int, sessions: int, rounds: int) -> dict[s
 def report_decisions(found: dict[str, list], calls: int) -> None:
     base = found["bare evalsha"]
     print(
-        f"{'per decision':<20} {'wall us':>8} {'cpu us':>8} {'rate vs bare':>13} {'cpu vs bare':>12}"
+        f"{'per decision':<20} {'wall us':>8} {'cpu us':>8} "
+        f"{'rate vs bare':>13} {'cpu vs bare':>12}"
     )
     for name, rows in found.items():
         wall = statistics.median(r[0] for r in rows) / calls * 1e6
