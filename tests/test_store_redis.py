@@ -560,7 +560,7 @@ def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
         stdout=subprocess.DEVNULL,
     )
     try:
-        _wait_for(sock.exists, "redis-server made no socket", within=60)
+        _wait_for(lambda: _answers_on(sock), "redis-server answers no PING on its socket", 60)
         store = open_store(f"unix://{sock}?db=0", short_lived=short_lived)
         digest = call_digest("read", {})
         assert [store.count_call("u", "read", digest, None, 3)[0].count for _ in range(3)] == [
@@ -573,6 +573,21 @@ def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _answers_on(path: Path) -> bool:
+    """Whether a server answers PING on a Unix socket: the file exists before the server
+    listens on it (bind, then listen), so its existence is not enough."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(path))
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
 
 
 def test_an_end_makes_a_decision_read_before_it_try_again(redis_url: str, tmp_path: Path) -> None:
