@@ -94,7 +94,10 @@ def main() -> None:
             Extension(
                 "loop_brake_cli.readers._event_scan",
                 [SOURCE],
-                depends=["loop_brake_cli/readers/_sha256.h"],
+                depends=[
+                    "loop_brake_cli/readers/_sha256.h",
+                    "loop_brake_cli/readers/_session_slots.h",
+                ],
                 define_macros=[("Py_LIMITED_API", LIMITED_API)],
                 py_limited_api=True,
                 optional=True,

@@ -6,8 +6,8 @@ exactly once in that file), its replacement, and the few test files that should 
 it. Each break is applied alone in a scratch copy of the tree (never in the checkout:
 a crash cannot leave a break behind), those tests run with a timeout, and the break
 is *killed* when they fail (or hang), *survives* when they pass. A break of the C
-reader (``_event_scan.c``) is rebuilt in the scratch copy (``setup.py build_ext
---inplace``) before its tests run.
+reader (``_event_scan.c``, ``_session_slots.h``) is rebuilt in the scratch copy
+(``setup.py build_ext --inplace``) before its tests run.
 
 Equivalent breaks (no input can tell them apart) are listed with the reason and not
 counted. Not part of CI: it takes minutes. Usage:
@@ -113,6 +113,8 @@ FAST = ("test_fastpath_ids.py", "test_fastpath.py")
 FASTCANON = ("test_fastpath.py", "test_digest_json.py")
 CREADER = ("test_event_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
+SLOTS = ("test_compact_table.py",)
+BRAKE_LRU = ("test_max_sessions.py",)
 REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
 REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
 REDIS_BREAKER = (
@@ -1548,6 +1550,85 @@ MUTANTS: tuple[Mutant, ...] = (
         "if (p[-1] == '9')",
         CREADER,
         "1.50 prints as 1.5",
+    ),
+    # -- filter's compact session table (the C reader's SessionSlots) ---------------------
+    M(
+        "readers/_session_slots.h",
+        "memcmp(e->digest, digest, 32) == 0 ? e->count + 1 : 1;",
+        "memcmp(e->digest, digest, 31) == 0 ? e->count + 1 : 1;",
+        SLOTS,
+        "two digests differing in their last byte are one streak (the hash cut short)",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "memcmp(e->digest, digest, 32) == 0 ? e->count + 1 : 1;",
+        "memcmp(e->digest, digest, 32) == 0 ? e->count + 2 : 1;",
+        SLOTS,
+        "the same call twice counts 3",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "        return ID_SIZE(e->id) == id->size &&\n",
+        "        return ID_SIZE(e->id) >= id->size &&\n",
+        SLOTS,
+        'call id "" after "c1" is a duplicate (a prefix of the stored id)',
+    ),
+    M(
+        "readers/_session_slots.h",
+        "    if (kind == id->kind && kind != ID_OBJ)",
+        "    if (kind != ID_OBJ)",
+        SLOTS,
+        "call id True after 1 is no duplicate (compared as bytes, not with ==)",
+    ),
+    M(
+        "readers/_session_slots.h",
+        '"utf-8", "surrogatepass");\n        if (out->holder == NULL)',
+        '"utf-8", "surrogateescape");\n        if (out->holder == NULL)',
+        SLOTS,
+        "a session key holding \\ud800 raises instead of being counted",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "    if (t->max_sessions && t->newest != n) { /* a use, a duplicate's too */",
+        "    if (t->max_sessions && t->newest != n && 0) { /* a use, a duplicate's too */",
+        SLOTS + BRAKE_LRU,
+        "a session counted again is not made the most recently used: a b a c evicts a",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "            uint32_t oldest = t->oldest;",
+        "            uint32_t oldest = t->entries[t->oldest].newer;",
+        SLOTS + BRAKE_LRU,
+        "the second least recently used session is evicted",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "(Py_ssize_t)t->live > t->max_sessions",
+        "(Py_ssize_t)t->live >= t->max_sessions",
+        SLOTS + BRAKE_LRU,
+        "--max-sessions 2 holds one session",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "    t->garbage += ID_SIZE(e->id);\n    e->id = 0;",
+        "    t->garbage += ID_SIZE(e->id);",
+        SLOTS,
+        "an ended call's id is still a duplicate",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "    if (tool == t->last_tool) {",
+        "    if (t->last_tool != NULL) {",
+        SLOTS,
+        "the tool cache answers for any name: a call is reported as the last tool's",
+    ),
+    M(
+        "readers/_session_slots.h",
+        "            memcpy(fresh + at, t->arena + e->data, n);",
+        "            memcpy(fresh + at + e->key_size, t->arena + e->data + e->key_size,"
+        " n - e->key_size);",
+        SLOTS,
+        "the arena compacted keeps the call ids but not the keys (many sessions, evictions)",
     ),
     # -- adapters ----------------------------------------------------------------------
     M(
@@ -3807,12 +3888,12 @@ class Worker:
             return "stale", 0.0
         try:
             path.write_text(text.replace(mutant.original, mutant.replacement), encoding="utf-8")
-            if path.suffix == ".c" and not self.build():
+            if path.suffix in (".c", ".h") and not self.build():
                 return "error", 0.0
             outcome, took = self.pytest(mutant.tests, timeout)
         finally:
             path.write_text(text, encoding="utf-8")
-            if path.suffix == ".c":  # the reader as built before the break, and only it
+            if path.suffix in (".c", ".h"):  # the reader as built before the break, and only it
                 for so in (self.tree / BUILT).glob("_event_scan*.so"):
                     if so not in self.so_bytes:
                         so.unlink()

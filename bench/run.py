@@ -13,7 +13,9 @@
   and a check that both wrote the same hashPrefix/count/verdict columns.
 * memory: peak RSS of that run, and of 1,000,000 events over 1,000,000 sessions
   with and without ``--max-sessions 100000``, and against Node's on the same input
-  (issue 41: at most 0.5x).
+  (issue 41: at most 0.5x), also with ``LOOP_BRAKE_PURE_PYTHON=1`` (the dict);
+  tracemalloc bytes a session costs in filter's session table, the C reader's
+  compact one and the dict, filled as filter fills them.
 * live: events written one at a time into a pipe at 1,000/s for 10 s; p50/p99/max
   of the time from a write to its verdict line, alone and again while a CPU hog
   (``python -c "while True: pass"``) runs.
@@ -243,12 +245,50 @@ def bench_memory(n: int, bounded: int) -> None:
         cpu = (theirs["user"] + theirs["sys"]) / (free["user"] + free["sys"])
         row(f"ratio on {n:,} sessions (per CPU second)", f"{cpu:.2f}x", "user + system")
         pure = run([*loop_brake(), "filter", str(many)], env=_PURE)
+        rss = pure["rss_mb"] / theirs["rss_mb"]
+        row(
+            f"peak RSS, {n:,} sessions, Python event reader (MB)",
+            f"{pure['rss_mb']:.1f}",
+            f"{rss:.2f}x Node; LOOP_BRAKE_PURE_PYTHON=1: the dict (MemoryTable)",
+        )
         cpu = (theirs["user"] + theirs["sys"]) / (pure["user"] + pure["sys"])
         row(
             f"ratio on {n:,} sessions, Python event reader (per CPU second)",
             f"{cpu:.2f}x",
             "LOOP_BRAKE_PURE_PYTHON=1",
         )
+
+
+def bench_table_memory(sessions: int) -> None:
+    """tracemalloc bytes a session costs in filter's session table: the C reader's
+    compact one (``readers/compact_table.py``) and the dict (``core/table.py``)."""
+    from loop_brake_cli.core.table import MemoryTable
+    from loop_brake_cli.readers.compact_table import AVAILABLE, CompactTable
+
+    tables = [("the dict (MemoryTable)", MemoryTable)]
+    if AVAILABLE:
+        tables.insert(0, ("compact (C reader)", CompactTable))
+    for label, make in tables:
+        per = _table_bytes_per_session(make(), sessions)
+        row(f"memory per session, {label} (bytes)", f"{per:,.0f}", f"tracemalloc, {sessions:,}")
+
+
+def _table_bytes_per_session(table, sessions: int) -> float:
+    """Filled as filter fills it: per call a new session name and call id (the reader
+    makes them) and a digest object, what the sessions input holds."""
+    import tracemalloc
+    from hashlib import sha256
+
+    tool = "search"
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(sessions):
+        digest = sha256(i.to_bytes(8, "little")).digest()
+        table.count_call(f"s{i:07d}-{i * 7919 % 16**6:06x}", tool, digest, f"call_{i:07d}")
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(table) == sessions
+    return (after - before) / sessions
 
 
 def _evictions(stderr: str) -> str:
@@ -619,6 +659,7 @@ def main() -> None:
             bench_throughput(n, rounds)
         if "memory" in parts:
             bench_memory(n, n // 10)
+            bench_table_memory(n // 5)
         if "live" in parts:
             bench_live(2.0 if args.quick else 10.0, 1000)
         if "startup" in parts:

@@ -172,6 +172,9 @@ def run_filter(opts: FilterOptions) -> int:
             fail_closed=opts.fail_closed,
             warn=lambda message: _say(message),
         )
+        from ..readers.compact_table import use_compact_table
+
+        use_compact_table(brake)  # without a policy or a store: ~100 bytes a session
         return _filter(brake, opts, _shard(opts.shard_text))
     finally:
         if store is not None:

@@ -110,7 +110,9 @@ class MemoryTable:
     """Every session's state in one dict of this process: a ``streak.Slot`` each (a
     32-byte digest, the count, the last call id, the tool name), or a ``PolicySlot``
     under a policy. Unbounded (``BoundedMemoryTable`` keeps the least recently used).
-    Not locked: ``LoopBrake`` holds its lock around the library's calls."""
+    Not locked: ``LoopBrake`` holds its lock around the library's calls. (``filter``
+    without a policy counts in a compact copy of it where the C reader is built:
+    ``readers/compact_table.py``, about a third of the memory a session.)"""
 
     label = "memory"
     evictions = 0

@@ -46,6 +46,7 @@
 #define MAX_DIGITS 15 /* JavaScript prints up to 15 significant digits as written */
 
 #include "_sha256.h"
+#include "_session_slots.h"
 
 /* ---- buffers ------------------------------------------------------------------ */
 
@@ -920,6 +921,12 @@ PyMODINIT_FUNC PyInit__event_scan(void)
     if (PyModule_AddIntConstant(created, "SHA_NI", sha_ni) < 0 ||
         PyModule_AddStringConstant(created, "SHA_INSTRUCTIONS",
                                    instructions ? instructions : "") < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+    PyObject *slots = PyType_FromSpec(&slots_type_spec);
+    if (slots == NULL || PyModule_AddObject(created, "SessionSlots", slots) < 0) {
+        Py_XDECREF(slots);
         Py_DECREF(created);
         return NULL;
     }

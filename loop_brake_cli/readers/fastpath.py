@@ -13,8 +13,9 @@ goes through four steps, all in ``_judge_lines``:
    subset whose canonical form is the input sorted), and is switched off for a
    while where it declines most lines; otherwise ``prove.PythonProver`` (orjson,
    with the checks of ``fast_canonical``) gives the same answer or hands the line over;
-3. **decide**: the brake's table counts the call (``MemoryTable.count_call``: the one
-   streak rule, ``core/streak.py``);
+3. **decide**: the brake's table counts the call (``count_call``: the one streak rule,
+   ``core/streak.py``; in ``compact_table.CompactTable`` where the C reader is
+   built, else in ``MemoryTable``);
 4. **write**: a per-tool ``%`` template of the verdict line (``fast_lines.py``),
    appended to the output's pending lines (``output.LineWriter``).
 
