@@ -227,7 +227,7 @@ def test_a_call_seen_three_times_in_five_with_others_between_is_denied() -> None
 
 
 def test_a_call_a_cycle_and_the_window_both_deny_is_the_cycles() -> None:
-    """The rules decide in their documented order (``streak.RULES``: cycle, then
+    """The rules decide in their documented order (``streak.policy_step``: cycle, then
     window): b c a b a b completes two repetitions of (a, b) and is b's third in the
     last 6 calls; the cycle names the denial. The window alone denies that call too."""
     cycles = "[cycles]\nmax_period = 2\nmax_repeats = 2\n"

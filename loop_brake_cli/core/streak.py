@@ -27,8 +27,9 @@ progress policy) never ends a call: there an id equal to the last counted id
 is always a duplicate, the Node plugin's rule, byte for byte.
 
 With a policy (``policy/``), ``policy_step`` is the rule: the same slot and the
-same duplicate rule (``step`` counts), and then the rule functions of ``RULES``,
-in this order, each deciding or keeping its part of the counted call's state:
+same duplicate rule (``step`` counts), and then the rules, in this order, each
+deciding or keeping its part of the counted call's state (each a section of
+``policy_step`` named as below):
 
 * ``tool_rule``: the call's limit is its first matching ``[[tools]]`` rule's,
   else the global one; an exempt call is never denied (it still ends any other
@@ -139,10 +140,10 @@ if TYPE_CHECKING:
     from .policy.model import Policy
 
 __all__ = [
-    "RULES",
     "Decision",
     "PolicySlot",
     "Slot",
+    "ToolPlan",
     "call_ended",
     "ends_on_user_turn",
     "identical_calls",
@@ -318,272 +319,134 @@ def same_result_after(state: PolicySlot, digest: bytes) -> tuple[bytes, int]:
     return digest, 1
 
 
-_PASS = Decision(False, "streak", None, 0)  # a counted call's decision before its rules
+class ToolPlan(NamedTuple):
+    """What the first ``[[tools]]`` rule matching a tool gives its calls (``tool_rule``):
+    its limit (None: the global one), ``exempt``, the glob that matched, whether its
+    calls are counted on a policy hash (``args_ignore``), the progress mode,
+    ``warn_at`` and ``progress_max`` (the global ones unless the rule gives its own),
+    and whether ``[same_result]`` leaves it out."""
+
+    limit: int | None
+    exempt: bool
+    match: str | None
+    policy_hash: bool
+    progress: bool
+    warn_at: int | None
+    progress_max: int | None
+    same_exempt: bool
 
 
-class _Call:
-    """One counted call under a policy while its rules decide (``policy_step``): what the
-    call is (its slot, tool, digest), what the previous state was, what its tool's rule
-    gives it, the decision so far and the parts of the next state each rule keeps.
-    Mutable and private: a rule reads what earlier rules wrote and writes its own part."""
-
-    __slots__ = (
-        "prev",
-        "restarted",
-        "slot",
-        "tool",
-        "digest",
-        "max_repeats",
-        "policy",
-        "limit",
-        "exempt",
-        "match",
-        "policy_hash",
-        "progress",
-        "warn_at",
-        "decision",
-        "earlier",
-        "earlier_results",
-        "recent",
-        "recent_tools",
-        "runs",
-        "seen",
-        "error_digest",
-        "errors",
-        "awaiting",
-        "progress_max",
-        "same_exempt",
-        "identical",
-        "same_digest",
-        "sames",
-        "same_awaiting",
-    )
-
-    def __init__(
-        self,
-        prev: PolicySlot | None,
-        restarted: bool,
-        slot: Slot,
-        digest: bytes,
-        max_repeats: int,
-        policy: Policy,
-    ) -> None:
-        self.prev, self.restarted, self.slot = prev, restarted, slot
-        self.tool, self.digest = slot.tool, digest
-        self.max_repeats, self.policy = max_repeats, policy
-        self.limit, self.exempt, self.policy_hash = max_repeats, False, False
-        self.match: str | None = None  # the tool pattern of the rule that applies
-        self.progress, self.warn_at = policy.progress, policy.warn_at
-        self.decision = _PASS
-        self.earlier: bytes | None = None
-        self.earlier_results = 0
-        self.recent: tuple[bytes, ...] = ()
-        self.recent_tools: tuple[str, ...] = ()
-        self.runs: tuple[int, ...] = ()
-        self.seen: tuple[bytes, ...] = ()
-        self.error_digest: bytes | None = None
-        self.errors = 0
-        self.awaiting = False
-        self.progress_max = policy.progress_max
-        self.same_exempt = False
-        self.identical = 0
-        self.same_digest: bytes | None = None
-        self.sames = 0
-        self.same_awaiting = False
-
-    def deny(self, rule: str, limit: int, **fields: Any) -> None:
-        """The call is denied by ``rule`` (its limit ``limit``)."""
-        self.decision = self.decision._replace(denied=True, rule=rule, limit=limit, **fields)
-
-    @property
-    def open(self) -> bool:
-        """Not denied yet and not exempt: a later rule may still deny it."""
-        return not self.decision.denied and not self.exempt
-
-    def state(self) -> PolicySlot:
-        return PolicySlot(
-            self.slot,
-            self.decision,
-            self.recent,
-            self.recent_tools,
-            self.runs,
-            self.earlier,
-            self.earlier_results,
-            None,
-            self.seen,
-            self.error_digest,
-            self.errors,
-            self.awaiting,
-            0 if self.identical == self.slot.count else self.identical,
-            self.same_digest,
-            self.sames,
-            self.same_awaiting,
-        )
-
-
-def tool_rule(call: _Call) -> None:
+def tool_rule(policy: Policy, tool: str) -> ToolPlan:
     """The call's limit: its first matching ``[[tools]]`` rule's, else the global one; an
     exempt call is never denied. The rule may also set ``progress``, ``warn_at``,
     ``progress_max``, ``same_result`` and ``args_ignore`` (the call was counted on a
-    policy hash)."""
-    found = call.policy.rule_for(call.tool)
+    policy hash). Kept per tool name in the policy (``Policy.plans``, bounded), as
+    ``Policy.rule_for`` keeps the rule."""
+    plans = policy.plans
+    plan = plans.get(tool)
+    if plan is not None:
+        return plan
+    found = policy.rule_for(tool)
     if found is None:
-        return
-    rule, call.match = found
-    call.exempt = rule.exempt
-    call.same_exempt = rule.exempt or rule.same_result is False
-    if rule.progress_max is not None:
-        call.progress_max = rule.progress_max
-    call.policy_hash = bool(rule.ignore_paths)
-    if rule.max_repeats is not None:
-        call.limit = rule.max_repeats
-    if rule.progress is not None:
-        call.progress = rule.progress
-    if rule.warn_at is not None:
-        call.warn_at = rule.warn_at
-
-
-def progress_rule(call: _Call) -> None:
-    """Progress mode: the streak goes on, so its results go on with it (the latest call's
-    result becomes an earlier one; after a restart, the only earlier one)."""
-    prev = call.prev
-    if not call.progress or call.slot.count <= 1 or prev is None:
-        return
-    if call.restarted:
-        call.earlier, call.earlier_results = prev.latest_result, 1
-    elif prev.latest_result is not None:
-        call.earlier, call.earlier_results = prev.latest_result, prev.earlier_results + 1
-    else:
-        call.earlier, call.earlier_results = prev.earlier_result, prev.earlier_results
-
-
-def streak_rule(call: _Call) -> None:
-    """``streak``: denied when its count reaches the call's limit (``is_denied``)."""
-    if call.exempt:
-        decision = Decision(False, "streak", None, call.max_repeats, exempt=True, match=call.match)
-    else:
-        denied = is_denied(call.slot.count, call.limit)
-        decision = Decision(denied, "streak", call.limit, call.limit, match=call.match)
-    if call.progress:
-        decision = decision._replace(progress=True, results=call.earlier_results)
-    if call.policy_hash:
-        decision = decision._replace(policy_hash=True)
-    call.decision = decision
-
-
-def progress_max_rule(call: _Call) -> None:
-    """``progress_max``: the identical calls in a row go on, whatever the results; a
-    call of a tool in the progress mode is denied when they reach its ceiling."""
-    call.identical = identical_calls(call.prev, call.digest)
-    if call.progress and call.open:
-        ceiling = call.policy.progress_ceiling(call.progress_max, call.limit)
-        if call.identical >= ceiling:
-            call.deny("progress_max", ceiling, repeats=call.identical)
-
-
-def cycle_rule(call: _Call) -> None:
-    """``cycle``: the window of recent calls goes on; the call that completes the
-    ``max_repeats``-th consecutive repetition of a 2..max_period-call cycle is denied."""
-    cycles = call.policy.cycles
-    if cycles is None:
-        return
-    from .policy.cycles import advance, find_cycle
-
-    prev = call.prev
-    if prev is not None:
-        call.recent, call.recent_tools, call.runs = prev.recent, prev.recent_tools, prev.runs
-    call.recent, call.recent_tools, call.runs = advance(
-        call.recent, call.recent_tools, call.runs, call.digest, call.tool, cycles.max_period
-    )
-    if call.open:
-        found = find_cycle(
-            call.recent, call.recent_tools, call.runs, cycles.max_repeats, call.policy.is_exempt
+        plan = _new_slot(
+            ToolPlan,
+            (None, False, None, False, policy.progress, policy.warn_at, policy.progress_max, False),
         )
-        if found is not None:
-            period, repeats = found
-            call.deny("cycle", cycles.max_repeats, period=period, repeats=repeats)
+    else:
+        rule, match = found
+        plan = _new_slot(
+            ToolPlan,
+            (
+                rule.max_repeats,
+                rule.exempt,
+                match,
+                bool(rule.ignore_paths),
+                policy.progress if rule.progress is None else rule.progress,
+                policy.warn_at if rule.warn_at is None else rule.warn_at,
+                policy.progress_max if rule.progress_max is None else rule.progress_max,
+                rule.exempt or rule.same_result is False,
+            ),
+        )
+    if len(plans) >= 4096:
+        plans.clear()
+    plans[tool] = plan
+    return plan
 
 
-def window_rule(call: _Call) -> None:
-    """``window``: the last ``calls`` digests go on; denied when this call's digest is
-    among them ``max_repeats`` times."""
-    window = call.policy.window
-    if window is None:
-        return
-    prev = call.prev
-    call.seen = (() if prev is None else prev.seen[1 - window.calls :]) + (call.digest,)
-    if call.open:
-        times = call.seen.count(call.digest)
-        if times >= window.max_repeats:
-            call.deny("window", window.max_repeats, window=window.calls, repeats=times)
+def progress_rule(prev: PolicySlot | None, restarted: bool, count: int) -> tuple[bytes | None, int]:
+    """Progress mode: the streak goes on, so its results go on with it (the latest call's
+    result becomes an earlier one; after a restart, the only earlier one). The earlier
+    result and how many earlier calls had one."""
+    if count <= 1 or prev is None:
+        return None, 0
+    if restarted:
+        return prev.latest_result, 1
+    if prev.latest_result is not None:
+        return prev.latest_result, prev.earlier_results + 1
+    return prev.earlier_result, prev.earlier_results
 
 
-def same_error_rule(call: _Call) -> None:
+def cycle_rule(
+    prev: PolicySlot | None, digest: bytes, tool: str, cycles: Any, is_exempt: Any, open_: bool
+) -> tuple[tuple[bytes, ...], tuple[str, ...], tuple[int, ...], tuple[int, int] | None]:
+    """``cycle``: the window of recent calls goes on; the call that completes the
+    ``max_repeats``-th consecutive repetition of a 2..max_period-call cycle is denied
+    (``open_``: no earlier rule denied or exempted it). The next window, and the
+    (period, repetitions) of the cycle that denies it, else None."""
+    window = _cycles or _cycle_window()
+    if prev is None:
+        recent, recent_tools, runs = window.advance((), (), (), digest, tool, cycles.max_period)
+    else:
+        recent, recent_tools, runs = window.advance(
+            prev.recent, prev.recent_tools, prev.runs, digest, tool, cycles.max_period
+        )
+    found = None
+    if open_:
+        found = window.find_cycle(recent, recent_tools, runs, cycles.max_repeats, is_exempt)
+    return recent, recent_tools, runs, found
+
+
+_cycles: Any = None  # policy.cycles, imported on the first call under [cycles]
+
+
+def _cycle_window() -> Any:
+    """``policy/cycles.py``, imported once (not at start-up: most runs have no cycles)."""
+    global _cycles
+    from .policy import cycles
+
+    _cycles = cycles
+    return cycles
+
+
+def same_error_rule(
+    prev: PolicySlot | None, tool: str, after: int, open_: bool
+) -> tuple[bytes | None, int, bool]:
     """``same_error``: the run of identical errors goes on while the session's calls are
-    this tool's and their results were seen; denied at ``after`` in a row. A call let
-    run awaits its result (``result_step``)."""
-    same_error = call.policy.same_error
-    if same_error is None:
-        return
-    prev = call.prev
-    if prev is not None and not prev.awaiting and prev.slot.tool == call.tool:
-        call.error_digest, call.errors = prev.error_digest, prev.errors  # the run goes on
-    if call.open and call.errors >= same_error.after:
-        call.deny("same_error", same_error.after, repeats=call.errors)
-    call.awaiting = not call.decision.denied
+    this tool's and their results were seen; denied at ``after`` in a row (``open_``: no
+    earlier rule denied or exempted it). The run's error digest, its length, and
+    whether it denies."""
+    if prev is not None and not prev.awaiting and prev.slot.tool == tool:
+        error_digest, errors = prev.error_digest, prev.errors  # the run goes on
+    else:
+        error_digest, errors = None, 0
+    return error_digest, errors, open_ and errors >= after
 
 
-def same_result_rule(call: _Call) -> None:
+def same_result_rule(
+    prev: PolicySlot | None, tool: str, same_exempt: bool, same_result: Any, open_: bool
+) -> tuple[bytes | None, int, int | None]:
     """``same_result``: the run of identical results goes on while the session's calls
     ran and their results were seen (one tool's, or any tool's); denied at ``after`` in
-    a row. A call let run awaits its result (``result_step``)."""
-    same_result = call.policy.same_result
-    if same_result is None:
-        return
+    a row (``open_``: no earlier rule denied or exempted it). The run's digest and
+    length (with ``any_tool`` a denial ends the run: nothing the agent calls would),
+    and the identical results in a row that deny the call, else None."""
     any_tool = same_result.any_tool
-    call.same_digest, call.sames = same_result_run(call.prev, call.tool, call.same_exempt, any_tool)
-    if call.open and not call.same_exempt and call.sames >= same_result.after:
-        call.deny("same_result", same_result.after, repeats=call.sames)
-        if any_tool:  # nothing the agent calls would end it: the denial does
-            call.same_digest, call.sames = None, 0
-    call.same_awaiting = not call.decision.denied and not call.same_exempt
-
-
-def stop_rule(call: _Call) -> None:
-    """``stop``: a denied call counts the session's denials in a row; at
-    ``after_denials`` it is a stop. A passing call ends the run of denials."""
-    if not call.decision.denied:
-        return
-    denials = (call.prev.decision.denials if call.prev is not None else 0) + 1
-    stop = call.policy.stop
-    if stop is not None and denials >= stop.after_denials:
-        call.decision = call.decision._replace(
-            rule="stop", limit=stop.after_denials, denials=denials
-        )
-    else:
-        call.decision = call.decision._replace(denials=denials)
-
-
-def warn_rule(call: _Call) -> None:
-    """``warn_at``: a call that passes, is not exempt and whose streak count reached
-    ``warn_at`` runs, warned."""
-    if call.warn_at is not None and call.open and call.slot.count >= call.warn_at:
-        call.decision = call.decision._replace(warn_at=call.warn_at)
-
-
-RULES = (
-    tool_rule,
-    progress_rule,
-    streak_rule,
-    progress_max_rule,
-    cycle_rule,
-    window_rule,
-    same_error_rule,
-    same_result_rule,
-    stop_rule,
-    warn_rule,
-)
-"""The policy's rules, in the order they decide a counted call (``policy_step``)."""
+    same_digest, sames = same_result_run(prev, tool, same_exempt, any_tool)
+    if open_ and not same_exempt and sames >= same_result.after:
+        if any_tool:
+            return None, 0, sames
+        return same_digest, sames, sames
+    return same_digest, sames, None
 
 
 def policy_step(
@@ -596,7 +459,14 @@ def policy_step(
 ) -> tuple[PolicySlot, bool]:
     """The session's state after one call under ``policy``, and whether the call was a
     duplicate. Pure, like ``step`` (which does the counting, from 1 again after a
-    progress restart); then each of ``RULES``, in order, decides."""
+    progress restart); then each rule, in the order of the module's docstring, decides
+    or keeps its part of the state: the call is denied by the first rule that denies
+    it (a later rule may only make a denial a stop, or warn a call that passes).
+
+    One function on purpose: it runs for every call of every front-end under a
+    policy; each rule costs a few comparisons where the rule is on and one where it is
+    off (``filter --policy``, ``bench/policy.py``). ``tests/policy_step_before.py`` is
+    the same rules written one function each, and must give the same states."""
     base = None if prev is None else prev.slot
     restarted = prev is not None and prev.restarts
     if restarted:
@@ -605,10 +475,130 @@ def policy_step(
     if duplicate:
         assert prev is not None
         return prev, True
-    call = _Call(prev, restarted, slot, digest, max_repeats, policy)
-    for rule in RULES:
-        rule(call)
-    return call.state(), False
+    count = slot[1]  # by index: 3.11 does not specialise named-tuple fields
+    # tool_rule: the limit, exemption and settings of the call's tool
+    limit, exempt, match, policy_hash, progress, warn_at, progress_max, same_exempt = tool_rule(
+        policy, tool
+    )
+    if limit is None:
+        limit = max_repeats
+    # progress_rule
+    earlier: bytes | None = None
+    earlier_results = 0
+    if progress:
+        earlier, earlier_results = progress_rule(prev, restarted, count)
+    # streak_rule, ``streak``: denied when its count reaches the call's limit
+    rule = "streak"
+    if exempt:
+        denied, rule_limit, call_limit = False, None, max_repeats
+    else:
+        denied, rule_limit, call_limit = is_denied(count, limit), limit, limit
+    period = repeats = window_size = 0
+    # progress_max_rule: the identical calls in a row go on, whatever the results
+    identical = identical_calls(prev, digest)
+    if progress and not denied and not exempt:
+        ceiling = policy.progress_ceiling(progress_max, limit)
+        if identical >= ceiling:
+            denied, rule, rule_limit, repeats = True, "progress_max", ceiling, identical
+    # cycle_rule
+    cycles = policy.cycles
+    if cycles is None:
+        recent: tuple[bytes, ...] = ()
+        recent_tools: tuple[str, ...] = ()
+        runs: tuple[int, ...] = ()
+    else:
+        recent, recent_tools, runs, found = cycle_rule(
+            prev, digest, tool, cycles, policy.is_exempt, not denied and not exempt
+        )
+        if found is not None:
+            denied, rule, rule_limit = True, "cycle", cycles.max_repeats
+            period, repeats = found
+    # window_rule, ``window``: the last ``calls`` digests go on; denied when this
+    # call's digest is among them ``max_repeats`` times
+    window = policy.window
+    if window is None:
+        seen: tuple[bytes, ...] = ()
+    else:
+        seen = (() if prev is None else prev.seen[1 - window.calls :]) + (digest,)
+        if not denied and not exempt:
+            times = seen.count(digest)
+            if times >= window.max_repeats:
+                denied, rule, rule_limit = True, "window", window.max_repeats
+                window_size, repeats = window.calls, times
+    # same_error_rule; a call let run awaits its result (``result_step``)
+    same_error = policy.same_error
+    error_digest: bytes | None = None
+    errors = 0
+    awaiting = False
+    if same_error is not None:
+        error_digest, errors, denies = same_error_rule(
+            prev, tool, same_error.after, not denied and not exempt
+        )
+        if denies:
+            denied, rule, rule_limit, repeats = True, "same_error", same_error.after, errors
+        awaiting = not denied
+    # same_result_rule; a call let run awaits its result (``result_step``)
+    same_result = policy.same_result
+    same_digest: bytes | None = None
+    sames = 0
+    same_awaiting = False
+    if same_result is not None:
+        same_digest, sames, denying = same_result_rule(
+            prev, tool, same_exempt, same_result, not denied and not exempt
+        )
+        if denying is not None:
+            denied, rule, rule_limit, repeats = True, "same_result", same_result.after, denying
+        same_awaiting = not denied and not same_exempt
+    # stop_rule, ``stop``: a denied call counts the session's denials in a row; at
+    # ``after_denials`` it is a stop (a passing call ends the run of denials)
+    denials = 0
+    if denied:
+        denials = (prev.decision.denials if prev is not None else 0) + 1
+        stop = policy.stop
+        if stop is not None and denials >= stop.after_denials:
+            rule, rule_limit = "stop", stop.after_denials
+    # warn_rule, ``warn_at``: a call that passes, is not exempt and whose streak count
+    # reached ``warn_at`` runs, warned
+    if warn_at is not None and (denied or exempt or count < warn_at):
+        warn_at = None
+    decision = _new_slot(
+        Decision,
+        (
+            denied,
+            rule,
+            rule_limit,
+            call_limit,
+            exempt,
+            match,
+            period,
+            repeats,
+            denials,
+            progress,
+            earlier_results if progress else 0,
+            window_size,
+            warn_at,
+            policy_hash,
+        ),
+    )
+    state = (
+        slot,
+        decision,
+        recent,
+        recent_tools,
+        runs,
+        earlier,
+        earlier_results,
+        None,
+        seen,
+        error_digest,
+        errors,
+        awaiting,
+        0 if identical == count else identical,
+        same_digest,
+        sames,
+        same_awaiting,
+    )
+    return _new_slot(PolicySlot, state), False
 
 
 def result_step(

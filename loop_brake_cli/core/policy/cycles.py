@@ -19,6 +19,9 @@ from collections.abc import Callable
 
 __all__ = ["advance", "find_cycle"]
 
+_ENDED = tuple((0,) * (period - 1) for period in range(65))
+"""The runs after a call equal to none of the window's: all 0, one tuple per max_period."""
+
 
 def advance(
     recent: tuple[bytes, ...],
@@ -30,12 +33,17 @@ def advance(
 ) -> tuple[tuple[bytes, ...], tuple[str, ...], tuple[int, ...]]:
     """The cycle window after one counted call (pure)."""
     size = len(recent)
-    new_runs = tuple(
-        (runs[p - 2] + 1 if p - 2 < len(runs) else 1)
-        if size >= p and recent[size - p] == digest
-        else 0
-        for p in range(2, max_period + 1)
-    )
+    if digest not in recent:  # no period can go on: every run ends (the common call)
+        new_runs = _ENDED[max_period] if max_period < len(_ENDED) else (0,) * (max_period - 1)
+    else:
+        new_runs = tuple(
+            [
+                (runs[p - 2] + 1 if p - 2 < len(runs) else 1)
+                if size >= p and recent[size - p] == digest
+                else 0
+                for p in range(2, max_period + 1)
+            ]
+        )
     if size >= max_period:
         return recent[1:] + (digest,), recent_tools[1:] + (tool,), new_runs
     return recent + (digest,), recent_tools + (tool,), new_runs
@@ -52,8 +60,10 @@ def find_cycle(
     reached ``max_repeats`` repetitions in a row, or None."""
     for index, run in enumerate(runs):
         period = index + 2
+        if run < period:  # the common case first: no repetition yet
+            continue
         repeats = (run + period) // period
-        if repeats < max_repeats or run < period:
+        if repeats < max_repeats:
             continue
         if len(set(recent[-period:])) < 2:
             continue

@@ -137,6 +137,8 @@ class Policy:
     _cache: dict[str, tuple[ToolRule, str] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    plans: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What each tool's calls get from their rule (``streak.tool_rule``), per tool name."""
 
     def is_exempt(self, tool: str) -> bool:
         """The first rule matching ``tool`` exempts it (a cycle through it is no loop)."""
