@@ -110,6 +110,7 @@ GATEWAY = ("test_mcp_gateway_decide.py", "test_mcp_gateway_keys.py")
 GATEWAY_HTTP = ("test_mcp_gateway_edges.py",)
 STORE = ("test_hook_store_rules.py", "test_hook_store.py", "test_policy_engine.py")
 FAST = ("test_fastpath_ids.py", "test_fastpath.py")
+FAST_POLICY = ("test_fastpath_policy.py",)
 FASTCANON = ("test_fastpath.py", "test_digest_json.py")
 CREADER = ("test_event_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
@@ -562,6 +563,49 @@ MUTANTS: tuple[Mutant, ...] = (
         "digest[: _PREFIX_BYTES + 1].hex(),",
         FAST_OBSERVE,
         "the verdict's prefix is 12 hex characters (replay's, as LoopBrake.observe's)",
+    ),
+    # -- issue 41 goal 1: filter --policy on the fast path
+    M(
+        "readers/fastpath.py",
+        "                hash_prefix = hexlify(digest[:6])",
+        "                pass",
+        FAST_POLICY,
+        "a call counted on a policy hash (args_ignore) shows that hash's prefix",
+    ),
+    M(
+        "readers/fastpath.py",
+        "                warned += is_warned",
+        "                warned += 0",
+        FAST_POLICY,
+        "the tally counts the warned calls a template writes (--summary)",
+    ),
+    M(
+        "readers/fastpath.py",
+        "            key = (state[1], state[0][1])  # (decision, count)",
+        "            key = (state[1], 0)  # (decision, count)",
+        FAST_POLICY,
+        "a template is a decision's and a count's (the count is written in it)",
+    ),
+    M(
+        "readers/fastpath.py",
+        "return brake.store is None and not brake.progress and not brake.user_turns",
+        "return brake.store is None and not brake.user_turns",
+        FAST_POLICY,
+        "a policy that reads results takes the exact path (the fast path reads only calls)",
+    ),
+    M(
+        "readers/fastpath.py",
+        "                policy_exactly(state, session, call_id, tool, number, True)",
+        "                policy_exactly(state, session, call_id, tool, number, False)",
+        FAST_POLICY,
+        "a duplicate under a policy is written and tallied as one",
+    ),
+    M(
+        "readers/policy_lines.py",
+        "    if decision.period:  # a cycle: the line names the cycle's calls",
+        "    if False:  # a cycle: the line names the cycle's calls",
+        FAST_POLICY,
+        "a cycle's denial names the cycle's calls: no template",
     ),
     M(
         "readers/fastpath.py",

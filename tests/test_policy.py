@@ -293,7 +293,7 @@ def test_without_or_with_an_empty_policy_filter_is_byte_identical(
     assert replayed.stdout == plain.stdout
 
 
-def test_filter_under_a_policy_takes_the_exact_path_and_says_the_rule(tmp_path: Path) -> None:
+def test_filter_under_a_policy_says_the_rule_on_both_paths(tmp_path: Path) -> None:
     policy = write(tmp_path, FULL)
     line = '{"tool":"grep","args":{"secret":"%s","q":%d},"sessionId":"s"}\n'
     data = "".join(line % (CANARY, i % 2) for i in range(12)).encode()

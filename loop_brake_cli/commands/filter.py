@@ -318,17 +318,13 @@ def _hint_stdin() -> None:
 
 def _run_source(adapter, source, brake, tally, out, wanted, file, shard) -> None:
     """The fast path for event lines where it is available (same bytes out), else the exact
-    one. Under a policy, always the exact one: the fast path states only the seed's rule;
-    with a store too: the store decides each call, and a store that decides several at
-    once (``count_calls``: Redis) gets the calls already read together (``batched``)."""
+    one: with a store (the store decides each call, and a store that decides several at
+    once, ``count_calls``: Redis, gets the calls already read together: ``batched``) and
+    under a policy that reads results or user turns (records the fast path does not
+    read: ``fastpath.takes``)."""
     from ..readers import fastpath
 
-    if (
-        adapter.INFO.name == "events"
-        and brake.policy is None
-        and brake.store is None
-        and fastpath.enabled()
-    ):
+    if adapter.INFO.name == "events" and fastpath.takes(brake) and fastpath.enabled():
         fastpath.filter_events(source, brake, tally, out, wanted, file, shard)
         return
     records = parse_records(adapter, source, brake.progress, brake.user_turns)

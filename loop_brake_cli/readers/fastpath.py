@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gc
 import os
+from binascii import hexlify as _hexlify
 from collections.abc import Iterator
 from contextlib import contextmanager
 from hashlib import sha256 as _sha256
@@ -39,13 +40,16 @@ from typing import Any
 
 from ..core.brake import LoopBrake
 from ..core.records import BadRecord, Record, ToolCall, line_too_long, verdict_record
-from .fast_canonical import AVAILABLE, fast_canonical
+from . import fast_canonical as _fc
+from .fast_canonical import AVAILABLE, fast_canonical, fast_digest
 from .fast_lines import CACHE_LIMIT, CacheSwitch, VerdictTemplates
-from .output import LineWriter
+from .output import LineWriter, json_line
 from .pipeline import Tally, write_verdicts
-from .prove import PythonProver
+from .policy_lines import template as policy_template
+from .prove import PythonProver, exact_record
 from .reader import TOO_LONG, Source
 from .shard import shard_of
+from .wire.event_line import decode as decode_event
 
 __all__ = [
     "AVAILABLE",
@@ -55,6 +59,7 @@ __all__ = [
     "filter_events",
     "reader_name",
     "relaxed_gc",
+    "takes",
 ]
 
 from .c_reader import NOT_BUILT, reader_name
@@ -84,8 +89,19 @@ def filter_events(
     shard: tuple[int, int] | None = None,
 ) -> None:
     """Judge the event lines of one source and write the verdicts, as filter does."""
+    judge = _Judge(brake, tally, out, wanted, file, shard)
     with relaxed_gc():
-        _judge_lines(source, _Judge(brake, tally, out, wanted, file, shard))
+        if brake.policy is None:
+            _judge_lines(source, judge)
+        else:
+            _judge_policy_lines(source, judge)
+
+
+def takes(brake: LoopBrake) -> bool:
+    """Whether ``filter_events`` judges for this brake: in memory (a store decides each
+    call itself), and a policy, if any, that reads neither results nor user turns
+    (those records take the exact path's reader, ``formats.events``)."""
+    return brake.store is None and not brake.progress and not brake.user_turns
 
 
 @contextmanager
@@ -137,6 +153,8 @@ class _Judge:
         self.in_shard: dict[str, bool] | None = None if shard is None else {}
         # the prove step where the C reader is not built or declines a line
         self.prover = PythonProver(self.tools, self.tool_miss, self.exactly)
+        # a call's digest -> its policy hash (the tool's rule has args_ignore)
+        self.policy_digests: dict[bytes, bytes] = {}
 
     def exactly(self, record: Record) -> None:
         """Judge one record the exact way (``write_verdicts``), honouring the shard:
@@ -160,6 +178,12 @@ class _Judge:
             tools.clear()
         head = (tool + "\n").encode("utf-8")  # tools reaching here hold no lone surrogate
         known = tools[tool] = [_sha256(head), head, self.templates.pass_line(tool), None, tool]
+        policy = self.brake.policy
+        if policy is not None:
+            # under a policy: its verdict lines by (decision, count), and whether the
+            # tool's calls are counted on a policy hash (its rule's args_ignore)
+            found = policy.rule_for(tool)
+            known += [{}, found is not None and bool(found[0].ignore_paths)]
         return known
 
     def deny_line(self, known: list[Any]) -> bytes:
@@ -186,6 +210,83 @@ class _Judge:
             record = ToolCall(tool, None, session, call_id, number)
             self.out.write(verdict_record(record, verdict, self.file))
         return verdict.denied
+
+    def policy_exactly(
+        self, state: Any, session: str, call_id: Any, tool: str, number: int, duplicate: bool
+    ) -> None:
+        """Write and tally a verdict under a policy the exact way (``write_verdicts``'s
+        writer and ``Tally.add``): a duplicate, or a line no template writes."""
+        verdict = self.brake.slot_verdict(state, session, call_id, duplicate)
+        record = ToolCall(tool, None, session, call_id, number)
+        self.tally.add(record, verdict)
+        wanted = self.wanted
+        if (
+            ("deny" if verdict.denied else "pass") in wanted
+            or (verdict.stop and "stop" in wanted)
+            or (verdict.warned and "warn" in wanted)
+        ):
+            self.out.write(verdict_record(record, verdict, self.file))
+
+    def policy_line(
+        self,
+        known: list[Any],
+        key: tuple[Any, int],
+        state: Any,
+        session: str,
+        call_id: Any,
+        number: int,
+        ids: tuple[bytes, bytes, bytes],
+    ) -> None:
+        """A (decision, count) of a tool met for the first time: make its template
+        (``policy_lines.template``), keep it if it writes this call's exact line, and
+        write and tally this call the exact way. ``ids``: session JSON, call id JSON,
+        hash prefix."""
+        tool = known[4]
+        made = policy_template(tool, state, self.file)
+        exact = json_line(
+            verdict_record(
+                ToolCall(tool, None, session, call_id, number),
+                self.brake.slot_verdict(state, session, call_id, False),
+                self.file,
+            )
+        )
+        if made is not None:
+            session_json, call_json, prefix = ids
+            line = made % (number, session_json, call_json, prefix, prefix, prefix)
+            if call_id is None:
+                line = line.replace(b'"callId":,', b"", 1)
+            if line != exact:  # pragma: no cover - the marks are built to make it equal
+                made = None
+        decision = state[1]
+        wanted = self.wanted
+        templates = known[5]
+        if len(templates) >= CACHE_LIMIT:
+            templates.clear()
+        templates[key] = (
+            made,
+            decision.denied,
+            decision.warn_at is not None,
+            ("deny" if decision.denied else "pass") in wanted
+            or (decision.rule == "stop" and "stop" in wanted)
+            or (decision.warn_at is not None and "warn" in wanted),
+        )
+        self.policy_exactly(state, session, call_id, tool, number, False)
+
+    def policy_digest(self, line: bytes, number: int, tool: str, digest: bytes) -> bytes | None:
+        """The policy hash of a call whose tool's rule has ``args_ignore``
+        (``Policy.args_digest``, by ``fast_digest``), from the line's arguments; None
+        when the line must take the exact path. Kept by the call's own digest: equal
+        digests, equal canonical arguments, equal arguments once the paths are removed."""
+        digests = self.policy_digests
+        try:
+            args = decode_event(_fc.loads(line), number).args  # type: ignore[union-attr]  # a call
+        except (_fc.DecodeError, AttributeError):  # pragma: no cover - the line was proven
+            return None
+        found = self.brake.policy.args_digest(tool, args, fast_digest)  # type: ignore[union-attr]  # a policy
+        if len(digests) >= CACHE_LIMIT:
+            digests.clear()
+        digests[digest] = found
+        return found
 
 
 def _judge_lines(source: Source, judge: _Judge) -> None:
@@ -269,3 +370,105 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
     finally:
         judge.tally.passed += passed
         judge.tally.denied += denied
+
+
+def _judge_policy_lines(source: Source, judge: _Judge) -> None:
+    """The hot loop under a policy: the same read and prove steps as ``_judge_lines``;
+    a call of a tool with ``args_ignore`` is hashed without those paths (cached by its
+    digest); the decision is the table's (``streak.policy_step``, the one statement of
+    the rules); its line is the (decision, count)'s template (``policy_lines``), made and
+    checked against the exact writer on first use. Duplicates and lines no template
+    writes take the exact writer; the tally is updated even if writing fails."""
+    append = judge.out.pending().append  # flushed by the reader's on_wait
+    exactly = judge.exactly
+    brake = judge.brake
+    count_call = brake.table.count_call  # memory: no store here (takes)
+    max_repeats, policy = brake.max_repeats, brake.policy
+    tools, tool_miss = judge.tools, judge.tool_miss
+    in_shard, shard_miss = judge.in_shard, judge.shard_miss
+    policy_digests, policy_digest = judge.policy_digests, judge.policy_digest
+    policy_line, policy_exactly = judge.policy_line, judge.policy_exactly
+    hexlify = _hexlify
+    prove = judge.prover.function()
+    scan, scan_switch = judge.scan, judge.scan_switch
+    scan_from = 0 if scan is not None else 1 << 62  # the line from which it is asked
+    passed = denied = warned = 0
+    try:
+        # 1. read
+        for number, line in source.lines():
+            if line is TOO_LONG:
+                exactly(line_too_long(number, source.max_line_bytes))
+                continue
+            # 2. prove (as _judge_lines)
+            if scan_from <= number:
+                proven = scan(line)
+                if proven is None:
+                    scan_from = scan_switch.miss(number)
+                    proven = prove(line, number)
+            else:
+                proven = prove(line, number)
+            if proven is None:
+                continue
+            tool, session, call_id, digest, hash_prefix, session_json, call_json = proven
+            known = tools.get(tool)
+            if known is None:
+                known = tool_miss(tool)
+            tool = known[4]
+            if in_shard is not None:
+                keep = in_shard.get(session)
+                if not (shard_miss(session) if keep is None else keep):
+                    continue
+            if known[6]:  # counted on the policy hash: the arguments without args_ignore's paths
+                found = policy_digests.get(digest)
+                if found is None:
+                    found = policy_digest(line, number, tool, digest)
+                    if found is None:  # pragma: no cover - the line was proven
+                        exactly(exact_record(line, number))
+                        continue
+                digest = found
+                hash_prefix = hexlify(digest[:6])
+            # 3. decide: the policy's rules (streak.policy_step)
+            state, duplicate = count_call(session, tool, digest, call_id, max_repeats, policy)
+            if duplicate:
+                policy_exactly(state, session, call_id, tool, number, True)
+                continue
+            # 4. write
+            key = (state[1], state[0][1])  # (decision, count)
+            entry = known[5].get(key)
+            if entry is None:
+                policy_line(
+                    known,
+                    key,
+                    state,
+                    session,
+                    call_id,
+                    number,
+                    (session_json, call_json, hash_prefix),
+                )
+                continue
+            made, is_denied, is_warned, wanted = entry
+            if made is None:
+                policy_exactly(state, session, call_id, tool, number, False)
+                continue
+            if is_denied:
+                denied += 1
+            else:
+                passed += 1
+                warned += is_warned
+            if not wanted:
+                continue
+            line_out = made % (
+                number,
+                session_json,
+                call_json,
+                hash_prefix,
+                hash_prefix,
+                hash_prefix,
+            )
+            if call_id is None:  # no id: drop the empty field (as _judge_lines)
+                line_out = line_out.replace(b'"callId":,', b"", 1)
+            append(line_out)
+    finally:
+        judge.tally.passed += passed
+        judge.tally.denied += denied
+        judge.tally.warned += warned
