@@ -1369,6 +1369,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "issue 37.4: under volatile-lru the gateway says the policy at start, before listening",
     ),
     M(
+        "mcp_gateway/serve.py",
+        "            proxy_headers=False,",
+        "            proxy_headers=True,",
+        GATEWAY_UPSTREAM,
+        "--anonymous connection: a client's X-Forwarded-For does not choose its streak",
+    ),
+    M(
         "mcp_gateway/limits.py",
         "        self.flush()\n        self._transport.close()",
         "        self._transport.close()",

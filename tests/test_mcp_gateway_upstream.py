@@ -10,7 +10,8 @@ info is sent as Basic authorization, and each failure is the ``httpx2`` class th
 ``transport_problem`` words (refused, a body cut short, no data within the read
 timeout). The gateway's behaviour through it is ``tests/test_mcp_gateway*.py``'s.
 
-On the clients' side, the gateway joins the writes of one loop turn into one send
+A connection is counted as the peer it comes from, never as its ``X-Forwarded-For``
+header says. On the clients' side, the gateway joins the writes of one loop turn into one send
 (``limits.Corked``): an answer written just before its connection closes (a client
 that sent ``Connection: close``) still arrives whole.
 """
@@ -254,3 +255,30 @@ def test_an_answer_before_the_connection_closes_arrives_whole(tmp_path) -> None:
         if line.startswith(b"content-length")
     )
     assert len(body) == length and b'"code":-32700' in body
+
+
+def test_a_connection_is_its_peer_whatever_its_x_forwarded_for_says(tmp_path) -> None:
+    """``--anonymous connection``: three identical calls over one connection, each
+    claiming another address, are one streak (the third denied)."""
+    import json
+
+    from remote_helpers import free_port, gateway
+
+    nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # a forwarded call's answer is 502
+    params = {"name": "echo", "arguments": {"text": "z"}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    with gateway(tmp_path, nowhere, "--anonymous", "connection") as (url, log, _stderr):
+        with httpx2.Client(timeout=60) as client:  # one keep-alive connection
+            statuses = [
+                client.post(
+                    url,
+                    content=body,
+                    headers={"content-type": "application/json", "x-forwarded-for": f"10.0.0.{n}"},
+                ).status_code
+                for n in range(3)
+            ]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert statuses == [502, 502, 200]
+    assert [line["verdict"] for line in lines] == ["pass", "pass", "deny"]
+    assert len({line["sessionId"] for line in lines}) == 1
+    assert "10.0.0" not in lines[0]["sessionId"]

@@ -204,6 +204,10 @@ def _serve(
             access_log=False,
             lifespan="on",
             server_header=False,
+            # a connection is the peer it comes from: never what its X-Forwarded-For
+            # says (uvicorn believes it from 127.0.0.1 by default), which would let a
+            # client pick its --anonymous connection streak and its calls' id scope
+            proxy_headers=False,
             timeout_graceful_shutdown=2,
         )
     )
