@@ -3344,7 +3344,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/records.py",
         'kind = "stop" if verdict.stop else "deny" if verdict.denied else "pass"',
         'kind = "deny" if verdict.denied else "pass"',
-        RULES,
+        ("test_policy.py",) + RULES,
         'docs/policies.md: a [stop] rule\'s line says "verdict": "stop"',
     ),
     M(

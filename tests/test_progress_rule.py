@@ -55,6 +55,23 @@ def test_a_changing_result_restarts_the_streak_and_the_next_call_is_two() -> Non
     assert run(brake(), ["a", "b", "c", "d", "e"]) == [(1, False), (2, False)] + [(2, False)] * 3
 
 
+def test_only_a_progress_denial_says_identical_results() -> None:
+    """docs/policies.md: every line of a tool in the progress mode carries
+    ``"progress": true``; ``"identicalResults"`` is on a streak denial only."""
+    from loop_brake_cli.core.records import ToolCall, verdict_record
+
+    b = brake()
+    lines = []
+    for index, result in enumerate(["a", "b", "b", "b"]):
+        verdict = b.check("poll", {}, session_id="s", call_id=f"c{index}")
+        lines.append(verdict_record(ToolCall("poll", {}, "s", f"c{index}"), verdict))
+        b.observe_result("s", f"c{index}", result)
+    assert [line["verdict"] for line in lines] == ["pass", "pass", "pass", "deny"]
+    assert all(line["progress"] is True for line in lines)
+    assert ["identicalResults" in line for line in lines] == [False, False, False, True]
+    assert lines[-1]["identicalResults"] == 2
+
+
 def test_a_result_that_stopped_changing_is_denied_at_the_limit() -> None:
     got = run(brake(), ["a", "b", "b", "b", "b"])
     assert got == [(1, False), (2, False), (2, False), (3, True), (4, True)]
