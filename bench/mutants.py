@@ -3496,9 +3496,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "a stdout open read-only: exit 5, the server never starts",
     ),
     M(
-        "mcp_proxy/streams.py",
-        "def fill_closed(fds: tuple[int, ...] = (0, 2)) -> None:",
-        "def fill_closed(fds: tuple[int, ...] = (0,)) -> None:",
+        "commands/mcp_proxy.py",
+        "fill_closed((0, 2))",
+        "fill_closed((0,))",
         PROXY_PROCESS,
         "a closed stderr: the --log file never takes descriptor 2",
     ),
