@@ -121,6 +121,64 @@ def test_a_stdio_server_the_gateway_starts(tmp_path: Path) -> None:
     assert [v["verdict"] for v in verdicts(log)] == ["pass", "pass", "deny", "pass"]
 
 
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _exits_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` (not our child) ends within ``seconds``: a pidfd becomes
+    readable when it exits (an event; the bound only fails the test)."""
+    import os
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], seconds)[0])
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/task").is_dir() or sys.version_info < (3, 9),
+    reason="needs Linux's /proc children and pidfd_open",
+)
+def test_a_stdio_server_never_outlives_its_gateway(tmp_path: Path) -> None:
+    """--upstream -- CMD: a gateway ended by SIGKILL (no clean-up of its own) takes its
+    stdio server with it: the child serving it reads the gateway's pipe to its end."""
+    import os
+    import signal
+    import subprocess
+
+    from remote_helpers import wait_listening
+
+    port = free_port()
+    server = [sys.executable, str(ROOT / "tests" / "mcp_server.py")]
+    command = [sys.executable, "-m", "loop_brake_cli", "mcp-gateway"]
+    command += ["--listen", f"127.0.0.1:{port}", "--upstream", "--", *server]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    left: list[int] = []
+    try:
+        wait_listening(port, proc)
+        (child,) = _children(proc.pid)  # the private HTTP server of the stdio server
+        left = [child, *_children(child)]
+        proc.kill()
+        proc.wait()
+        for pid in left:
+            assert _exits_within(pid, 60), f"process {pid} outlived its gateway"
+    finally:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_session_sources_in_order_and_credentials_only_as_digests(tmp_path: Path) -> None:
     """Loop-Brake-Session, then Authorization (a digest); a _meta name under a credential
     is scoped by it, so two tokens never share a streak whatever names they pick."""
