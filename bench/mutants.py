@@ -3231,6 +3231,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "if isinstance(value, float) and math.isfinite(value) and value != value:",
         REDIS,
         "Redis: call ids 1.0 and 1 (equal in Python, so in MemoryTable) are one id",
+        equivalent="canonical_json prints every number as JavaScript does, a double: an "
+        "integral float and the int equal to it already have one text (1.0 and 1 are 1, "
+        "1e21 and 10**21 are 1e+21), so the float's conversion changes no key",
     ),
     M(
         "stores/rows.py",
