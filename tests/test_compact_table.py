@@ -21,11 +21,9 @@ from hypothesis import strategies as st
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.table import memory_table
+from loop_brake_cli.readers import compact_table
 
-compact_table = pytest.importorskip(
-    "loop_brake_cli.readers.compact_table", reason="the C reader is not built"
-)
-if not compact_table.AVAILABLE:
+if not compact_table.AVAILABLE:  # in CI an unmeant skip fails the run: the reader is built
     pytest.skip("the C reader is not built", allow_module_level=True)
 CompactTable = compact_table.CompactTable
 
