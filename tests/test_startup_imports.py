@@ -106,6 +106,21 @@ def test_detection_stops_at_the_first_format_that_recognises_the_input(tmp_path:
     assert adapters(modules) == set(first[: first.index("codex") + 1])
 
 
+def test_replay_imports_neither_filters_fast_path_nor_a_process_pool(tmp_path: Path) -> None:
+    """``replay --json`` of one transcript (bench/run.py's replay, issue 41 goal 5) loads
+    none of filter's fast path (its prover, its verdict templates: the GC's pace lives
+    in readers/gc_pace.py) nor ``concurrent.futures`` (only ``-j N`` starts workers)."""
+    modules = loaded(tmp_path, "replay", "--json", str(SAMPLES / "claude-code.jsonl"))
+    assert "loop_brake_cli.analysis.analyzer" in modules  # the replay did run
+    assert "loop_brake_cli.readers.gc_pace" in modules
+    unwanted = {
+        "loop_brake_cli.readers.fastpath",
+        "loop_brake_cli.readers.prove",
+        "concurrent.futures",
+    }
+    assert not unwanted & modules
+
+
 def test_the_hook_imports_no_click_dataclasses_or_formats(tmp_path: Path) -> None:
     call = {
         "session_id": "s",

@@ -69,7 +69,7 @@ def replay_file(
     from ..formats import parse_records
     from ..formats._detect import choose
     from ..formats._sniff import head_text
-    from ..readers.fastpath import relaxed_gc
+    from ..readers.gc_pace import relaxed_gc
     from ..readers.pipeline import judge
     from ..readers.reader import UnreadableInputError, open_source
 

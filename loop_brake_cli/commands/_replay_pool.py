@@ -7,10 +7,12 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..analysis import FileInfo, Job, Report, merge, replay_job
+
+if TYPE_CHECKING:  # only in annotations: concurrent.futures is imported by -j N alone
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 

@@ -30,11 +30,8 @@ look-up, the exact path) is a method of ``_Judge``.
 
 from __future__ import annotations
 
-import gc
 import os
 from binascii import hexlify as _hexlify
-from collections.abc import Iterator
-from contextlib import contextmanager
 from hashlib import sha256 as _sha256
 from typing import Any
 
@@ -43,6 +40,7 @@ from ..core.records import BadRecord, Record, ToolCall, line_too_long, verdict_r
 from . import fast_canonical as _fc
 from .fast_canonical import AVAILABLE, fast_canonical, fast_digest
 from .fast_lines import CACHE_LIMIT, CacheSwitch, VerdictTemplates
+from .gc_pace import relaxed_gc
 from .output import LineWriter, json_line
 from .pipeline import Tally, write_verdicts
 from .policy_lines import template as policy_template
@@ -58,7 +56,6 @@ __all__ = [
     "fast_canonical",
     "filter_events",
     "reader_name",
-    "relaxed_gc",
     "takes",
 ]
 
@@ -102,27 +99,6 @@ def takes(brake: LoopBrake) -> bool:
     call itself), and a policy, if any, that reads neither results nor user turns
     (those records take the exact path's reader, ``formats.events``)."""
     return brake.store is None and not brake.progress and not brake.user_turns
-
-
-@contextmanager
-def relaxed_gc() -> Iterator[None]:
-    """Raise the cyclic GC thresholds for the run, and restore them after.
-
-    Session slots are long-lived objects: with the default thresholds the cyclic
-    GC rescans them over and over (29% of the time with 1,000,000 sessions).
-    Young cycles are still collected. A slot is a named tuple, which the GC never
-    untracks (it untracks exact tuples only), so on the way out everything still
-    tracked is moved to the oldest generation (freeze, then unfreeze): otherwise
-    the first collection under the restored thresholds scans every slot of the
-    run once more (0.47 s with 1,000,000 sessions)."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(50_000, 50, 1000)
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
 
 
 class _Judge:
