@@ -1706,6 +1706,20 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "formats/claude_code.py",
+        'and obj.get("isSidechain") is not True',
+        'and obj.get("isSidechain") is not None',
+        ("test_formats_claude_code.py", "test_formats_edges.py"),
+        "the common assistant line read in the loop is never a subagent's: its own streak",
+    ),
+    M(
+        "formats/claude_code.py",
+        'obj.get("type") == "assistant" and not stream:',
+        'obj.get("type") == "assistant":',
+        ("test_formats_streams.py", "test_formats_claude_code.py"),
+        "a claude-stream line with a sessionId is keyed by its session_id (stream_session)",
+    ),
+    M(
+        "formats/claude_code.py",
         "(old is None or value > old)",
         "(old is None or value < old)",
         ("test_formats_edges.py", "test_formats_claude_code.py"),

@@ -24,6 +24,7 @@ from adapter_helpers import (
     calls,
     check_errors_hide,
     longest_streak,
+    parse_bytes,
     read,
 )
 from conftest import ROOT, cli_env, run_cli
@@ -112,6 +113,28 @@ def test_claude_stream_edge_cases() -> None:
     assert results == [
         ("s-edge", "toolu_A", {"content": "FAIL", "isError": True}),
         ("s-edge/toolu_T", "toolu_S1", {"content": "FAIL", "isError": False}),
+    ]
+
+
+def test_a_claude_stream_line_is_keyed_by_its_session_id_even_beside_a_sessionId() -> None:
+    """The stream's keys decide (``stream_session``), also on a line that carries a
+    camel-case ``sessionId`` too: the adapter's loop reads common transcript lines
+    itself, and a stream's line must never be taken for one (bench/mutants.py)."""
+    line = {
+        "type": "assistant",
+        "session_id": "s-stream",
+        "sessionId": "s-transcript",
+        "parent_tool_use_id": "toolu_T",
+        "message": {
+            "id": "msg_1",
+            "usage": {"output_tokens": 3},
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}],
+        },
+    }
+    records = parse_bytes("claude-stream", json.dumps(line).encode() + b"\n")
+    assert [(r.__class__.__name__, r.session) for r in records] == [
+        ("Usage", "s-stream/toolu_T"),
+        ("ToolCall", "s-stream/toolu_T"),
     ]
 
 

@@ -205,43 +205,50 @@ def _calls(
                 return [BadRecord(_BAD_SESSION, number)]
     out: list[Record] = []
     if usage.__class__ is dict:
-        _usage(out, session, message, usage, number, turns)
+        turn = _usage(session, message, usage, number, turns)
+        if turn is not None:
+            out.append(turn)
     if content.__class__ is not list:
         return out
     for index, block in enumerate(content):
-        if block.__class__ is not dict or block.get("type") != "tool_use":
-            continue
-        name = block.get("name")
-        if name.__class__ is not str:
-            out.append(BadRecord("tool_use block without a string name", number, _path(index)))
-            continue
-        call_id = block.get("id")
-        if call_id.__class__ is str:
-            if seen.seen(call_id):
-                continue
-        elif call_id is not None:
-            out.append(BadRecord("tool_use id is not a string", number, _path(index)))
-            continue
-        args = block.get("input")
-        if args.__class__ is dict:  # parse_arguments returns an object as it is
-            path = _PATHS[index] if index < 64 else json_path("message", "content", index)
-            out.append(ToolCall(name, args, session, call_id, number, path))
-        else:
-            args, unparsed = parse_arguments(args)
-            out.append(ToolCall(name, args, session, call_id, number, _path(index), unparsed))
+        if block.__class__ is dict and block.get("type") == "tool_use":
+            call = _tool_use(block, index, number, session, seen)
+            if call is not None:
+                out.append(call)
     return out
 
 
+def _tool_use(
+    block: dict[str, Any], index: int, number: int | None, session: str, seen: RecentIds
+) -> Record | None:
+    """The record of a ``tool_use`` block (``content[index]``), None when its id was seen."""
+    name = block.get("name")
+    if name.__class__ is not str:
+        return BadRecord("tool_use block without a string name", number, _path(index))
+    call_id = block.get("id")
+    if call_id.__class__ is str:
+        if seen.seen(call_id):
+            return None
+    elif call_id is not None:
+        return BadRecord("tool_use id is not a string", number, _path(index))
+    args = block.get("input")
+    if args.__class__ is dict:  # parse_arguments returns an object as it is
+        path = _PATHS[index] if index < 64 else json_path("message", "content", index)
+        return ToolCall(name, args, session, call_id, number, path)
+    args, unparsed = parse_arguments(args)
+    return ToolCall(name, args, session, call_id, number, _path(index), unparsed)
+
+
 def _usage(
-    out: list[Record],
     session: str,
     message: dict[str, Any],
     usage: dict[str, Any],
     number: int | None,
     turns: TurnUsage,
-) -> None:
-    """The message's usage, once per ``message.id`` (the larger figures of its later lines
-    are merged into the record already yielded, before the message's calls)."""
+) -> Usage | None:
+    """The message's usage, once per ``message.id``: None for a later line of the same
+    message, whose larger figures are merged into the record already yielded (before
+    the message's calls)."""
     turn = message.get("id")
     if turn.__class__ is str:
         key = (session, turn)
@@ -255,7 +262,7 @@ def _usage(
             earlier.cache_write_tokens = _larger(
                 earlier.cache_write_tokens, usage.get("cache_creation_input_tokens")
             )
-            return
+            return None
     else:
         turn = None
     model = message.get("model")
@@ -278,7 +285,7 @@ def _usage(
     )
     if turn is not None:
         turns.remember(key, record)
-    out.append(record)
+    return record
 
 
 def _larger(old: int | None, value: Any) -> int | None:
@@ -419,6 +426,26 @@ def _parse_fast(source: Source, stream: bool = False) -> Generator[Record, None,
             if error is not None:
                 if _reported(raw):
                     yield BadRecord(error, number)
+                continue
+        if obj.__class__ is dict and obj.get("type") == "assistant" and not stream:
+            # An assistant line whose ids have their types, as _calls reads it, with no
+            # call or list of its own: most lines of a transcript that are parsed.
+            message = obj.get("message")
+            session = obj.get("sessionId")
+            if (
+                message.__class__ is dict
+                and session.__class__ is str
+                and obj.get("isSidechain") is not True
+                and (content := message.get("content")).__class__ is list
+            ):
+                usage = message.get("usage")
+                if usage.__class__ is dict:
+                    if (turn := _usage(session, message, usage, number, turns)) is not None:
+                        yield turn
+                for index, block in enumerate(content):
+                    if block.__class__ is dict and block.get("type") == "tool_use":
+                        if (call := _tool_use(block, index, number, session, seen)) is not None:
+                            yield call
                 continue
         calls = _calls(obj, number, seen, turns, results, stream, user_turns)
         if calls:
