@@ -219,3 +219,52 @@ def test_the_benchmarks_inputs_under_the_realistic_policy(
     if shape == "events":
         assert b'"warn":true' in out and b'"verdict":"deny"' in out
         assert b'"rule":"streak"' in out and b'"rule":"window"' in out
+
+
+@pytest.mark.parametrize(
+    ("policy", "user"),
+    [
+        ('progress = true\n[[tools]]\nmatch = "poll"\nmax_repeats = 3\n', False),
+        ("[same_error]\nafter = 2\n", False),
+        ("[same_result]\nafter = 2\n", False),
+        ("reset_on_user_turn = true\n", True),
+    ],
+)
+def test_a_policy_that_reads_results_or_user_turns_reads_them(
+    tmp_path: Path, policy: str, user: bool
+) -> None:
+    """Result and user lines are records only the exact path's reader reads: under such a
+    policy ``filter`` takes it (``fastpath.takes``), so a changing result restarts the
+    streak and a user turn ends it, as with ``LOOP_BRAKE_EXACT=1``."""
+    path = tmp_path / "policy.toml"
+    path.write_text(policy, encoding="utf-8")
+    lines = []
+    for i in range(6):
+        lines.append({"tool": "poll", "args": {"job": 1}, "sessionId": "s", "callId": f"c{i}"})
+        if user:
+            lines.append({"type": "user", "sessionId": "s"})
+        else:
+            result = {"content": [{"type": "text", "text": f"step {i}"}], "isError": True}
+            lines.append({"type": "result", "sessionId": "s", "callId": f"c{i}", "result": result})
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    args = ("filter", "--policy", str(path), "--summary")
+    fast = run_cli(*args, input=data, env=cli_env(LOOP_BRAKE_POLICY=""))
+    exact = run_cli(*args, input=data, env=cli_env(LOOP_BRAKE_POLICY="", LOOP_BRAKE_EXACT="1"))
+    assert (fast.stdout, fast.stderr) == (exact.stdout, exact.stderr)
+    assert fast.stdout.count(b"\n") == 6  # one verdict a call, none for the other lines
+
+
+def test_cycle_denials_name_their_own_calls(event_reader) -> None:
+    """Two sessions complete cycles of different calls with the same decision and count:
+    each denial names its own cycle (a cycle's line is never a template)."""
+    policy = _policy("[cycles]\nmax_period = 2\nmax_repeats = 3\n")
+    lines = [
+        json.dumps({"tool": tool, "args": {"v": value}, "sessionId": session, "callId": f"{n}"})
+        for session, value in (("s1", 1), ("s2", 2))
+        for n, tool in enumerate("ababab")
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    fast, exact = _runs(data, policy, 5, {"pass", "deny", "stop", "warn", "error"}, None)
+    assert fast == exact
+    denials = [json.loads(line) for line in fast[0].splitlines() if b'"deny"' in line]
+    assert len(denials) == 2 and denials[0]["cycle"] != denials[1]["cycle"]
