@@ -18,9 +18,10 @@ call at a time.
   ``--filter-events`` generated events (``gen.events``: 7 interleaved sessions), with
   ``LOOP_BRAKE_STORE_BATCH=1`` (one call at a time) and by default (the calls already
   read decided together), alternating, ``--filter-rounds`` rounds, the server flushed
-  before each; events/s (wall) and per CPU second (the child's user + system; the
-  server's CPU beside it, from ``INFO cpu``); the ratio batched/unbatched (>= 5x:
-  issue 41) and whether both wrote the same bytes.
+  before each, its socket time-out 10 s (not 0.2: on a loaded machine a late answer
+  would be a fail-open, not a slower decision); events/s (wall) and per CPU second
+  (the child's user + system; the server's CPU beside it, from ``INFO cpu``); the
+  ratio batched/unbatched (>= 5x: issue 41) and whether both wrote the same bytes.
 
 Starts its own ``redis-server`` on a free loopback port (no persistence) and a
 fresh SQLite file in a temporary directory, both stopped or removed at the end.
@@ -187,6 +188,7 @@ def _filter_rounds(url: str, events: int, rounds: int, folder: str) -> dict[str,
     exe = shutil.which("loop-brake", path=os.path.dirname(sys.executable))
     command = [exe] if exe else [sys.executable, "-m", "loop_brake_cli"]
     client = redis.Redis.from_url(url)
+    url += "?socket_timeout=10"  # a loaded machine must not turn a decision into a fail-open
     sides = {"unbatched": "1", "batched": ""}
     found: dict[str, Any] = {name: [] for name in sides}
     outputs: dict[str, bytes] = {}
@@ -279,7 +281,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="hook start-up rounds")
     parser.add_argument("--decisions", type=int, default=5000, help="calls per decision round")
     parser.add_argument("--decision-rounds", type=int, default=5)
-    parser.add_argument("--filter-events", type=int, default=50000)
+    parser.add_argument("--filter-events", type=int, default=100_000)
     parser.add_argument("--filter-rounds", type=int, default=3)
     parser.add_argument(
         "--only", default="processes,decision,filter,hook", help="the parts to run, comma-separated"

@@ -60,6 +60,7 @@ TOOLS = ["read", "poll", "free"]
 ARGS = [{"p": 1}, {"p": 2}, {"p": CANARY}]
 CALL_IDS = [None, None, "c1", "c2", 1, 1.0, True, [1, "x"]]
 _runs = itertools.count()
+LATE = "?socket_timeout=60"  # a loaded machine answers late: no fail-open in these tests
 
 
 @pytest.fixture(params=["sqlite", "redis", "redis-resp", "redis-cluster"])
@@ -67,10 +68,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "sqlite":
         opened = open_store(str(tmp_path / "state.db"))
     elif request.param == "redis-cluster":
-        opened = open_store(request.getfixturevalue("redis_cluster_url"))
+        opened = open_store(request.getfixturevalue("redis_cluster_url") + LATE)
     else:
         short_lived = request.param == "redis-resp"
-        opened = open_store(request.getfixturevalue("redis_url"), short_lived=short_lived)
+        url = request.getfixturevalue("redis_url") + LATE
+        opened = open_store(url, short_lived=short_lived)
     yield opened
     opened.close()
 
@@ -135,7 +137,7 @@ def test_calls_decided_together_get_the_verdicts_of_one_at_a_time(
 def test_a_pipeline_reaches_every_master_of_a_cluster(redis_cluster, redis_cluster_url) -> None:
     """64 sessions in one batch: their keys live on the three masters; each session's
     third identical call is denied, once."""
-    store = open_store(redis_cluster_url)
+    store = open_store(redis_cluster_url + LATE)
     brake = LoopBrake(3, store=store, warn=pytest.fail)
     digest = call_digest("read", {"q": CANARY})
     calls = [(f"m{k}", "read", digest, None) for _ in range(3) for k in range(64)]
@@ -152,7 +154,7 @@ def test_a_pipeline_reaches_every_master_of_a_cluster(redis_cluster, redis_clust
 
 def test_a_batch_after_script_flush_loads_the_script_again(redis_server: RedisServer) -> None:
     redis_server.command("FLUSHALL")
-    store = open_store(redis_server.url)
+    store = open_store(redis_server.url + LATE)
     brake = LoopBrake(3, store=store, warn=pytest.fail)
     digest = call_digest("read", {"q": CANARY})
     assert [v.count for v in brake.observe_many([("f", "read", digest, None)] * 2)] == [1, 2]
@@ -237,7 +239,7 @@ def test_filter_store_batched_writes_the_bytes_of_one_call_at_a_time(
     runs = {}
     for batch in ("1", None, "7"):  # one at a time, the default, batches of 7 calls
         redis_server.command("FLUSHALL")
-        runs[batch] = _filter([*args, "--store", redis_server.url], batch)
+        runs[batch] = _filter([*args, "--store", redis_server.url + LATE], batch)
     one = runs["1"]
     assert one.returncode == 0, one.stderr
     verdicts = one.stdout.decode().splitlines()
@@ -277,7 +279,7 @@ def test_a_store_killed_while_a_batch_waits_fails_open_said_once(tmp_path: Path)
     call of the batch is allowed uncounted (count 0, rule store), one line on stderr says
     so; restarted, the store counts again and says how many calls it missed."""
     server = RedisServer().start()
-    url = server.url + "?socket_timeout=60"  # the kill, not a timeout, ends the wait
+    url = server.url + LATE  # the kill, not a time-out, ends the wait
     proc = subprocess.Popen(
         [sys.executable, "-m", "loop_brake_cli", "filter", "--summary", "--store", url],
         stdin=subprocess.PIPE,
