@@ -415,7 +415,7 @@ def bench_store(quick: bool) -> None:
 
     server, url = store._start_redis()
     folder = tempfile.mkdtemp(prefix="lb-bench-store-")
-    calls, rounds = (2000, 3) if quick else (5000, 5)
+    calls, rounds = (1000, 7) if quick else (2000, 15)
     events, filter_rounds = (20_000, 1) if quick else (100_000, 3)
     try:
         decisions = store._decision_rounds(url, calls, 64, rounds)

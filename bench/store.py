@@ -6,6 +6,7 @@ call at a time.
 
     python bench/store.py [--calls 2000] [--sessions 64] [--rounds 20]
     python bench/store.py --only decision,filter   # the parts named (processes, hook too)
+    python bench/store.py --only instructions      # per decision, counted by callgrind
 
 * decision: in one process, paired rounds alternating: ``RedisStore.count_call``
   (the store's interface), ``LoopBrake.observe`` on that store (the library's decision,
@@ -14,6 +15,10 @@ call at a time.
   ``--decisions`` calls over ``--sessions`` sessions, ``--decision-rounds`` rounds;
   per decision: wall time and this process's CPU (user + system). The ratios are
   the bare loop's time over the store's (>= 0.9x: issue 41), medians of the rounds.
+* instructions: the same three loops, each in a process of its own under ``valgrind
+  --tool=callgrind`` (500 calls, then 2,500: the difference over 2,000), instructions
+  per decision on the client's side: deterministic, where CPU time on a loaded
+  machine is noise.
 * filter: ``loop-brake filter --store redis://... FILE > /dev/null`` on
   ``--filter-events`` generated events (``gen.events``: 7 interleaved sessions), with
   ``LOOP_BRAKE_STORE_BATCH=1`` (one call at a time) and by default (the calls already
@@ -145,6 +150,62 @@ def _decision_rounds(url: str, calls: int, sessions: int, rounds: int) -> dict[s
     store.close()
     bare.close()
     return found
+
+
+def _loop_once(mode: str, calls: int, url: str) -> None:
+    """``calls`` decisions of one loop, nothing else (a process ``_instructions`` counts)."""
+    import redis
+
+    from loop_brake_cli import LoopBrake
+    from loop_brake_cli.core.canonical import call_digest
+    from loop_brake_cli.stores import open_store
+    from loop_brake_cli.stores.redis_store import _script
+
+    digest = call_digest("read", {"path": "/etc/hosts"})
+    names = [f"s{k}" for k in range(64)]
+    if mode == "bare evalsha":
+        bare = redis.Redis.from_url(url)
+        sha = bare.script_load(_script("redis_step.lua"))
+        keys = [b"lb:v1:{%s}" % name.encode() for name in names]
+        ttl = str(24 * 3600 * 1000)
+        for i in range(calls):
+            bare.evalsha(sha, 1, keys[i % 64], ttl, repr(time.time()), digest, b"read", "", "")
+        return
+    store = open_store(url)
+    store.count_call("warm-up", "read", digest, None, 3)
+    if mode == "store.count_call":
+        for i in range(calls):
+            store.count_call(names[i % 64], "read", digest, None, 3)
+    else:
+        observe = LoopBrake(3, store=store).observe
+        for i in range(calls):
+            observe(names[i % 64], "read", digest, None)
+
+
+def _instructions(url: str) -> None:
+    """Instructions per decision of each loop (``valgrind --tool=callgrind``, this
+    process's client side only; deterministic where CPU time is noise): a run of 500
+    calls and one of 2,500, the difference over 2,000."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("valgrind not found: no instruction counts")
+        return
+    print(f"{'per decision':<20} {'instructions':>13} {'vs bare':>8}  (callgrind, client side)")
+    found = {}
+    for mode in ("bare evalsha", "store.count_call", "brake.observe"):
+        counts = []
+        for calls in (500, 2500):
+            out = subprocess.run(
+                [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+                + [sys.executable, HERE, "--loop", mode, str(calls), url],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stderr
+            counts.append(int(out.split("Collected :")[1].split()[0]))
+        found[mode] = (counts[1] - counts[0]) / 2000
+        ratio = found["bare evalsha"] / found[mode]
+        print(f"{mode:<20} {found[mode]:>13,.0f} {ratio:>7.2f}x")
 
 
 def report_decisions(found: dict[str, list], calls: int) -> None:
@@ -279,15 +340,21 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000, help="decisions per worker")
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=20, help="hook start-up rounds")
-    parser.add_argument("--decisions", type=int, default=5000, help="calls per decision round")
-    parser.add_argument("--decision-rounds", type=int, default=5)
+    parser.add_argument("--decisions", type=int, default=2000, help="calls per decision round")
+    parser.add_argument("--decision-rounds", type=int, default=15)
     parser.add_argument("--filter-events", type=int, default=100_000)
     parser.add_argument("--filter-rounds", type=int, default=3)
     parser.add_argument(
-        "--only", default="processes,decision,filter,hook", help="the parts to run, comma-separated"
+        "--only",
+        default="processes,decision,instructions,filter,hook",
+        help="the parts to run, comma-separated",
     )
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--loop", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.loop:
+        _loop_once(args.loop[0], int(args.loop[1]), args.loop[2])
+        return
     parts = set(args.only.split(","))
     if args.worker:
         url, calls, sessions, worker = args.worker
@@ -302,6 +369,8 @@ def main() -> None:
         if "decision" in parts:
             found = _decision_rounds(url, args.decisions, args.sessions, args.decision_rounds)
             report_decisions(found, args.decisions)
+        if "instructions" in parts:
+            _instructions(url)
         if "filter" in parts:
             report_filter(
                 _filter_rounds(url, args.filter_events, args.filter_rounds, tmp),
