@@ -591,11 +591,19 @@ def decide_client(port: int, index: int, go: Any, stop_at: Any, out: Any) -> Non
     out.send((calls, denied, expected))
 
 
-def decisions(gateway: Gateway, clients: int, seconds: float, label: str = "memory") -> None:
+def decisions(
+    gateway: Gateway,
+    clients: int,
+    seconds: float,
+    label: str = "memory",
+    redis: Redis | None = None,
+) -> None:
     """``clients`` client processes, each looping one call a session (1,000 calls a
     session): nearly every request is a denial the gateway answers itself. The wall
     rate is judged against issue 37's 1,000 a second; the gateway's busy fraction (its
-    CPU over the wall time) says whether the gateway or the clients set that rate."""
+    CPU over the wall time) says whether the gateway or the clients set that rate; with
+    ``redis``, the CPU share of redis-server and of the delay proxy in front of it (the
+    gateway's store round trips also cost the machine's other core)."""
     fork = multiprocessing.get_context("fork")
     go = fork.Event()
     stop_at = fork.Value("d", 0.0)
@@ -607,6 +615,10 @@ def decisions(gateway: Gateway, clients: int, seconds: float, label: str = "memo
         pipes.append(mine)
         procs.append(proc)
     before = len(gateway.verdicts())
+    helpers = {}
+    if redis is not None and redis.proc is not None and redis.proxy.pid is not None:
+        helpers = {"redis-server": redis.proc.pid, "its delay proxy": redis.proxy.pid}
+    helper_cpu = {name: cpu_seconds(pid) for name, pid in helpers.items()}
     cpu = cpu_seconds(gateway.proc.pid)
     started = time.monotonic()
     stop_at.value = started + seconds
@@ -614,6 +626,8 @@ def decisions(gateway: Gateway, clients: int, seconds: float, label: str = "memo
     results = [pipe.recv() for pipe in pipes]
     wall = time.monotonic() - started
     cpu = cpu_seconds(gateway.proc.pid) - cpu
+    for name, pid in helpers.items():
+        helper_cpu[name] = cpu_seconds(pid) - helper_cpu[name]
     for proc in procs:
         proc.join()
     done = sum(r[0] for r in results)
@@ -627,6 +641,9 @@ def decisions(gateway: Gateway, clients: int, seconds: float, label: str = "memo
         f"busy {busy:.0%} of the wall time, CPU {cpu / done * 1000:.2f} ms/decision "
         f"({done / cpu:,.0f} per CPU second); {load()}"
     )
+    if helpers:
+        shares = ", ".join(f"{name} {used / wall:.0%}" for name, used in helper_cpu.items())
+        print(f"    busy over the same wall time: {shares}")
     print(
         f"    denials: expected {expected}, seen by clients {seen}, logged {logged}"
         + ("" if expected == seen == logged else "  << MISMATCH")
@@ -890,7 +907,7 @@ def main() -> None:
                 sdk_upstream(scratch, redis, args.clients, args.calls, args.rounds)
             if "decisions" not in skip:
                 decisions(memory, args.clients, 5.0, "memory")
-                decisions(shared, args.clients, 5.0, "redis")
+                decisions(shared, args.clients, 5.0, "redis", redis)
             if "slow" not in skip:
                 slow_store(shared, redis, args.clients, args.delay_ms, args.sessions // 10)
             if "outage" not in skip:
