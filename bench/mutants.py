@@ -2273,6 +2273,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "a batch sent after SCRIPT FLUSH loads the script again and is counted",
     ),
     M(
+        "stores/redis_link.py",
+        "masters.setdefault(master, []).append(index)",
+        "masters.setdefault(None, []).append(index)",
+        STORE_BATCH,
+        "a cluster batch while one master is down: the sessions the others hold are counted "
+        "(a pipeline per master), only the dead one's fail open",
+    ),
+    M(
         "readers/batched.py",
         "    def on_wait() -> None:\n        decide()\n",
         "    def on_wait() -> None:\n",

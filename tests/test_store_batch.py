@@ -326,3 +326,43 @@ def test_a_store_killed_while_a_batch_waits_fails_open_said_once(tmp_path: Path)
     assert "answers again" in stderr and "12 calls were allowed (fail-open)" in stderr
     assert "12 calls decided without it" in stderr
     assert CANARY not in stderr
+
+
+def test_a_dead_master_fails_open_only_its_sessions_of_a_batch(tmp_path: Path) -> None:
+    """Three masters, no replicas, the others serving their slots while one is down
+    (``cluster-require-full-coverage no``): a batch over 30 sessions after one master is
+    killed counts the sessions the live masters hold and fails open only those of the
+    dead one (docs/scaling.md: a master that cannot be asked fails open only the
+    sessions whose slots it holds), said as one call at a time says it."""
+    from redis_cluster import RedisCluster
+
+    cluster = RedisCluster(tmp_path / "cluster").start()
+    try:
+        for node in cluster.masters():
+            assert node.command("CONFIG", "SET", "cluster-require-full-coverage", "no") == "OK"
+        warned: list[str] = []
+        store = open_store(cluster.url + LATE)
+        brake = LoopBrake(3, store=store, warn=warned.append)
+        digest = call_digest("read", {"q": CANARY})
+        calls = [(f"d{k}", "read", digest, None) for k in range(30)]
+        assert [v.count for v in brake.observe_many(calls)] == [1] * 30
+        dead = cluster.master_of("lb:v1:{d0}")
+        on_dead = {s for s, *_ in calls if cluster.master_of(f"lb:v1:{{{s}}}") is dead}
+        assert 0 < len(on_dead) < 30
+        cluster.kill(dead)
+        verdicts = brake.observe_many(calls)
+        assert [(v.session_id, v.count) for v in verdicts] == [
+            (s, 0 if s in on_dead else 2) for s, *_ in calls
+        ]
+        assert not any(v.denied for v in verdicts)
+        # said as one call at a time says it: once when a call fails after one counted,
+        # once when one is counted after one failed (so the outage's every edge)
+        dead_runs = [s in on_dead for s, *_ in calls]
+        edges = [k for k in range(30) if dead_runs[k] != (k > 0 and dead_runs[k - 1])]
+        assert len(warned) == len(edges)
+        for line, k in zip(warned, edges, strict=True):
+            assert ("allowed (fail-open)" in line) and ("answers again" in line) != dead_runs[k]
+            assert CANARY not in line
+        store.close()
+    finally:
+        cluster.stop()

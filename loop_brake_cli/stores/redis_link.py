@@ -19,9 +19,9 @@ connection disconnected, as redis-py leaves it (its ``send_packed_command`` and
 reply stands in its command's place, an error reply as the client's exception; when
 the connection fails after some replies were read, those stand and every later
 command gets the failure, the client's exception too: its outcome is unknown, as a
-timed-out call's is. On a Redis Cluster (``ClusterLink``) redis-py's cluster pipeline
-sends each command to the master that holds its key (the commands of one write may go
-to several masters) and follows redirections; the hook's own connection
+timed-out call's is. On a Redis Cluster (``ClusterLink``) the commands are split by the
+master that holds their key, one redis-py cluster pipeline each (which follows
+redirections): a master that cannot be asked fails only its own commands; the hook's own connection
 (``RespLink``, ``resp.RespConnection``) reads every reply of a write or none.
 
 A script flushed from the server (``NOSCRIPT``) is loaded again and its commands sent
@@ -132,16 +132,32 @@ class ClusterLink:
         return self.client.execute_command(*args)
 
     def pipeline(self, commands: Sequence[Command]) -> list[Any]:
+        """One cluster pipeline per master, as the client's slot map places each key: the
+        cluster pipeline fails whole when one master cannot be asked, and a master that
+        cannot be asked must fail only the sessions whose slots it holds."""
         from redis.exceptions import RedisError
 
-        pipe = self.client.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
-        try:
-            replies = pipe.execute(raise_on_error=False)
-        except RedisError as exc:  # no master answered (the cluster client gave up)
-            return [exc] * len(commands)
-        return replies
+        client = self.client
+        masters: dict[Any, list[int]] = {}
+        for index, command in enumerate(commands):
+            key = command[3] if command[0] == "EVALSHA" else command[1]
+            try:
+                master = client.nodes_manager.get_node_from_slot(client.keyslot(key)).name
+            except RedisError:  # a slot no master holds: its own pipeline fails it
+                master = None
+            masters.setdefault(master, []).append(index)
+        answers: list[Any] = [None] * len(commands)
+        for indexes in masters.values():
+            pipe = client.pipeline(transaction=False)
+            for index in indexes:
+                pipe.execute_command(*commands[index])
+            try:
+                replies = pipe.execute(raise_on_error=False)
+            except RedisError as exc:  # this master could not be asked
+                replies = [exc] * len(indexes)
+            for index, reply in zip(indexes, replies, strict=True):
+                answers[index] = reply
+        return answers
 
     def is_noscript(self, error: BaseException) -> bool:
         return isinstance(error, self._noscript)
