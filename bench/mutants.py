@@ -693,6 +693,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "if max_sessions is not None and max_sessions < 0:",
         BRAKE,
         "LoopBrake(max_sessions=0) raises",
+        equivalent="since 3b30e0e the memory table checks it too (BoundedMemoryTable raises "
+        "the same ValueError for 0), and with store= a max_sessions is refused anyway: "
+        "0 still raises ValueError (with a store, the other of two messages)",
     ),
     M(
         "core/brake.py",
