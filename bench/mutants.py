@@ -4178,7 +4178,9 @@ def main(argv: list[str] | None = None) -> int:
             result, took = worker.run(mutant, timeout)
             with lock:
                 results.append((mutant, result))
-                first_line = mutant.replacement.strip().splitlines()[0]
+                # a deletion's replacement is empty: name the line it deletes
+                shown = mutant.replacement.strip() or "(deleted) " + mutant.original.strip()
+                first_line = shown.splitlines()[0]
                 print(f"{result:9} {took:5.0f}s  {mutant.module}: {first_line}", flush=True)
 
         pool.map(one, to_run)
