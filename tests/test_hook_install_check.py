@@ -40,6 +40,8 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The user's shell outside the venv: a bare PATH, a fresh HOME, no store setting."""
     home, _ = tree(tmp_path)
     env = {"PATH": BARE_PATH, "HOME": str(home), "LANG": "C.UTF-8"}
+    if "PYTHONPATH" in os.environ:  # a tree the runner chose (bench/mutants.py's copy)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env.update(extra)
     return env
 
