@@ -8,6 +8,7 @@ run in an environment of their own (``.ci/run``), as the Strands ones do."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from pathlib import Path
@@ -15,9 +16,12 @@ from typing import Any
 
 import pytest
 
-# No telemetry from CrewAI (this runs offline), set before it is imported.
-os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+# No telemetry from CrewAI (this runs offline), set before it is imported; only where
+# it is installed: collecting this file in the main environment must not switch off
+# OpenTelemetry for every test of that worker (tests/test_otel_metrics.py).
+if importlib.util.find_spec("crewai") is not None:
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 pytest.importorskip("crewai", reason="needs the crewai extra (its own environment)")
 

@@ -45,6 +45,14 @@ ECHO = [sys.executable, str(ROOT / "tests" / "echo_server.py")]
 Points = dict[str, list[tuple[dict[str, str], float]]]
 
 
+@pytest.fixture(autouse=True)
+def sdk_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever this worker's environment says (another test file or the user's shell may
+    set ``OTEL_SDK_DISABLED``), the SDK is on here, in process and in the subprocesses
+    that inherit it; the one test of it being off sets it itself."""
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
+
+
 # -- a tiny OTLP/HTTP receiver ----------------------------------------------------
 
 
@@ -381,6 +389,29 @@ def test_the_console_exporter_writes_to_stderr_never_to_the_client(tmp_path: Pat
     assert out.returncode == 0, out.stderr
     assert b"loop_brake.calls" in out.stderr and b"loop_brake" not in out.stdout
     assert out.stdout.count(b'"isError":true') == 2  # the 3rd and 4th denied
+    assert CANARY.encode() not in out.stderr
+
+
+def test_otel_asked_with_the_sdk_disabled_says_so_and_the_brake_holds(tmp_path: Path) -> None:
+    """``--otel`` under ``OTEL_SDK_DISABLED=true`` exports nothing (the SDK's rule): said
+    once on stderr, not left for the operator to find on an empty dashboard."""
+    with receiver() as otlp:
+        out = subprocess.run(
+            [sys.executable, "-m", "loop_brake_cli", "mcp-proxy", "--otel", "--", *ECHO],
+            input=b"".join(call(n) for n in range(1, 5)),
+            capture_output=True,
+            env=cli_env(**otlp.env(OTEL_SDK_DISABLED="TRUE")),
+            cwd=ROOT,
+            timeout=120,
+        )
+        sent = otlp.bodies
+    assert out.returncode == 0, out.stderr
+    assert sent == []
+    said = [line for line in out.stderr.splitlines() if b"OTEL_SDK_DISABLED" in line]
+    assert said == [
+        b"loop-brake mcp-proxy: --otel: OTEL_SDK_DISABLED is true: no metrics are exported"
+    ]
+    assert out.stdout.count(b'"isError":true') == 2  # the brake itself is on
     assert CANARY.encode() not in out.stderr
 
 

@@ -132,6 +132,13 @@ def start(service: str, environ: Any = None) -> Exporter:
         raise TelemetryError(NEEDS_SDK) from None
     readers = [PeriodicExportingMetricReader(made) for made in _exporters(env)]
     _say_failures(service)
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        # The SDK then makes every meter a no-op: asked for metrics, the operator
+        # would otherwise find only an empty dashboard.
+        print(
+            f"{_prog(service)}: --otel: OTEL_SDK_DISABLED is true: no metrics are exported",
+            file=sys.stderr,
+        )
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": service}))
@@ -148,10 +155,14 @@ def _say_failures(service: str) -> None:
     if logger.handlers:
         return
     handler = logging.StreamHandler(sys.stderr)
-    prog = service.replace("loop-brake-", "loop-brake ", 1)  # as the command's own lines
-    handler.setFormatter(logging.Formatter(f"{prog}: opentelemetry: %(message)s"))
+    handler.setFormatter(logging.Formatter(f"{_prog(service)}: opentelemetry: %(message)s"))
     logger.addHandler(handler)
     logger.propagate = False
+
+
+def _prog(service: str) -> str:
+    """``loop-brake-mcp-proxy`` -> ``loop-brake mcp-proxy``, as the command's own lines."""
+    return service.replace("loop-brake-", "loop-brake ", 1)
 
 
 def _exporters(env: Any) -> list[Any]:
