@@ -3,7 +3,7 @@
     python bench/run.py                   # everything below, prints one table
     python bench/run.py --quick           # smaller inputs, fewer rounds (a smoke run)
     python bench/run.py --only throughput # or another part below (repeatable)
-    python bench/run.py --all             # also policy, remote and corpus (docs/performance.md)
+    python bench/run.py --all             # also policy, remote, corpus, store and gateway
     python bench/run.py --soak            # 10,000,000 events, RSS sampled over time
 
 * throughput: 1,000,000 generated ~150-byte events (7 interleaved sessions),
@@ -42,6 +42,9 @@
 * store (``--only``): ``bench/store.py``'s decision and filter parts: the Redis store's
   decision against a bare redis-py ``evalsha`` loop (issue 41: >= 0.9x) and ``filter
   --store`` batched against one call at a time (>= 5x), on a ``redis-server`` it starts.
+* gateway (``--only``): ``bench/gateway_load.py``, its output echoed: ``mcp-gateway``
+  under 8 clients, with its memory and a Redis store, against the upstream direct (issue
+  37's load figures and issue 41 goal 2's CPU per forwarded call and throughput).
 
 The header names the event reader filter uses (``loop-brake --version``: the
 optional C reader, or Python); throughput and memory also run filter once with
@@ -628,7 +631,7 @@ def _target(ok: bool, text: str) -> str:
 PARTS = ("throughput", "memory", "live", "startup", "replay", "parallel", "corners", "share")
 """What a plain ``python bench/run.py`` runs, in this order; ``--only`` also takes the
 slower ``policy``, ``remote`` (bench/mcp_remote.py), ``corpus`` (bench/corpus.py) and
-``store`` (bench/store.py's issue 41 parts)."""
+``store`` (bench/store.py's issue 41 parts) and ``gateway`` (bench/gateway_load.py)."""
 
 
 def main() -> None:
@@ -637,7 +640,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         action="append",
-        choices=PARTS + ("policy", "remote", "corpus", "store"),
+        choices=PARTS + ("policy", "remote", "corpus", "store", "gateway"),
         help="run only these parts (repeatable)",
     )
     parser.add_argument("--all", action="store_true", help="every part, the slow ones too")
@@ -646,7 +649,7 @@ def main() -> None:
     args = parser.parse_args()
     n = 100_000 if args.quick else 1_000_000
     rounds = args.rounds or (3 if args.quick else 5)
-    slow = ["policy", "remote", "corpus", "store"]
+    slow = ["policy", "remote", "corpus", "store", "gateway"]
     parts = list(PARTS) + slow if args.all else args.only or list(PARTS)
     print(
         f"loop-brake bench: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
@@ -691,6 +694,9 @@ def main() -> None:
             _script("corpus.py", "--rows", rows, "--rounds", "1" if args.quick else "2")
         if "store" in parts:
             bench_store(args.quick)
+        if "gateway" in parts:
+            quick = ("--sessions", "200", "--flood-sessions", "10000", "--rounds", "2")
+            _script("gateway_load.py", *(quick if args.quick else ()))
     print()
     print(f"| {'measure':<54} | {'value':>14} | note")
     print(f"|{'-' * 56}|{'-' * 16}|------")
