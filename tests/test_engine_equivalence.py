@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_batch import CliBatch
 from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -268,42 +269,54 @@ SETTINGS = settings(
 )
 
 
-@SETTINGS
-@given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
-def test_hook_and_hook_log_replay_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
-) -> None:
-    tmp = tmp_path_factory.mktemp("hooks")
-    for agent in AGENTS:
-        session_key = "conversation_id" if agent == "cursor" else "session_id"
-        reference = filter_verdicts(
-            tmp,
-            [
+def test_hook_and_hook_log_replay_equal_filter(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("hooks-runs"), env=cli_env(), ok=(0, 3), secrets=(CANARY,)
+    )
+    cases = []
+
+    @SETTINGS
+    @given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
+    def draw(sequence: list[dict], max_repeats: int) -> None:
+        tmp = tmp_path_factory.mktemp("hooks")
+        limit = ("-m", str(max_repeats))
+        runs = []
+        for agent in AGENTS:
+            lines = [
                 event_line(call if agent != "gemini" else {**call, "id": None}, call["session"])
                 for call in sequence
-            ],
-            max_repeats,
-        )
-        inputs = [hook_input(agent, call) for call in sequence]
-        log = tmp / f"{agent}-inputs.jsonl"
-        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = replay_verdicts(log, "claude-hooks", max_repeats)
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], (
-            agent,
-            session_key,
-        )
-        decisions = run_hook(agent, inputs, tmp, max_repeats)
-        expected = [
-            {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
-        ]
-        assert decisions == expected, agent
-        log_path = tmp / f"{agent}.log"  # written on the first denial or fail-open
-        logged = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
-        assert [compared(v) for v in logged if v["verdict"] != "error"] == [
-            compared(v) for v in reference if v["verdict"] == "deny"
-        ], agent
-        # and one error line per call the hook failed open on (054c0e8)
-        assert sum(v["verdict"] == "error" for v in logged) == expected.count("fail-open")
+            ]
+            reference = batch.add(("filter", *limit), batch.file("".join(x + "\n" for x in lines)))
+            inputs = [hook_input(agent, call) for call in sequence]
+            log = batch.file("".join(line + "\n" for line in inputs))
+            replayed = batch.add(("replay", "--verdicts", "--format", "claude-hooks", *limit), log)
+            decisions = run_hook(agent, inputs, tmp, max_repeats)
+            log_path = tmp / f"{agent}.log"  # written on the first denial or fail-open
+            logged = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
+            runs.append((agent, reference, replayed, decisions, logged))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed, decisions, logged in runs:
+            reference = batch.verdicts(reference_run)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            expected = [
+                {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]]
+                for v in reference
+            ]
+            assert decisions == expected, (agent, sequence)
+            assert [compared(v) for v in logged if v["verdict"] != "error"] == [
+                compared(v) for v in reference if v["verdict"] == "deny"
+            ], (agent, sequence)
+            # and one error line per call the hook failed open on (054c0e8)
+            errors = sum(v["verdict"] == "error" for v in logged)
+            assert errors == expected.count("fail-open"), (agent, sequence)
 
 
 @SETTINGS
@@ -439,55 +452,86 @@ def _short(verdict: dict) -> tuple:
     return (verdict["count"], verdict["verdict"] == "deny", verdict.get("duplicate", False))
 
 
-@SETTINGS
-@given(sequence=calls_and_turns(), max_repeats=st.sampled_from([1, 2, 3]))
 def test_user_turns_end_streaks_alike_in_every_front_end(
-    tmp_path_factory: pytest.TempPathFactory,
-    redis_server,
-    sequence: list[dict],
-    max_repeats: int,
+    tmp_path_factory: pytest.TempPathFactory, redis_server
 ) -> None:
-    tmp = tmp_path_factory.mktemp("turns")
-    policy = tmp / "policy.toml"
-    policy.write_text("reset_on_user_turn = true\n")
+    """Each drawn example runs the hook and the library in-process, and filter on Redis,
+    at once; its in-memory filter and replay runs are made together once every example
+    is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("turns-runs"), env=cli_env(), ok=(0, 3), secrets=(CANARY,)
+    )
+    policy = Path(batch.file("reset_on_user_turn = true\n", ".toml"))
     url = redis_server.url + "?socket_timeout=5&socket_connect_timeout=5"
-    calls_only = [e for e in sequence if "turn" not in e]
-    for agent in AGENTS:
-        lines = [
-            turn_event(e["turn"])
-            if "turn" in e
-            else event_line(e if agent != "gemini" else {**e, "id": None}, e["session"])
-            for e in sequence
-        ]
-        reference = filter_verdicts(tmp, lines, max_repeats, None, "--policy", str(policy))
-        assert len(reference) == len(calls_only)  # a user line gives no verdict line
-        inputs = [
-            turn_input(agent, e["turn"]) if "turn" in e else hook_input(agent, e) for e in sequence
-        ]
-        log = tmp / f"{agent}-inputs.jsonl"
-        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = replay_verdicts(log, "claude-hooks", max_repeats, "--policy", str(policy))
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        expected = [
-            {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
-        ]
-        for store in (None, url):
-            redis_server.command("FLUSHALL")
-            decisions = run_hook(agent, inputs, tmp, max_repeats, store, "--policy", str(policy))
-            (tmp / f"{agent}.db").unlink(missing_ok=True)
-            (tmp / f"{agent}.log").unlink(missing_ok=True)
-            turns = [d for d, e in zip(decisions, sequence, strict=True) if "turn" in e]
-            assert turns == ["allow"] * len(turns)  # a user turn: exit 0, nothing printed
-            got = [d for d, e in zip(decisions, sequence, strict=True) if "turn" not in e]
-            assert got == expected, (agent, store)
-        if agent == "claude-code":
-            shorts = [_short(v) for v in reference]
-            assert library_verdicts(sequence, max_repeats, policy) == shorts
-            redis_server.command("FLUSHALL")
-            shared = filter_verdicts(tmp, lines, max_repeats, url, "--policy", str(policy))
-            assert [compared(v) for v in shared] == [compared(v) for v in reference]
-            redis_server.command("FLUSHALL")
-            assert library_verdicts(sequence, max_repeats, policy, url) == shorts
+    cases = []
+
+    @SETTINGS
+    @given(sequence=calls_and_turns(), max_repeats=st.sampled_from([1, 2, 3]))
+    def draw(sequence: list[dict], max_repeats: int) -> None:
+        tmp = tmp_path_factory.mktemp("turns")
+        options = ("-m", str(max_repeats), "--policy", str(policy))
+        runs = []
+        for agent in AGENTS:
+            lines = [
+                turn_event(e["turn"])
+                if "turn" in e
+                else event_line(e if agent != "gemini" else {**e, "id": None}, e["session"])
+                for e in sequence
+            ]
+            events = batch.file("".join(line + "\n" for line in lines))
+            reference = batch.add(("filter", *options), events)
+            inputs = [
+                turn_input(agent, e["turn"]) if "turn" in e else hook_input(agent, e)
+                for e in sequence
+            ]
+            log = batch.file("".join(line + "\n" for line in inputs))
+            replayed = batch.add(
+                ("replay", "--verdicts", "--format", "claude-hooks", *options), log
+            )
+            decided = []
+            for store in (None, url):
+                redis_server.command("FLUSHALL")
+                decisions = run_hook(
+                    agent, inputs, tmp, max_repeats, store, "--policy", str(policy)
+                )
+                (tmp / f"{agent}.db").unlink(missing_ok=True)
+                (tmp / f"{agent}.log").unlink(missing_ok=True)
+                turns = [d for d, e in zip(decisions, sequence, strict=True) if "turn" in e]
+                assert turns == ["allow"] * len(turns)  # a user turn: exit 0, nothing printed
+                got = [d for d, e in zip(decisions, sequence, strict=True) if "turn" not in e]
+                decided.append((store, got))
+            library = shared = shared_library = None
+            if agent == "claude-code":
+                library = library_verdicts(sequence, max_repeats, policy)
+                redis_server.command("FLUSHALL")
+                shared = filter_verdicts(tmp, lines, max_repeats, url, "--policy", str(policy))
+                redis_server.command("FLUSHALL")
+                shared_library = library_verdicts(sequence, max_repeats, policy, url)
+            runs.append((agent, reference, replayed, decided, library, shared, shared_library))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        calls_only = [e for e in sequence if "turn" not in e]
+        for agent, reference_run, replayed, decided, library, shared, shared_library in runs:
+            reference = batch.verdicts(reference_run)
+            assert len(reference) == len(calls_only)  # a user line gives no verdict line
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            expected = [
+                {"error": "fail-open", "deny": "deny", "pass": "allow"}[v["verdict"]]
+                for v in reference
+            ]
+            for store, got in decided:
+                assert got == expected, (agent, store, sequence)
+            if agent == "claude-code":
+                shorts = [_short(v) for v in reference]
+                assert library == shorts, sequence
+                assert shared is not None
+                assert [compared(v) for v in shared] == [compared(v) for v in reference], sequence
+                assert shared_library == shorts, sequence
 
 
 # args_ignore (issue 29, item 5): policies whose paths reach into the drawn arguments

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_batch import CliBatch
 from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -134,11 +135,16 @@ def replay_verdicts(path: Path, fmt: str, policy: str) -> bytes:
 WARN_AT = st.sampled_from([2, 1, 3, None])  # drawn: a warning before, at and past the limit
 
 
-def write_policy(folder: Path, warn_at: int | None = 2) -> Path:
-    """POLICY as ``folder/policy.toml`` (``warn_at`` None: without the key)."""
-    policy = folder / "policy.toml"
+def policy_text(warn_at: int | None = 2) -> str:
+    """TEMPLATE with this ``warn_at`` (None: without the key)."""
     text = TEMPLATE.format(warn_at=warn_at)
-    policy.write_text(text if warn_at is not None else text.split("\n", 1)[1])
+    return text if warn_at is not None else text.split("\n", 1)[1]
+
+
+def write_policy(folder: Path, warn_at: int | None = 2) -> Path:
+    """The policy as ``folder/policy.toml``."""
+    policy = folder / "policy.toml"
+    policy.write_text(policy_text(warn_at))
     return policy
 
 
@@ -173,37 +179,59 @@ SETTINGS = settings(
 )
 
 
-@SETTINGS
-@given(sequence=calls(), warn_at=WARN_AT)
-@example(sequence=FIXED, warn_at=2)
 def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], warn_at: int | None
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("policy-hooks")
-    policy = write_policy(tmp, warn_at)
-    for agent in AGENTS:
-        plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
-        reference = filter_verdicts(
-            tmp, [event_line(call, call["session"]) for call in plain], str(policy)
-        )
-        inputs = [hook_input(agent, call) for call in sequence]
-        log = tmp / f"{agent}-inputs.jsonl"
-        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = verdict_lines(replay_verdicts(log, "claude-hooks", str(policy)))
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        decisions = run_hook(agent, inputs, tmp, str(policy))
-        expected = [v["verdict"] for v in reference]
-        if agent == "cursor":  # no stop form (a stop is a denial), no warning form (silent)
-            expected = ["deny" if kind == "stop" else kind for kind in expected]
-        else:  # the others answer a warned call with their warning field
-            marks = [v.get("warn") for v in reference]
-            expected = ["warn" if w else k for w, k in zip(marks, expected, strict=True)]
-        assert decisions == expected, agent
-        hook_log = tmp / f"{agent}.log"
-        denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
-        assert [compared(v) for v in denied] == [
-            compared(v) for v in reference if v["verdict"] != "pass" or v.get("warn")
-        ], agent
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("policy-runs"),
+        env=cli_env(LOOP_BRAKE_POLICY=""),
+        secrets=(CANARY,),
+    )
+    cases = []
+
+    @SETTINGS
+    @given(sequence=calls(), warn_at=WARN_AT)
+    @example(sequence=FIXED, warn_at=2)
+    def draw(sequence: list[dict], warn_at: int | None) -> None:
+        tmp = tmp_path_factory.mktemp("policy-hooks")
+        policy = batch.file(policy_text(warn_at), ".toml")
+        runs = []
+        for agent in AGENTS:
+            plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
+            lines = [event_line(call, call["session"]) for call in plain]
+            events = batch.file("".join(line + "\n" for line in lines))
+            reference = batch.add(("filter", "--policy", policy), events)
+            inputs = [hook_input(agent, call) for call in sequence]
+            log = batch.file("".join(line + "\n" for line in inputs))
+            replayed = batch.add(
+                ("replay", "--verdicts", "--format", "claude-hooks", "--policy", policy), log
+            )
+            decisions = run_hook(agent, inputs, tmp, policy)
+            hook_log = tmp / f"{agent}.log"
+            denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
+            runs.append((agent, reference, replayed, decisions, denied))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed, decisions, denied in runs:
+            reference = batch.verdicts(reference_run)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            expected = [v["verdict"] for v in reference]
+            if agent == "cursor":  # no stop form (a stop is a denial), no warning form (silent)
+                expected = ["deny" if kind == "stop" else kind for kind in expected]
+            else:  # the others answer a warned call with their warning field
+                marks = [v.get("warn") for v in reference]
+                expected = ["warn" if w else k for w, k in zip(marks, expected, strict=True)]
+            assert decisions == expected, (agent, sequence)
+            assert [compared(v) for v in denied] == [
+                compared(v) for v in reference if v["verdict"] != "pass" or v.get("warn")
+            ], (agent, sequence)
 
 
 @SETTINGS

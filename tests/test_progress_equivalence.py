@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_batch import CliBatch
 from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -215,30 +216,54 @@ SETTINGS = settings(
 )
 
 
-@SETTINGS
-@given(sequence=steps(), max_repeats=st.sampled_from([2, 3]))
 def test_hook_post_tool_events_and_their_replay_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("progress-hooks")
-    policy = write_policy(tmp)
-    for agent in AGENTS:
-        reference = filter_verdicts(
-            tmp, event_lines(sequence, ids=agent != "gemini"), max_repeats, policy
-        )
-        assert all(v["verdict"] != "error" for v in reference)
-        inputs = [hook_input(agent, step, number) for number, step in enumerate(sequence)]
-        log = tmp / f"{agent}-inputs.jsonl"
-        log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = replay_verdicts(log, "claude-hooks", max_repeats, policy)
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        decisions = [d for d in run_hook(agent, inputs, tmp, max_repeats, policy) if d]
-        assert decisions == [{"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference]
-        log_path = tmp / f"{agent}.log"  # written on the first denial
-        denied_log = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
-        assert [compared(v) for v in denied_log] == [
-            compared(v) for v in reference if v["verdict"] == "deny"
-        ], agent
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("progress-runs"), env=cli_env(), ok=(0, 3), secrets=(SECRET,)
+    )
+    policy = batch.file(POLICY, ".toml")
+    cases = []
+
+    @SETTINGS
+    @given(sequence=steps(), max_repeats=st.sampled_from([2, 3]))
+    def draw(sequence: list[dict], max_repeats: int) -> None:
+        tmp = tmp_path_factory.mktemp("progress-hooks")
+        limit = ("-m", str(max_repeats))
+        runs = []
+        for agent in AGENTS:
+            events = batch.file(
+                "".join(line + "\n" for line in event_lines(sequence, ids=agent != "gemini"))
+            )
+            reference = batch.add(("filter", "--policy", policy, *limit), events)
+            inputs = [hook_input(agent, step, number) for number, step in enumerate(sequence)]
+            log = batch.file("".join(line + "\n" for line in inputs))
+            replay = ("replay", "--format", "claude-hooks", "--policy", policy, *limit)
+            replayed = batch.add((replay[0], "--verdicts", *replay[1:]), log)
+            batch.add(replay, log)  # the summary
+            decisions = [d for d in run_hook(agent, inputs, tmp, max_repeats, policy) if d]
+            log_path = tmp / f"{agent}.log"  # written on the first denial
+            denied_log = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
+            runs.append((agent, reference, replayed, decisions, denied_log))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed, decisions, denied_log in runs:
+            reference = batch.verdicts(reference_run)
+            assert all(v["verdict"] != "error" for v in reference), (agent, sequence)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            assert decisions == [
+                {"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+            ], (agent, sequence)
+            assert [compared(v) for v in denied_log] == [
+                compared(v) for v in reference if v["verdict"] == "deny"
+            ], (agent, sequence)
 
 
 def poll_sequence(outputs: int, polls: int) -> list[dict]:

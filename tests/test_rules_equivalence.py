@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_batch import CliBatch
 from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -122,42 +123,61 @@ def _spaced() -> list[dict]:
     ]
 
 
-@SETTINGS
-@given(sequence=policy_calls())
-@example(sequence=_spaced())
 def test_window_hook_dialects_and_their_logs_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("window-hooks")
-    policy = write(tmp, "policy.toml", WINDOW)
-    for agent in AGENTS:
-        plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
-        events = write(
-            tmp, "events.jsonl", "".join(event_line(c, c["session"]) + "\n" for c in plain)
-        )
-        reference = run("filter", "--policy", policy, events)
-        inputs = [hook_input(agent, call) for call in sequence]
-        logged = write(tmp, f"{agent}-inputs.jsonl", "".join(line + "\n" for line in inputs))
-        replayed = run(
-            "replay", "--verdicts", "--format", "claude-hooks", "--policy", policy, logged
-        )
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        state = str(tmp / f"{agent}.db")
-        decisions = hook_decisions(agent, inputs, tmp, policy, state)
-        expected = ["pass" if v["verdict"] == "pass" else "deny" for v in reference]
-        assert decisions == expected, agent
-        assert CANARY.encode() not in Path(state).read_bytes()
-        hook_log = tmp / f"{agent}-hook.log"
-        denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
-        assert [compared(v) for v in denied] == [
-            compared(v) for v in reference if v["verdict"] != "pass"
-        ], agent
-        hook_log.unlink(missing_ok=True)
-    if sequence == _spaced():
-        assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 4 + [
-            ("deny", "window")
-        ]
-        assert (reference[4]["window"], reference[4]["seen"], reference[4]["limit"]) == (6, 3, 3)
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("window-runs"),
+        env=cli_env(LOOP_BRAKE_POLICY=""),
+        secrets=(CANARY, SECRET),
+    )
+    policy = batch.file(WINDOW, ".toml")
+    cases = []
+
+    @SETTINGS
+    @given(sequence=policy_calls())
+    @example(sequence=_spaced())
+    def draw(sequence: list[dict]) -> None:
+        tmp = tmp_path_factory.mktemp("window-hooks")
+        runs = []
+        for agent in AGENTS:
+            plain = [call if agent != "gemini" else {**call, "id": None} for call in sequence]
+            events = batch.file("".join(event_line(c, c["session"]) + "\n" for c in plain))
+            reference = batch.add(("filter", "--policy", policy), events)
+            inputs = [hook_input(agent, call) for call in sequence]
+            logged = batch.file("".join(line + "\n" for line in inputs))
+            hooks = ("replay", "--verdicts", "--format", "claude-hooks", "--policy", policy)
+            replayed = batch.add(hooks, logged)
+            state = str(tmp / f"{agent}.db")
+            decisions = hook_decisions(agent, inputs, tmp, policy, state)
+            assert CANARY.encode() not in Path(state).read_bytes()
+            hook_log = tmp / f"{agent}-hook.log"
+            denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
+            hook_log.unlink(missing_ok=True)
+            runs.append((agent, reference, replayed, decisions, denied))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed, decisions, denied in runs:
+            reference = batch.verdicts(reference_run)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            expected = ["pass" if v["verdict"] == "pass" else "deny" for v in reference]
+            assert decisions == expected, (agent, sequence)
+            assert [compared(v) for v in denied] == [
+                compared(v) for v in reference if v["verdict"] != "pass"
+            ], (agent, sequence)
+        if sequence == _spaced():
+            assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 4 + [
+                ("deny", "window")
+            ]
+            window = (reference[4]["window"], reference[4]["seen"], reference[4]["limit"])
+            assert window == (6, 3, 3)
 
 
 @SETTINGS
@@ -249,31 +269,53 @@ def _three_failures() -> list[dict]:
     return out
 
 
-@SETTINGS
-@given(sequence=failing())
-@example(sequence=_three_failures())
 def test_same_error_hook_dialects_and_their_logs_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict]
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("same-error-hooks")
-    policy = write(tmp, "policy.toml", SAME_ERROR)
-    for agent in AGENTS:
-        events = write(
-            tmp, "events.jsonl", "".join(e + "\n" for e in event_lines(sequence, agent != "gemini"))
-        )
-        reference = run("filter", "--policy", policy, events)
-        inputs = [result_hook_input(agent, step, n) for n, step in enumerate(sequence)]
-        logged = tmp / f"{agent}-inputs.jsonl"
-        logged.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = result_replay(logged, "claude-hooks", 3, policy)
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        decisions = [d for d in result_run_hook(agent, inputs, tmp, 3, policy) if d]
-        assert decisions == [{"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference]
-    if sequence == _three_failures():
-        assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 2 + [
-            ("deny", "same_error")
-        ] * 2
-        assert reference[2]["errors"] == 2 and reference[2]["limit"] == 2
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("same-error-runs"),
+        env=cli_env(LOOP_BRAKE_POLICY=""),
+        secrets=(CANARY, SECRET),
+    )
+    policy = batch.file(SAME_ERROR, ".toml")
+    cases = []
+
+    @SETTINGS
+    @given(sequence=failing())
+    @example(sequence=_three_failures())
+    def draw(sequence: list[dict]) -> None:
+        tmp = tmp_path_factory.mktemp("same-error-hooks")
+        runs = []
+        for agent in AGENTS:
+            events = batch.file("".join(e + "\n" for e in event_lines(sequence, agent != "gemini")))
+            reference = batch.add(("filter", "--policy", policy), events)
+            inputs = [result_hook_input(agent, step, n) for n, step in enumerate(sequence)]
+            logged = batch.file("".join(line + "\n" for line in inputs))
+            hooks = ("replay", "--verdicts", "--format", "claude-hooks", "--policy", policy)
+            replayed = batch.add((*hooks, "-m", "3"), logged, ok=(0, 3))
+            batch.add((*hooks[:1], *hooks[2:], "-m", "3"), logged, ok=(0, 3))  # the summary
+            decisions = [d for d in result_run_hook(agent, inputs, tmp, 3, policy) if d]
+            runs.append((agent, reference, replayed, decisions))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed, decisions in runs:
+            reference = batch.verdicts(reference_run)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            assert decisions == [
+                {"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+            ], (agent, sequence)
+        if sequence == _three_failures():
+            assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 2 + [
+                ("deny", "same_error")
+            ] * 2
+            assert reference[2]["errors"] == 2 and reference[2]["limit"] == 2
 
 
 def test_claude_codes_failure_event_is_an_error(tmp_path: Path) -> None:

@@ -18,9 +18,12 @@ from typing import Any
 
 import anyio
 import pytest
+from cli_batch import CliBatch
+from conftest import cli_env
 from hypothesis import example, given
 from hypothesis import strategies as st
 from test_engine_equivalence import AGENTS
+from test_policy_engine import CANARY
 from test_progress_equivalence import SECRET, event_lines, proxy_session, traffic_events
 from test_progress_equivalence import hook_input as result_hook_input
 from test_progress_equivalence import replay_verdicts as result_replay
@@ -66,34 +69,58 @@ def _four_searches() -> list[dict]:
     return out
 
 
-@SETTINGS
-@given(sequence=searches(), policy_text=st.sampled_from([SAME_RESULT, ANY_TOOL]))
-@example(sequence=_four_searches(), policy_text=SAME_RESULT)
 def test_same_result_hook_dialects_and_their_logs_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], policy_text: str
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("same-result-hooks")
-    policy = write(tmp, "policy.toml", policy_text)
-    for agent in AGENTS:
-        events = write(
-            tmp, "events.jsonl", "".join(e + "\n" for e in event_lines(sequence, agent != "gemini"))
-        )
-        reference = run("filter", "--policy", policy, events)
-        replay = ("replay", "--verdicts", "--format", "events", "--policy", policy, events)
-        replayed_events = run(*replay)
-        assert [compared(v) for v in replayed_events] == [compared(v) for v in reference]
-        inputs = [result_hook_input(agent, step, n) for n, step in enumerate(sequence)]
-        logged = tmp / f"{agent}-inputs.jsonl"
-        logged.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-        replayed = result_replay(logged, "claude-hooks", 3, policy)
-        assert [compared(v) for v in replayed] == [compared(v) for v in reference], agent
-        decisions = [d for d in result_run_hook(agent, inputs, tmp, 3, policy) if d]
-        assert decisions == [{"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference]
-    if sequence == _four_searches():
-        assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 2 + [
-            ("deny", "same_result")
-        ] * 2
-        assert reference[2]["identicalResults"] == 2 and reference[2]["limit"] == 2
+    """Each drawn example runs the hook in-process at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("same-result-runs"),
+        env=cli_env(LOOP_BRAKE_POLICY=""),
+        secrets=(CANARY, SECRET),
+    )
+    cases = []
+
+    @SETTINGS
+    @given(sequence=searches(), policy_text=st.sampled_from([SAME_RESULT, ANY_TOOL]))
+    @example(sequence=_four_searches(), policy_text=SAME_RESULT)
+    def draw(sequence: list[dict], policy_text: str) -> None:
+        tmp = tmp_path_factory.mktemp("same-result-hooks")
+        policy = batch.file(policy_text, ".toml")
+        runs = []
+        for agent in AGENTS:
+            events = batch.file("".join(e + "\n" for e in event_lines(sequence, agent != "gemini")))
+            reference = batch.add(("filter", "--policy", policy), events)
+            replay = ("replay", "--verdicts", "--format", "events", "--policy", policy)
+            replayed_events = batch.add(replay, events)
+            inputs = [result_hook_input(agent, step, n) for n, step in enumerate(sequence)]
+            logged = batch.file("".join(line + "\n" for line in inputs))
+            hooks = ("replay", "--verdicts", "--format", "claude-hooks", "--policy", policy)
+            replayed = batch.add((*hooks, "-m", "3"), logged, ok=(0, 3))
+            batch.add((*hooks[:1], *hooks[2:], "-m", "3"), logged, ok=(0, 3))  # the summary
+            decisions = [d for d in result_run_hook(agent, inputs, tmp, 3, policy) if d]
+            runs.append((agent, reference, replayed_events, replayed, decisions))
+        cases.append((sequence, runs))
+
+    draw()
+    batch.run()
+    for sequence, runs in cases:
+        for agent, reference_run, replayed_events, replayed, decisions in runs:
+            reference = batch.verdicts(reference_run)
+            assert [compared(v) for v in batch.verdicts(replayed_events)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            assert [compared(v) for v in batch.verdicts(replayed)] == [
+                compared(v) for v in reference
+            ], (agent, sequence)
+            assert decisions == [
+                {"deny": "deny", "pass": "allow"}[v["verdict"]] for v in reference
+            ], (agent, sequence)
+        if sequence == _four_searches():
+            assert [(v["verdict"], v["rule"]) for v in reference] == [("pass", "streak")] * 2 + [
+                ("deny", "same_result")
+            ] * 2
+            assert reference[2]["identicalResults"] == 2 and reference[2]["limit"] == 2
 
 
 @pytest.mark.parametrize(
