@@ -2,8 +2,9 @@
 
 Everything runs on loopback, each part in its own process: a minimal Streamable HTTP
 upstream (``--serve-stub``: answers ``tools/call`` and ``tools/list`` at once, so the
-figures are the gateway's, not an MCP server's), the gateway, a redis-server behind a
-TCP proxy that can add latency (``--serve-delay``), and the clients: one asyncio
+figures are the gateway's, not an MCP server's), the gateway, a redis-server (reached
+directly, and by the slow-store phase's gateway through a TCP proxy that can add
+latency, ``--serve-delay``), and the clients: one asyncio
 process, each client one keep-alive connection speaking raw HTTP/1.1 (2026-07-28
 stateless POSTs, the session named in ``_meta``), so the clients' own cost stays small.
 
@@ -160,9 +161,18 @@ class Redis:
 
     @property
     def url(self) -> str:
-        # a socket timeout of 1 s, not the store's 0.2 s default: 150 ms of added
-        # latency (plus this loaded machine's) must stay a slow store, not a failing one
+        """Through the delay proxy (the slow-store phase).
+
+        A socket timeout of 1 s, not the store's 0.2 s default: 150 ms of added latency
+        (plus this loaded machine's) must stay a slow store, not a failing one."""
         return f"redis://127.0.0.1:{self.proxy_port}/0?socket_timeout=1"
+
+    @property
+    def direct_url(self) -> str:
+        """Straight to redis-server (every other phase): the proxy, a Python process that
+        copies each chunk, is the bench's, and it cost the machine's 2 cores a sixth of
+        one at 900 decisions a second (two more processes woken per round trip)."""
+        return f"redis://127.0.0.1:{self.port}/0?socket_timeout=1"
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -389,24 +399,41 @@ def run(coro: Awaitable[Any]) -> Any:
 
 
 def overhead(
-    stub_port: int, gateways: dict[str, Gateway], clients: int, sessions: int, rounds: int
+    stub_port: int,
+    gateways: dict[str, Gateway],
+    clients: int,
+    sessions: int,
+    rounds: int,
+    redis: Redis,
+    upstream_pid: int,
 ) -> None:
+    """Scripted sessions direct and through each gateway, rounds alternating; with each
+    gateway's figures, the share of the wall time each process was busy (the gateway,
+    these clients: one asyncio process, the upstream, redis-server), since on 2 cores a
+    p99 is the wait for a core."""
     print(f"== overhead: {clients} clients, {sessions} sessions of {DISTINCT + LOOP} calls")
     direct: list[float] = []
     through: dict[str, list[float]] = {name: [] for name in gateways}
     stats: dict[str, list[float]] = {name: [0, 0, 0.0, 0.0] for name in gateways}
+    others = {"these clients": os.getpid(), "the upstream": upstream_pid}
+    if redis.proc is not None:
+        others["redis-server"] = redis.proc.pid
+    busy: dict[str, dict[str, float]] = {name: dict.fromkeys(others, 0.0) for name in gateways}
     per_round = sessions // rounds
     for r in range(rounds):
         names = [f"r{r}-s{n}" for n in range(per_round)]
         run(scripted(stub_port, clients, names, direct))
         for label, gateway in gateways.items():
             cpu = cpu_seconds(gateway.proc.pid)
+            before = {name: cpu_seconds(pid) for name, pid in others.items()}
             started = time.perf_counter()
             requests, denials = run(scripted(gateway.port, clients, names, through[label]))
             stats[label][0] += requests
             stats[label][1] += denials
             stats[label][2] += time.perf_counter() - started
             stats[label][3] += cpu_seconds(gateway.proc.pid) - cpu
+            for name, pid in others.items():
+                busy[label][name] += cpu_seconds(pid) - before[name]
     d50, d99 = percentile(direct, 0.5), percentile(direct, 0.99)
     print(f"  direct           p50 {d50:6.2f} ms  p99 {d99:6.2f} ms")
     for label, gateway in gateways.items():
@@ -423,6 +450,12 @@ def overhead(
             f"    denials: expected {expected}, seen by clients {denials}, logged {logged}"
             + ("" if expected == denials == logged else "  << MISMATCH")
         )
+        shares = ", ".join(
+            f"{name} {used / wall:.0%}"
+            for name, used in {"the gateway": cpu, **busy[label]}.items()
+            if name != "redis-server" or label == "redis"
+        )
+        print(f"    busy over the wall time (2 cores: 200%): {shares}")
         if label == "redis":
             added = g99 - d99
             print(
@@ -522,7 +555,7 @@ def sdk_upstream(scratch: str, redis: Redis, clients: int, calls: int, rounds: i
     try:
         wait_listening(port, server)
         gateways["memory"] = Gateway(scratch, url)
-        gateways["redis"] = Gateway(scratch, url, "--store", redis.url)
+        gateways["redis"] = Gateway(scratch, url, "--store", redis.direct_url)
         upstream = "an MCP SDK server (JSON answers)"
         forwarded(port, gateways, clients, calls // 2, rounds, upstream)
     finally:
@@ -602,8 +635,8 @@ def decisions(
     session): nearly every request is a denial the gateway answers itself. The wall
     rate is judged against issue 37's 1,000 a second; the gateway's busy fraction (its
     CPU over the wall time) says whether the gateway or the clients set that rate; with
-    ``redis``, the CPU share of redis-server and of the delay proxy in front of it (the
-    gateway's store round trips also cost the machine's other core)."""
+    ``redis``, the CPU share of redis-server (the gateway's store round trips also cost
+    the machine's other core)."""
     fork = multiprocessing.get_context("fork")
     go = fork.Event()
     stop_at = fork.Value("d", 0.0)
@@ -616,8 +649,8 @@ def decisions(
         procs.append(proc)
     before = len(gateway.verdicts())
     helpers = {}
-    if redis is not None and redis.proc is not None and redis.proxy.pid is not None:
-        helpers = {"redis-server": redis.proc.pid, "its delay proxy": redis.proxy.pid}
+    if redis is not None and redis.proc is not None:
+        helpers = {"redis-server": redis.proc.pid}
     helper_cpu = {name: cpu_seconds(pid) for name, pid in helpers.items()}
     cpu = cpu_seconds(gateway.proc.pid)
     started = time.monotonic()
@@ -896,11 +929,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         redis = Redis()
         memory = Gateway(scratch, stub_url)
-        shared = Gateway(scratch, stub_url, "--store", redis.url)
+        shared = Gateway(scratch, stub_url, "--store", redis.direct_url)
+        delayed = None
         try:
             if "overhead" not in skip:
                 gateways = {"memory": memory, "redis": shared}
-                overhead(stub_port, gateways, args.clients, args.sessions, args.rounds)
+                overhead(
+                    stub_port, gateways, args.clients, args.sessions, args.rounds, redis, stub.pid
+                )
             if "forwarded" not in skip:
                 gateways = {"memory": memory, "redis": shared}
                 forwarded(stub_port, gateways, args.clients, args.calls, args.rounds)
@@ -909,12 +945,15 @@ def main() -> None:
                 decisions(memory, args.clients, 5.0, "memory")
                 decisions(shared, args.clients, 5.0, "redis", redis)
             if "slow" not in skip:
-                slow_store(shared, redis, args.clients, args.delay_ms, args.sessions // 10)
+                delayed = Gateway(scratch, stub_url, "--store", redis.url)
+                slow_store(delayed, redis, args.clients, args.delay_ms, args.sessions // 10)
             if "outage" not in skip:
                 store_outage(shared, redis, args.clients)
         finally:
             memory.stop()
             shared.stop()
+            if delayed is not None:
+                delayed.stop()
             redis.close()
         if "floods" not in skip:
             floods(

@@ -148,6 +148,16 @@ GATEWAY_KEYS = ("test_mcp_gateway_keys.py",)
 GATEWAY_DECIDE = ("test_mcp_gateway_decide.py", "test_mcp_gateway_edges.py")
 PROXY_BYTES = ("test_mcp_proxy_bytes.py",)
 GATEWAY_STORE_WAIT = ("test_mcp_gateway_store_wait.py",)  # a redis-server frozen by SIGSTOP
+REDIS_LOOP = ("test_store_redis_loop.py",)  # the gateway's round trips on its event loop
+REDIS_LOOP_SUITE = (  # the shared suite and the fault tests, through the loop's path
+    "test_stores.py::test_the_seed_rule_is_streak_step[redis-loop]",
+    "test_stores.py::test_a_reused_id_counts_again_once_its_call_ended[redis-loop]",
+    "test_stores.py::test_only_the_latest_call_ends[redis-loop]",
+    "test_store_redis.py::test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict[loop]",
+    "test_store_redis.py::test_script_flush_is_transparent[loop]",
+    "test_store_redis.py::test_the_circuit_breaker_stops_asking_a_dead_server[loop]",
+    "test_store_redis.py::test_denials_resume_within_1_s_of_the_servers_return[loop]",
+)
 GATEWAY_LIMITS = ("test_mcp_gateway_limits.py",)
 GATEWAY_UPSTREAM = ("test_mcp_gateway_upstream.py",)  # the client to the upstream, Corked
 REDIS_HYGIENE = ("test_store_redis_hygiene.py",)  # keys that hold no streak; maxmemory-policy
@@ -1291,8 +1301,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "mcp_gateway/store_calls.py",
         "return await asyncio.wait_for(future, self.deadline)",
         "return await future",
-        GATEWAY_STORE_WAIT,
-        "issue 37.1: a decision waits at most --store-deadline, then is allowed uncounted",
+        GATEWAY_STORE_WAIT + METRICS,
+        "issue 37.1: a decision waits at most --store-deadline, then is allowed uncounted "
+        "(in the worker pool: a SQLite store frozen past a 0.01 s deadline; a redis:// "
+        "store's count is made on the event loop)",
     ),
     M(
         "core/table.py",
@@ -3869,6 +3881,148 @@ MUTANTS: tuple[Mutant, ...] = (
         "pass",
         OTEL,
         "mcp-proxy --otel: the sessions it holds are exported (sessions_held 1)",
+    ),
+    # -- the gateway's Redis round trips on its event loop (stores/redis_loop.py), from its
+    # docstring: replies in the order sent, the deadline a loop timer, the store's timeout,
+    # the breaker told every outcome, NOSCRIPT loaded again, the login, the policy read
+    M(
+        "stores/redis_loop.py",
+        "            waiter = waiting.popleft()\n",
+        "            waiter = waiting[0]\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "each reply answers the command it follows: a count after another gets its own slot",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            if not waiter.future.done():  # else past its deadline: dropped\n",
+        "            if True:  # else past its deadline: dropped\n",
+        REDIS_LOOP,
+        "a reply that comes after its command's deadline is dropped, the connection kept",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        if waiter.deadline_at < waiter.timeout_at:\n",
+        "        if False:\n",
+        REDIS_LOOP + GATEWAY_STORE_WAIT,
+        "--store-deadline 0.05 with socket_timeout=120 and a frozen server: the call is "
+        "decided uncounted at the deadline (TimeoutError), not at the store's timeout",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            waiter.timer = self.link.loop.call_at(waiter.timeout_at, self._expired, "
+        "waiter)\n",
+        "",
+        REDIS_LOOP,
+        "past the deadline the store's timeout still fails the connection and tells the breaker",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        self.link.forget(self)\n",
+        "",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "a connection that failed is not used again (the next command opens a new one)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        if best is None or len(self.pool) < self.connections:\n",
+        "        if True:\n",
+        REDIS_LOOP,
+        "--store-workers bounds the connections: 64 counts at once on 2 connections",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            if not connection.waiting and not connection.held:\n"
+        "                return connection\n",
+        "",
+        REDIS_LOOP,
+        "a connection with nothing waiting is used before another is opened",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        except resp.RespUnavailable as exc:\n            breaker.failed()\n",
+        "        except resp.RespUnavailable as exc:\n            pass\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "an unreachable server opens the breaker after three failures (circuit open)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            if trial:\n                breaker.release()\n            raise\n",
+        "            raise\n",
+        REDIS_LOOP,
+        "a half-open trial that misses its deadline does not wedge the breaker",
+    ),
+    M(
+        "stores/redis_loop.py",
+        '(str(error))}")\n        breaker.succeeded()\n        return reply\n',
+        '(str(error))}")\n        return reply\n',
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "an answer closes the breaker: denials resume within 1 s of the server's return",
+    ),
+    M(
+        "stores/redis_loop.py",
+        '        await self._ask(("SCRIPT", "LOAD", script[0]), deadline_at)\n',
+        "",
+        REDIS_LOOP_SUITE,
+        "SCRIPT FLUSH is transparent: the script is loaded again and run once more",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            self.close()\n            self.loop = loop\n",
+        "            self.loop = loop\n",
+        REDIS_LOOP,
+        "a second event loop does not use the first one's connections",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        if connection.failed is None:\n            connection.write_held()\n",
+        "",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "what was asked while the connection opened is written once it is open",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "                login.insert(0, where.username)\n",
+        "                pass\n",
+        REDIS_LOOP,
+        "redis://user:password@: AUTH names the user (an ACL user logs in)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        if where.db:\n",
+        "        if False:\n",
+        REDIS_LOOP,
+        "redis://.../3: the counts go to database 3 (SELECT)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        '            if reply != b"OK":\n'
+        '                raise resp.RespUnavailable("authentication failed")\n',
+        "",
+        REDIS_LOOP,
+        "a wrong password is 'authentication failed' (unavailable), the password not said",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "        return store._stepped(reply, ((session, tool, digest, call_id),))[0]\n",
+        "        return store._stepped(reply, ((session, tool, digest, None),))[0]\n",
+        REDIS_LOOP_SUITE,
+        "a counted call's slot keeps its id (the duplicate rule, the seed's verdicts)",
+    ),
+    M(
+        "mcp_gateway/store_calls.py",
+        "if self.on_loop is not None and policy is None and table is self.on_loop.store:",
+        "if self.on_loop is not None and table is self.on_loop.store:",
+        REDIS_LOOP + TENANTS,
+        "with --store redis:// a policy's count goes through the store's policy_step (the "
+        "loop counts only without a policy)",
+    ),
+    M(
+        "mcp_gateway/store_calls.py",
+        "                asyncio.get_running_loop().run_in_executor(self.pool, "
+        "self._read_eviction)\n",
+        "                pass\n",
+        REDIS_LOOP,
+        "a server not up at the gateway's start: its maxmemory-policy is read at the first answer",
     ),
 )
 

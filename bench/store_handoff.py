@@ -9,7 +9,11 @@ system apart):
 - ``count``: the count through ``StoreCalls.count`` (a worker thread, the deadline);
 - ``count+end``: the count and the end as the gateway makes them for a denial;
 - ``hand-off``: two no-op works through the pool as ``_timed`` runs them (the thread
-  hand-off alone: queue, worker wake-up, the loop's wake-up, ``wait_for``).
+  hand-off alone: queue, worker wake-up, the loop's wake-up, ``wait_for``);
+- ``loop count``, ``loop c+end``: the same two on the event loop itself
+  (``stores.redis_loop``, what the gateway uses for a ``redis://`` URL);
+- ``loop x8``: eight denials at a time on the loop (``--concurrent``), as eight
+  clients make them: CPU per denial.
 
     python bench/store_handoff.py [--decisions 3000]
 """
@@ -67,7 +71,9 @@ def main() -> None:
     try:
         brake = LoopBrake(3, store=RedisStore(f"redis://127.0.0.1:{port}/0"))
         digest = brake.digest("echo", {"text": "the same call"})
-        calls = StoreCalls(brake, GatewayCounters())
+        calls = StoreCalls(brake, GatewayCounters(), on_loop=False)
+        looped = StoreCalls(brake, GatewayCounters())
+        assert looped.on_loop is not None
         print(
             f"CPU per decision ({n:,} decisions, {calls.workers} workers), "
             f"load average {os.getloadavg()[0]:.1f}"
@@ -82,23 +88,50 @@ def main() -> None:
             for i in range(n):
                 await calls.count(f"count-{i // 300}", "echo", digest, None, brake)
 
+        async def denial(calls: StoreCalls, session: str) -> None:
+            await calls.count(session, "echo", digest, 1, brake)
+            told = asyncio.Event()
+            calls.end(session, 1, told.set, brake)
+            await told.wait()
+
         async def denials() -> None:
             for i in range(n):
-                session = f"deny-{i // 300}"
-                await calls.count(session, "echo", digest, 1, brake)
-                told = asyncio.Event()
-                calls.end(session, 1, told.set, brake)
-                await told.wait()
+                await denial(calls, f"deny-{i // 300}")
+
+        async def loop_counts() -> None:
+            for i in range(n):
+                await looped.count(f"lcount-{i // 300}", "echo", digest, None, brake)
+
+        async def loop_denials() -> None:
+            for i in range(n):
+                await denial(looped, f"ldeny-{i // 300}")
+
+        async def loop_eight() -> None:
+            for i in range(0, n, 8):
+                await asyncio.gather(*(denial(looped, f"l8-{j}-{i // 300}") for j in range(8)))
 
         async def handoffs() -> None:
             for _ in range(2 * n):
                 await calls._timed(lambda: None)
 
-        for name, run in (("count", counts), ("count+end", denials), ("hand-off", handoffs)):
+        runs = (
+            ("count", counts),
+            ("count+end", denials),
+            ("hand-off", handoffs),
+            ("loop count", loop_counts),
+            ("loop c+end", loop_denials),
+            ("loop x8", loop_eight),
+        )
+        for name, run in runs:
             before = os.times()
             asyncio.run(run())
             report(name, before, n)
+        fails = [
+            c.counters.fail_open_deadline + c.counters.fail_open_store for c in (calls, looped)
+        ]
+        print(f"  decided without the store: pool {fails[0]}, loop {fails[1]}")
         calls.close()
+        looped.close()
     finally:
         server.terminate()
         server.wait()

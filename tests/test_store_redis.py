@@ -18,15 +18,17 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, cli_env
+from redis_loop_table import LoopTable
 from redis_server import RedisServer, free_port
 
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.policy import load_policy
-from loop_brake_cli.stores import StoreUnavailable, open_store
+from loop_brake_cli.stores import StoreUnavailable
 from loop_brake_cli.stores.redis_store import RedisStore
 
 WORKER = str(Path(__file__).resolve().parent / "store_worker.py")
@@ -371,19 +373,26 @@ def private_server():
     server.stop()
 
 
-# the store through redis-py, and as the hook opens it (stores/resp.py's connection)
-CLIENTS = pytest.mark.parametrize("short_lived", [False, True], ids=["redis-py", "resp"])
+# the store through redis-py, as the hook opens it (stores/resp.py's connection), and as
+# mcp-gateway asks it (its count and end on the event loop: stores/redis_loop.py)
+CLIENTS = pytest.mark.parametrize("client", ["redis-py", "resp", "loop"])
+
+
+def _open(url: str, client: str, **options: Any) -> Any:
+    """The store at ``url`` as ``client`` asks it."""
+    store = RedisStore(url, short_lived=client == "resp", **options)
+    return LoopTable(store) if client == "loop" else store
 
 
 @CLIENTS
 def test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict(
-    private_server: RedisServer, short_lived: bool
+    private_server: RedisServer, client: str
 ) -> None:
     """The server stops answering (frozen by SIGSTOP: it accepts, never replies) for as
     long as the test wants, then answers again (SIGCONT): no pause that must outlast
     the calls made during it."""
     warned: list[str] = []
-    store = open_store(private_server.url, short_lived=short_lived)
+    store = _open(private_server.url, client)
     brake = LoopBrake(3, store=store, warn=warned.append)
     assert brake.check("read", {"p": 1}, session_id="p").count == 1
     private_server.freeze()
@@ -401,8 +410,8 @@ def test_a_frozen_server_times_out_and_the_call_still_gets_a_verdict(
 
 
 @CLIENTS
-def test_script_flush_is_transparent(private_server: RedisServer, short_lived: bool) -> None:
-    store = open_store(private_server.url, short_lived=short_lived)
+def test_script_flush_is_transparent(private_server: RedisServer, client: str) -> None:
+    store = _open(private_server.url, client)
     digest = call_digest("read", {})
     assert store.count_call("f", "read", digest, "c1", 3)[0].count == 1
     assert private_server.command("SCRIPT", "FLUSH") == "OK"
@@ -485,16 +494,14 @@ class FakeClock:
 
 
 @CLIENTS
-def test_the_circuit_breaker_stops_asking_a_dead_server(short_lived: bool) -> None:
+def test_the_circuit_breaker_stops_asking_a_dead_server(client: str) -> None:
     """Three unreachable answers open it: the server, back, is not asked until the
     cool-down ends; a failed try doubles it; an answer resets it, so the next outage
     opens it again after three failures, for the first cool-down (issue 42)."""
     port = free_port()
     clock = FakeClock()
     url = f"redis://127.0.0.1:{port}/0"
-    store = RedisStore(
-        url, breaker_cooldown=1.0, breaker_max_cooldown=30.0, clock=clock, short_lived=short_lived
-    )
+    store = _open(url, client, breaker_cooldown=1.0, breaker_max_cooldown=30.0, clock=clock)
     digest = call_digest("read", {})
 
     def fails(match: str) -> None:
@@ -549,7 +556,7 @@ def test_the_cool_down_doubles_up_to_its_cap() -> None:
 
 
 @CLIENTS
-def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
+def test_a_unix_socket_url(tmp_path: Path, client: str) -> None:
     """``unix://`` reaches a server on its socket (TCP off: ``--port 0``)."""
     from redis_server import require_redis_server
 
@@ -561,7 +568,7 @@ def test_a_unix_socket_url(tmp_path: Path, short_lived: bool) -> None:
     )
     try:
         _wait_for(lambda: _answers_on(sock), "redis-server answers no PING on its socket", 60)
-        store = open_store(f"unix://{sock}?db=0", short_lived=short_lived)
+        store = _open(f"unix://{sock}?db=0", client)
         digest = call_digest("read", {})
         assert [store.count_call("u", "read", digest, None, 3)[0].count for _ in range(3)] == [
             1,
@@ -614,7 +621,7 @@ def test_an_end_makes_a_decision_read_before_it_try_again(redis_url: str, tmp_pa
 
 
 @CLIENTS
-def test_denials_resume_within_1_s_of_the_servers_return(short_lived: bool) -> None:
+def test_denials_resume_within_1_s_of_the_servers_return(client: str) -> None:
     """Issue 37 item 3, on a clock the test moves: a looping session's server dies and
     stays dead for 100 (clock) seconds, long enough for any back-off to grow; it comes
     back; the calls made after that are counted again, and the loop denied, within
@@ -622,7 +629,7 @@ def test_denials_resume_within_1_s_of_the_servers_return(short_lived: bool) -> N
     The end of the outage is said once: its length and the calls it left uncounted."""
     port, clock, warned = free_port(), FakeClock(), []
     server = RedisServer(port).start()
-    store = RedisStore(f"redis://127.0.0.1:{port}/0", clock=clock, short_lived=short_lived)
+    store = _open(f"redis://127.0.0.1:{port}/0", client, clock=clock)
     brake = LoopBrake(3, store=store, warn=warned.append)
     try:
         assert [brake.check("read", {"p": 1}, session_id="loop").count for _ in range(3)] == [

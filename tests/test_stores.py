@@ -2,7 +2,8 @@
 
 Parametrised over the memory table (``core/table.py``), SQLite and a real
 redis-server (tests/redis_server.py), through redis-py and through the hook's own
-connection (``stores/resp.py``): a backend is correct when this whole file
+connection (``stores/resp.py``) and as ``mcp-gateway`` asks it on its event loop
+(``stores/redis_loop.py``, tests/redis_loop_table.py): a backend is correct when this whole file
 passes against it (STYLE habit 10). Each drawn sequence of calls (and, under a
 policy, results and ends) goes through the table and through the reference,
 ``MemoryTable`` on ``streak.step``/``streak.policy_step``: every state must be
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_loop_table import LoopTable
 
 from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
@@ -71,11 +73,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
     yield from _opened(request, tmp_path)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "redis-resp", "redis-cluster"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "redis-resp", "redis-loop", "redis-cluster"])
 def table(request: pytest.FixtureRequest, tmp_path: Path):
-    """Every session table a brake can count through."""
+    """Every session table a brake can count through. ``redis-loop``: the Redis store as
+    ``mcp-gateway`` asks it (its count without a policy and its end on the event loop,
+    stores/redis_loop.py)."""
     if request.param == "memory":
         yield MemoryTable()
+        return
+    if request.param == "redis-loop":
+        loop_table = LoopTable(open_store(request.getfixturevalue("redis_url")))
+        yield loop_table
+        loop_table.close()
         return
     yield from _opened(request, tmp_path)
 

@@ -356,6 +356,11 @@ class RedisStore:
             self._check_eviction(client)
         return result
 
+    @property
+    def eviction_checked(self) -> bool:
+        """Whether the server's ``maxmemory-policy`` was read (or is not to be: the hook)."""
+        return self._eviction_checked
+
     def connect(self) -> None:
         """Connect now, and read the server's ``maxmemory-policy`` now (said once when
         it evicts streaks, ``_check_eviction``) rather than at the first decision: a
