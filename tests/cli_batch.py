@@ -38,6 +38,7 @@ class CliBatch:
         self.commands: dict[tuple[str, ...], list[str]] = {}
         self.statuses: dict[tuple[str, ...], tuple[int, ...]] = {}
         self.lines: dict[tuple[tuple[str, ...], str], list[dict]] = {}
+        self.bytes: dict[tuple[tuple[str, ...], str], bytes] = {}
         self.texts: dict[str, str] = {}
         self.done = False
 
@@ -63,7 +64,8 @@ class CliBatch:
 
     def run(self) -> None:
         """Each command once per CHUNK files: its status one of its ``ok``, no secret in its
-        stdout or stderr, its verdict lines shared out by their ``file``."""
+        stdout or stderr, its verdict lines shared out by their ``file`` (and each line's
+        bytes without that field: what a run of that file alone prints)."""
         for args, paths in self.commands.items():
             for start in range(0, len(paths), CHUNK):
                 chunk = paths[start : start + CHUNK]
@@ -73,17 +75,28 @@ class CliBatch:
                     assert secret.encode() not in done.stdout + done.stderr, args
                 for path in chunk:
                     self.lines[args, path] = []
+                    self.bytes[args, path] = b""
                 if args[0] != "filter" and "--verdicts" not in args:
                     continue  # a summary: its status and its secrets checked above
-                for line in done.stdout.decode().splitlines():
+                for line in done.stdout.splitlines(keepends=True):
                     if not line.strip():
                         continue
                     verdict = json.loads(line)
                     # one file alone is not labelled (as a run of that file alone)
                     owner = chunk[0] if len(chunk) == 1 else verdict.pop("file")
                     self.lines[args, owner].append(verdict)
+                    if len(chunk) > 1:  # the label many files get: a run of one has none
+                        label = b'"file":' + json.dumps(owner).encode() + b","
+                        assert line.count(label) == 1, line
+                        line = line.replace(label, b"", 1)
+                    self.bytes[args, owner] += line
         self.done = True
 
     def verdicts(self, run: tuple[tuple[str, ...], str]) -> list[dict]:
         assert self.done, "verdicts read before the batch ran"
         return self.lines[run]
+
+    def output(self, run: tuple[tuple[str, ...], str]) -> bytes:
+        """The run's verdict lines as bytes, without the ``file`` field."""
+        assert self.done, "output read before the batch ran"
+        return self.bytes[run]

@@ -319,43 +319,61 @@ def test_hook_and_hook_log_replay_equal_filter(tmp_path_factory: pytest.TempPath
             assert errors == expected.count("fail-open"), (agent, sequence)
 
 
-@SETTINGS
-@given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
 def test_mcp_proxy_log_and_traffic_replay_equal_filter(
-    tmp_path_factory: pytest.TempPathFactory, sequence: list[dict], max_repeats: int
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp = tmp_path_factory.mktemp("mcp")
-    requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
-    sent_ids = [
-        _json(call["id"]) if call["id"] is not None else f'"r{number}"'
-        for number, call in enumerate(sequence, 1)
-    ]
-    for number, call in enumerate(sequence, 1):
-        if call["id"] is None:
-            call["id"] = f"r{number}"
-        elif isinstance(call["id"], RawJSON):
-            call["id"] = None  # judged without a call id; the denial echoes the id's bytes
-    reference = filter_verdicts(tmp, [event_line(call, "mcp#1") for call in sequence], max_repeats)
-    recorded = tmp / "traffic.log"
-    recorded.write_text("".join(f"STDIN: {line}\n" for line in requests), encoding="utf-8")
-    replayed = replay_verdicts(recorded, "mcp", max_repeats)
-    assert [compared(v) for v in replayed] == [compared(v) for v in reference]
-    proxied, answers = run_proxy(requests, tmp, max_repeats)
-    denied = [sent for sent, v in zip(sent_ids, reference, strict=True) if v["verdict"] == "deny"]
-    echoed = [
-        line[len(b'{"jsonrpc":"2.0","id":') : line.index(b',"result":{"content"')].decode()
-        for line in answers.splitlines()
-        if b',"result":{"content"' in line and b'"method"' not in line
-    ]
-    assert echoed == denied  # each denial answers with the id's own bytes
-    replay_bytes = run_cli(
-        "replay", "--verdicts", "--format", "mcp", "-m", str(max_repeats), str(recorded)
-    ).stdout
-    # equal byte for byte, but for a call reusing the id of one the proxy answered
-    # (denied): the proxy counts it (issue 36.3), a replay of the client's lines cannot
-    expected, diverges = proxy_log(requests, max_repeats)
-    assert proxied == expected
-    assert equal_until(proxied, replay_bytes, diverges)
+    """Each drawn example runs the proxy at once; its filter and replay runs are made
+    together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("mcp-runs"), env=cli_env(), ok=(0, 3), secrets=(CANARY,)
+    )
+    cases = []
+
+    @SETTINGS
+    @given(sequence=calls(), max_repeats=st.sampled_from([1, 2, 3]))
+    def draw(sequence: list[dict], max_repeats: int) -> None:
+        tmp = tmp_path_factory.mktemp("mcp")
+        limit = ("-m", str(max_repeats))
+        requests = [mcp_request(call, number) for number, call in enumerate(sequence, 1)]
+        sent_ids = [
+            _json(call["id"]) if call["id"] is not None else f'"r{number}"'
+            for number, call in enumerate(sequence, 1)
+        ]
+        for number, call in enumerate(sequence, 1):
+            if call["id"] is None:
+                call["id"] = f"r{number}"
+            elif isinstance(call["id"], RawJSON):
+                call["id"] = None  # judged without a call id; the denial echoes the id's bytes
+        lines = [event_line(call, "mcp#1") for call in sequence]
+        reference = batch.add(("filter", *limit), batch.file("".join(x + "\n" for x in lines)))
+        recorded = batch.file("".join(f"STDIN: {line}\n" for line in requests), ".log")
+        replayed = batch.add(("replay", "--verdicts", "--format", "mcp", *limit), recorded)
+        proxied, answers = run_proxy(requests, tmp, max_repeats)
+        echoed = [
+            line[len(b'{"jsonrpc":"2.0","id":') : line.index(b',"result":{"content"')].decode()
+            for line in answers.splitlines()
+            if b',"result":{"content"' in line and b'"method"' not in line
+        ]
+        # equal byte for byte to a replay, but for a call reusing the id of one the proxy
+        # answered (denied): the proxy counts it (issue 36.3), a replay of the client's
+        # lines cannot
+        expected, diverges = proxy_log(requests, max_repeats)
+        assert proxied == expected
+        cases.append((sequence, sent_ids, reference, replayed, proxied, echoed, diverges))
+
+    draw()
+    batch.run()
+    for sequence, sent_ids, reference_run, replayed, proxied, echoed, diverges in cases:
+        reference = batch.verdicts(reference_run)
+        assert [compared(v) for v in batch.verdicts(replayed)] == [
+            compared(v) for v in reference
+        ], sequence
+        # each denial answers with the id's own bytes: the proxy's denials, which are
+        # filter's but for a call reusing a denied call's id (above)
+        logged = verdict_lines(proxied)
+        denied = [s for s, v in zip(sent_ids, logged, strict=True) if v["verdict"] == "deny"]
+        assert echoed == denied, sequence
+        assert equal_until(proxied, batch.output(replayed), diverges), sequence
 
 
 @settings(SETTINGS, max_examples=6)
