@@ -577,70 +577,75 @@ SECRET_POLLS = [
 ]
 
 
-@settings(SETTINGS, max_examples=8)
-@example(sequence=SECRET_POLLS, max_repeats=3, policy_text=ARGS_IGNORE_POLICIES[0])
-@given(
-    sequence=calls(),
-    max_repeats=st.sampled_from([2, 3]),
-    policy_text=st.sampled_from(ARGS_IGNORE_POLICIES),
-)
 def test_args_ignore_policies_agree_in_every_front_end(
     tmp_path_factory: pytest.TempPathFactory,
-    sequence: list[dict],
-    max_repeats: int,
-    policy_text: str,
 ) -> None:
     """Under a drawn args_ignore policy: filter, the hook, replay of its log, mcp-proxy and
-    replay of the traffic give the same verdicts, counts, policy hashes and marks."""
-    tmp = tmp_path_factory.mktemp("argsignore")
-    policy = tmp / "policy.toml"
-    policy.write_text(policy_text, encoding="utf-8")
-    agent = "claude-code"
-    reference = filter_verdicts(
-        tmp,
-        [event_line(call, call["session"]) for call in sequence],
-        max_repeats,
-        None,
-        "--policy",
-        str(policy),
+    replay of the traffic give the same verdicts, counts, policy hashes and marks. Each
+    drawn example runs the hook and the proxy at once; its filter and replay runs are
+    made together once every example is drawn (tests/cli_batch.py), then compared."""
+    batch = CliBatch(
+        tmp_path_factory.mktemp("argsignore-runs"), env=cli_env(), ok=(0, 3), secrets=(CANARY,)
     )
-    inputs = [hook_input(agent, call) for call in sequence]
-    log = tmp / "hook-inputs.jsonl"
-    log.write_text("".join(line + "\n" for line in inputs), encoding="utf-8")
-    replayed = replay_verdicts(log, "claude-hooks", max_repeats, "--policy", str(policy))
-    assert [compared_under_policy(v) for v in replayed] == [
-        compared_under_policy(v) for v in reference
-    ]
-    if sequence is SECRET_POLLS:  # the secret is the ignored path: one call, denied
-        assert [(v["verdict"], v["policyHash"]) for v in reference] == [
-            ("pass", True),
-            ("pass", True),
-            ("deny", True),
-        ]
-    decisions = run_hook(agent, inputs, tmp, max_repeats, None, "--policy", str(policy))
-    assert decisions == [
-        {"error": "fail-open", "deny": "deny", "pass": "allow", "stop": "deny"}[v["verdict"]]
-        for v in reference
-    ]
-    mcp = [dict(call) for call in sequence]
-    requests = [mcp_request(call, number) for number, call in enumerate(mcp, 1)]
-    for number, call in enumerate(mcp, 1):
-        if call["id"] is None:
-            call["id"] = f"r{number}"
-        elif isinstance(call["id"], RawJSON):
-            call["id"] = None
-    mcp_reference = filter_verdicts(
-        tmp, [event_line(call, "mcp#1") for call in mcp], max_repeats, None, "--policy", str(policy)
+    cases = []
+
+    @settings(SETTINGS, max_examples=8)
+    @example(sequence=SECRET_POLLS, max_repeats=3, policy_text=ARGS_IGNORE_POLICIES[0])
+    @given(
+        sequence=calls(),
+        max_repeats=st.sampled_from([2, 3]),
+        policy_text=st.sampled_from(ARGS_IGNORE_POLICIES),
     )
-    recorded = tmp / "traffic.log"
-    recorded.write_text("".join(f"STDIN: {line}\n" for line in requests), encoding="utf-8")
-    traffic = replay_verdicts(recorded, "mcp", max_repeats, "--policy", str(policy))
-    assert [compared_under_policy(v) for v in traffic] == [
-        compared_under_policy(v) for v in mcp_reference
-    ]
-    proxied, _answers = run_proxy(requests, tmp, max_repeats, policy=str(policy))
-    expected, diverges = proxy_log(requests, max_repeats, str(policy))
-    assert proxied == expected  # the replay's, but a reused id of a denied call counts
-    assert [compared_under_policy(v) for v in verdict_lines(proxied)][:diverges] == [
-        compared_under_policy(v) for v in mcp_reference
-    ][:diverges]
+    def draw(sequence: list[dict], max_repeats: int, policy_text: str) -> None:
+        tmp = tmp_path_factory.mktemp("argsignore")
+        policy = batch.file(policy_text, ".toml")
+        options = ("-m", str(max_repeats), "--policy", policy)
+        agent = "claude-code"
+        lines = [event_line(call, call["session"]) for call in sequence]
+        reference = batch.add(("filter", *options), batch.file("".join(x + "\n" for x in lines)))
+        inputs = [hook_input(agent, call) for call in sequence]
+        log = batch.file("".join(line + "\n" for line in inputs))
+        replayed = batch.add(("replay", "--verdicts", "--format", "claude-hooks", *options), log)
+        decisions = run_hook(agent, inputs, tmp, max_repeats, None, "--policy", policy)
+        mcp = [dict(call) for call in sequence]
+        requests = [mcp_request(call, number) for number, call in enumerate(mcp, 1)]
+        for number, call in enumerate(mcp, 1):
+            if call["id"] is None:
+                call["id"] = f"r{number}"
+            elif isinstance(call["id"], RawJSON):
+                call["id"] = None
+        mcp_lines = [event_line(call, "mcp#1") for call in mcp]
+        mcp_reference = batch.add(
+            ("filter", *options), batch.file("".join(x + "\n" for x in mcp_lines))
+        )
+        recorded = batch.file("".join(f"STDIN: {line}\n" for line in requests), ".log")
+        traffic = batch.add(("replay", "--verdicts", "--format", "mcp", *options), recorded)
+        proxied, _answers = run_proxy(requests, tmp, max_repeats, policy=policy)
+        expected, diverges = proxy_log(requests, max_repeats, policy)
+        assert proxied == expected  # the replay's, but a reused id of a denied call counts
+        runs = (reference, replayed, decisions, mcp_reference, traffic, proxied, diverges)
+        cases.append((sequence, sequence is SECRET_POLLS, runs))
+
+    draw()
+    batch.run()
+    assert any(secret_polls for _, secret_polls, _ in cases)  # the explicit example ran
+    for sequence, secret_polls, runs in cases:
+        reference_run, replayed, decisions, mcp_reference_run, traffic, proxied, diverges = runs
+        reference = batch.verdicts(reference_run)
+        assert [compared_under_policy(v) for v in batch.verdicts(replayed)] == [
+            compared_under_policy(v) for v in reference
+        ], sequence
+        if secret_polls:  # the secret is the ignored path: one call, denied
+            assert [(v["verdict"], v["policyHash"]) for v in reference] == [
+                ("pass", True),
+                ("pass", True),
+                ("deny", True),
+            ]
+        assert decisions == [
+            {"error": "fail-open", "deny": "deny", "pass": "allow", "stop": "deny"}[v["verdict"]]
+            for v in reference
+        ], sequence
+        mcp_reference = [compared_under_policy(v) for v in batch.verdicts(mcp_reference_run)]
+        assert [compared_under_policy(v) for v in batch.verdicts(traffic)] == mcp_reference
+        logged = [compared_under_policy(v) for v in verdict_lines(proxied)]
+        assert logged[:diverges] == mcp_reference[:diverges], sequence
