@@ -113,6 +113,7 @@ FAST = ("test_fastpath_ids.py", "test_fastpath.py")
 FAST_POLICY = ("test_fastpath_policy.py",)
 FASTCANON = ("test_fastpath.py", "test_digest_json.py")
 CREADER = ("test_event_scan.py",)
+CLAUDE_SCAN = ("test_replay_claude_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 SLOTS = ("test_compact_table.py",)
 BRAKE_LRU = ("test_max_sessions.py",)
@@ -1617,6 +1618,126 @@ MUTANTS: tuple[Mutant, ...] = (
         "if (p[-1] == '9')",
         CREADER,
         "1.50 prints as 1.5",
+    ),
+    # -- replay's C reader of Claude Code lines (_claude_scan.h, analysis/replay_claude.py) --
+    M(
+        "readers/_claude_scan.h",
+        'if (r->end - r->p >= 4 && memcmp(r->p, "true", 4) == 0)',
+        'if (r->end - r->p >= 4 && memcmp(r->p, "fals", 4) == 0)',
+        CLAUDE_SCAN,
+        "a sidechain line (isSidechain true) counts in its subagent's session, not the parent's",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "#define CLAUDE_FIGURE_DIGITS 15",
+        "#define CLAUDE_FIGURE_DIGITS 17",
+        CLAUDE_SCAN,
+        "a 16-digit token count is a double where the exact parser reads the line",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "if (digits == 0 || (digits > 1 && *r->p == '0') ||",
+        "if (digits == 0 ||",
+        CLAUDE_SCAN,
+        "a token count written 05 is not JSON",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        """(left >= 6 && memcmp(quote + 1, "usage\\"", 6) == 0)""",
+        """(left >= 5 && memcmp(quote + 1, "usage", 5) == 0)""",
+        CLAUDE_SCAN,
+        'a garbled line naming "usages" but neither needle is skipped, as the adapter skips it',
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "return end - p >= 1 && *p == '{' && end[-1] == '}';",
+        "return end - p >= 1 && *p == '{';",
+        CLAUDE_SCAN,
+        "a truncated line without a needle is reported, not skipped",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "if (*p != ' ' && *p != '\\t' && *p != '\\r' && *p != '\\n')",
+        "if (*p != ' ' && *p != '\\t' && *p != '\\r' && *p != '\\n' && *p != '\\x0b')",
+        CLAUDE_SCAN,
+        "a line holding a vertical tab is content (not JSON), not a blank line",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "PyObject *pair[2] = {found, PyLong_FromLongLong(number + 1)};",
+        "PyObject *pair[2] = {found, PyLong_FromLongLong(number + 2)};",
+        CLAUDE_SCAN,
+        "the lines after a read chunk are numbered one too far",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "int is_id = name[0] == 'i';",
+        "int is_id = name[0] == 'm';",
+        CLAUDE_SCAN,
+        "the message id names the turn, the model its model",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "if (odd || !seen_name || !seen_input || !input_ok || line->calls >= CLAUDE_MAX_CALLS) {",
+        "if (odd || !seen_name || !seen_input || line->calls >= CLAUDE_MAX_CALLS) {",
+        CLAUDE_SCAN,
+        "a tool input outside the canonical subset (1e2, a string) is hashed by the adapter",
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "    if (unknown_type) {\n        line->odd = 1;",
+        "    if (unknown_type) {\n        line->odd = 0;",
+        CLAUDE_SCAN,
+        'a block whose type is escaped ("tool\\u005fuse") may be a call',
+    ),
+    M(
+        "readers/_claude_scan.h",
+        "content_path(call->index),",
+        "content_path(call->index + 1),",
+        CLAUDE_SCAN,
+        "a call is located at its own block",
+    ),
+    M(
+        "readers/_event_scan.c",
+        "flags = ((word - ones * 0x20) & ~word & highs) | ((quote - ones) & ~quote & highs) |",
+        "flags = ((word - ones * 0x1f) & ~word & highs) | ((quote - ones) & ~quote & highs) |",
+        CLAUDE_SCAN + CREADER,
+        "a raw 0x1f inside a string is not JSON",
+    ),
+    M(
+        "readers/_event_scan.c",
+        "        quote = word ^ (ones * '\"');",
+        "        quote = word ^ (ones * '\\'');",
+        CLAUDE_SCAN + CREADER,
+        "a string ends at its closing quote",
+    ),
+    M(
+        "analysis/replay_claude.py",
+        "if call_id is not None and seen_call(call_id):",
+        "if call_id is None and seen_call(call_id):",
+        CLAUDE_SCAN,
+        "a tool_use block written again (a split response) is one call",
+    ),
+    M(
+        "analysis/replay_claude.py",
+        "and not results\n",
+        "\n",
+        CLAUDE_SCAN,
+        "a run that reads results (a progress policy) takes the adapter's path",
+    ),
+    M(
+        "formats/claude_code.py",
+        "earlier.output_tokens = _larger(earlier.output_tokens, output)",
+        "earlier.output_tokens = _larger(earlier.output_tokens, given)",
+        CLAUDE_SCAN,
+        "a split response's later line raises the turn's output count to its own",
+    ),
+    M(
+        "readers/reader.py",
+        'return TOO_LONG if len(line) - (line[-1:] == b"\\r") > limit else line',
+        "return TOO_LONG if len(line) > limit else line",
+        CLAUDE_SCAN,
+        "a line at the limit is not too long for its CR",
     ),
     # -- filter's compact session table (the C reader's SessionSlots) ---------------------
     M(

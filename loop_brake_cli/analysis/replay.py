@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..core.brake import LoopBrake
@@ -72,6 +73,7 @@ def replay_file(
     from ..readers.gc_pace import relaxed_gc
     from ..readers.pipeline import judge
     from ..readers.reader import UnreadableInputError, open_source
+    from . import replay_claude
 
     try:
         size = os.path.getsize(path) if path != "-" else 0
@@ -103,20 +105,17 @@ def replay_file(
         content = bool(head_text(source.head()))
         mismatch = check.mismatch() if check is not None else None
         info.format = adapter.INFO.name
-        add = analyzer.add
         results = brake.progress or getattr(analyzer, "wants_results", False)
-        judged = judge(parse_records(adapter, source, results, brake.user_turns), brake)
-        if mismatch is not None:
-            judged = _errors_held(judged)
-        with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
-            if on_progress is None:  # no count kept per record when nobody asks
-                for record, verdict in judged:
-                    add(record, verdict)
-            else:
-                for n, (record, verdict) in enumerate(judged, 1):
-                    add(record, verdict)
-                    if not n & 1023:
-                        on_progress(_position(raw, source))
+        progress = None if on_progress is None else partial(_progress, on_progress, raw, source)
+        if replay_claude.takes(adapter, brake, results, mismatch):  # the C line reader
+            with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
+                replay_claude.replay_lines(source, brake, analyzer, progress)
+        else:
+            judged = judge(parse_records(adapter, source, results, brake.user_turns), brake)
+            if mismatch is not None:
+                judged = _errors_held(judged)
+            with relaxed_gc():
+                _add_judged(judged, analyzer, progress)
         if check is not None and info.calls == 0:
             if (problem := mismatch or check.nothing_read()) is not None:
                 analyzer.file_error(problem)
@@ -136,6 +135,26 @@ def replay_file(
         if on_progress is not None:
             on_progress(size)
     return info
+
+
+def _add_judged(
+    judged: Iterator[Judged], analyzer: Analyzer, on_progress: Callable[[], None] | None
+) -> None:
+    """Add each judged record to ``analyzer``; ``on_progress`` every 1,024 records."""
+    add = analyzer.add
+    if on_progress is None:  # no count kept per record when nobody asks
+        for record, verdict in judged:
+            add(record, verdict)
+    else:
+        for n, (record, verdict) in enumerate(judged, 1):
+            add(record, verdict)
+            if not n & 1023:
+                on_progress()
+
+
+def _progress(on_progress: Callable[[int], None], raw: Any, source: Any) -> None:
+    """Tell ``on_progress`` how far the file is read."""
+    on_progress(_position(raw, source))
 
 
 def _said_zero(analyzer: Analyzer, info: FileInfo, name: str, source: Any, strict: bool) -> None:

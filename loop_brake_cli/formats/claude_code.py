@@ -472,3 +472,53 @@ def _parse(source: Source, stream: bool = False) -> Iterator[Record]:
         calls = _calls(obj, number, seen, turns, results, stream, user_turns)
         if calls:
             yield from calls
+
+
+def line_records(raw: bytes, number: int, seen: RecentIds, turns: TurnUsage) -> list[Record]:
+    """The records ``parse`` makes of one line that holds one of its needles, or lacks the
+    outline of an object, when the reader wants neither results nor user turns: what
+    ``analysis/replay_claude.py`` does with a line its C reader declines. The same
+    steps as ``_parse_fast``'s loop (orjson, else the exact parser; an error reported
+    only where ``_reported``), with ``_calls`` for what its inline branch spells out."""
+    from ..readers.fast_canonical import DecodeError, load_line, loads
+
+    obj = None
+    if len(raw) < 1024:
+        try:
+            obj = loads(raw)
+        except DecodeError:
+            obj = None
+    if obj is None:
+        obj, error = load_line(raw)
+        if error is not None:
+            return [BadRecord(error, number)] if _reported(raw) else []
+    return _calls(obj, number, seen, turns, False)
+
+
+def usage_record(
+    session: str,
+    turn: str | None,
+    model: str | None,
+    figures: tuple[int | None, int | None, int | None, int | None],
+    number: int,
+    turns: TurnUsage,
+) -> Usage | None:
+    """``_usage`` for figures already read as token counts (an int >= 0, or None: the C
+    reader's): the turn's record, or None for a later line of a turn already reported,
+    whose larger figures are merged into that record."""
+    given, output, read, written = figures
+    if turn is not None:
+        key = (session, turn)
+        earlier = turns.get(key)
+        if earlier is not None:
+            earlier.input_tokens = _larger(earlier.input_tokens, given)
+            earlier.output_tokens = _larger(earlier.output_tokens, output)
+            earlier.cache_read_tokens = _larger(earlier.cache_read_tokens, read)
+            earlier.cache_write_tokens = _larger(earlier.cache_write_tokens, written)
+            return None
+    record = Usage(
+        session, turn, model, given, output, read, written, None, number, "$.message.usage"
+    )
+    if turn is not None:
+        turns.remember(key, record)
+    return record

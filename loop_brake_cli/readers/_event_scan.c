@@ -38,6 +38,7 @@
 #define Py_LIMITED_API 0x030A0000
 #endif
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,34 @@ static int unicode_escape(Reader *r)
     return OK;
 }
 
+/* The first byte from p on that is not printable ASCII other than '"' and '\\' (end
+ * at most): what string and any_string would step over one by one, eight at a time.
+ * The tests (haszero for each of '"' and '\\', hasless for n = 0x20 <= 128, and the
+ * high bits) never miss such a byte in a word, and their lowest flag is exact (a
+ * borrow only carries upwards from a byte that is one), so on a little-endian
+ * machine the count of trailing zero bits finds it; elsewhere the word's first byte
+ * is where the byte-by-byte reading takes over. */
+static inline const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        uint64_t word, quote, slash, flags;
+        memcpy(&word, p, 8);
+        quote = word ^ (ones * '"');
+        slash = word ^ (ones * '\\');
+        flags = ((word - ones * 0x20) & ~word & highs) | ((quote - ones) & ~quote & highs) |
+                ((slash - ones) & ~slash & highs) | (word & highs);
+        if (flags) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            p += __builtin_ctzll(flags) >> 3;
+#endif
+            break;
+        }
+        p += 8;
+    }
+    return p;
+}
+
 /* A string at r->p (on its opening quote), written to the output as JSON.stringify
  * writes it. ``plain``: no escape at all (names and the event's id strings);
  * ``ascii``: printable ASCII only (object member names, so that byte order is UTF-16
@@ -267,6 +296,9 @@ static int string(Reader *r, int plain, int ascii)
 {
     const unsigned char *copied = r->p++; /* the input before it is in out_buf already */
     while (r->p < r->end) {
+        r->p = plain_run(r->p, r->end);
+        if (r->p >= r->end)
+            break;
         unsigned char c = *r->p;
         if (c == '"') {
             r->p++;
@@ -558,6 +590,9 @@ static int any_string(Reader *r)
 {
     r->p++; /* '"' */
     while (r->p < r->end) {
+        r->p = plain_run(r->p, r->end);
+        if (r->p >= r->end)
+            break;
         unsigned char c = *r->p;
         if (c == '"') {
             r->p++;
@@ -888,10 +923,16 @@ static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t
     return PyBytes_FromStringAndSize((const char *)digest, 32);
 }
 
+#include "_claude_scan.h"
+
 static PyMethodDef methods[] = {
     {"digest_json", (PyCFunction)(void (*)(void))digest_json, METH_FASTCALL,
      "digest_json(head: bytes, data: bytes) -> bytes | None\n\nsha256(head + the canonical "
      "form of the JSON value in data); None when data is outside what this reader proves."},
+    {"scan_claude_lines", (PyCFunction)(void (*)(void))scan_claude_lines, METH_FASTCALL,
+     "scan_claude_lines(data: bytes, number: int) -> list\n\nThe lines of a Claude Code "
+     "transcript read for replay (see _claude_scan.h): (number, line) for each the caller "
+     "must read, (number, session, turn, model, figures, calls) for each read here."},
     {"scan_event", scan_event, METH_O,
      "scan_event(line: bytes) -> (tool, session, call_id, digest, hash_prefix, session_json, "
      "call_json) | None\n\nAn event line of the common shape, read and hashed; None when "

@@ -9,6 +9,22 @@ SHA_INSTRUCTIONS: str
 SHA_NI: int
 
 def digest_json(head: bytes, data: bytes, /) -> bytes | None: ...
+def scan_claude_lines(
+    data: bytes, number: int, /
+) -> tuple[
+    list[
+        tuple[int, bytes]
+        | tuple[
+            int,
+            str,
+            str | None,
+            str | None,
+            tuple[int | None, int | None, int | None, int | None] | None,
+            tuple[tuple[str, str, str | None, bytes], ...],
+        ]
+    ],
+    int,
+]: ...
 def scan_event(line: bytes, /) -> tuple[str, str, str, bytes, bytes, bytes, bytes] | None: ...
 def sha256(data: bytes, /) -> bytes: ...
 

@@ -192,8 +192,74 @@ class Source:
             if (payload := _payload(bytes(pending), limit)) is not _BLANK:
                 yield number, payload
 
+    def bodies(self) -> Iterator[bytes | None]:
+        """``lines`` for a caller that splits and numbers lines itself (replay's C reader
+        of Claude Code transcripts, ``_claude_scan.h``): one or more lines joined by
+        ``\n``, each as read (a CR before its end kept, a blank line kept: the caller
+        drops the one and skips the other, as ``lines`` does), or ``TOO_LONG`` for one
+        line over the limit. Every line given is within the limit; line numbers run on
+        through the yields, one per ``\n``-separated part (or ``TOO_LONG``). Most of a
+        chunk is one yield, so no ``bytes`` object is made per line."""
+        limit = self.max_line_bytes
+        pending = bytearray()
+        skipping = False
+        first = True
+        while True:
+            chunk = self._read()
+            if not chunk:
+                break
+            if first:
+                first = False
+                while len(chunk) < len(BOM) and BOM.startswith(chunk):
+                    more = self._read()
+                    if not more:
+                        break
+                    chunk += more
+                if chunk.startswith(BOM):
+                    chunk = chunk[3:]
+            start = 0
+            end = chunk.find(b"\n")
+            if end >= 0:  # the first line may continue one from earlier chunks
+                if skipping:
+                    skipping = False
+                else:
+                    if pending:
+                        pending += chunk[:end]
+                        line = bytes(pending)
+                        pending.clear()
+                    else:
+                        line = chunk[:end]
+                    yield _within(line, limit)
+                start = end + 1
+                last = chunk.rfind(b"\n")
+                if last >= start:  # the chunk's other complete lines, in one yield
+                    body = chunk[start:last]
+                    if len(body) <= limit:
+                        yield body
+                    else:
+                        for line in body.split(b"\n"):
+                            yield _within(line, limit)
+                    start = last + 1
+            if skipping:
+                continue
+            rest = chunk[start:]
+            if len(pending) + len(rest) > limit + 1:
+                pending.clear()
+                skipping = True
+                yield TOO_LONG
+            elif rest:
+                pending += rest
+        if pending and not skipping:
+            yield _within(bytes(pending), limit)
+
 
 _BLANK = b""
+
+
+def _within(line: bytes, limit: int) -> bytes | None:
+    """``line`` when within the limit once a CR at its end is dropped (as ``_payload``
+    counts it), else ``TOO_LONG``."""
+    return TOO_LONG if len(line) - (line[-1:] == b"\r") > limit else line
 
 
 def _payload(line: bytes, limit: int) -> bytes | None:
