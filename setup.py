@@ -98,6 +98,7 @@ def main() -> None:
                     "loop_brake_cli/readers/_sha256.h",
                     "loop_brake_cli/readers/_session_slots.h",
                     "loop_brake_cli/readers/_claude_scan.h",
+                    "loop_brake_cli/readers/_policy_slots.h",
                 ],
                 define_macros=[("Py_LIMITED_API", LIMITED_API)],
                 py_limited_api=True,

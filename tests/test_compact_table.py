@@ -22,6 +22,7 @@ from loop_brake_cli import LoopBrake
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.table import memory_table
 from loop_brake_cli.readers import compact_table
+from loop_brake_cli.readers.policy_table import CompactPolicyTable
 
 if not compact_table.AVAILABLE:  # in CI an unmeant skip fails the run: the reader is built
     pytest.skip("the C reader is not built", allow_module_level=True)
@@ -174,9 +175,16 @@ def test_filter_counts_in_it_only_without_a_policy_a_store_or_the_plain_paths(
 
     policy = tmp_path / "policy.toml"
     policy.write_text("warn_at = 2\n")
+    covered = LoopBrake(3, policy=str(policy))  # the C step's: policy_table.py
+    assert compact_table.use_compact_table(covered)
+    assert isinstance(covered.table, CompactPolicyTable)
+    assert not isinstance(covered.table, CompactTable)
+    policy.write_text("progress = true\n")  # results: the dict and policy_step
     assert not compact_table.use_compact_table(LoopBrake(3, policy=str(policy)))
     assert not compact_table.use_compact_table(LoopBrake(3, store=str(tmp_path / "s.db")))
     for name in ("LOOP_BRAKE_EXACT", "LOOP_BRAKE_PURE_PYTHON"):
         with monkeypatch.context() as env:
             env.setenv(name, "1")
             assert not compact_table.use_compact_table(LoopBrake(3))
+            policy.write_text("warn_at = 2\n")
+            assert not compact_table.use_compact_table(LoopBrake(3, policy=str(policy)))

@@ -35,6 +35,8 @@ from loop_brake_cli.core.brake import LoopBrake
 from loop_brake_cli.core.policy import PolicyError, parse_policy
 from loop_brake_cli.formats import events as events_format
 from loop_brake_cli.readers import fastpath
+from loop_brake_cli.readers.compact_table import use_compact_table
+from loop_brake_cli.readers.policy_table import CompactPolicyTable, c_rules
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally, write_verdicts
 from loop_brake_cli.readers.reader import Source
@@ -85,6 +87,12 @@ def _runs(data: bytes, policy: Any, max_repeats: int, wanted: set[str], file: st
         brake = LoopBrake(max_repeats, policy=policy)
         assert fastpath.takes(brake)
         if fast:
+            # as filter does: the C step (policy_table.py) with the C reader, for every
+            # policy it covers; the dict and policy_step in pure Python
+            c_reader = use_compact_table(brake) and brake.policy is not None
+            covered = brake.policy is not None and c_rules(brake.policy, max_repeats) is not None
+            assert c_reader == (covered and fastpath.scanner() is not None)
+            assert isinstance(brake.table, CompactPolicyTable) == c_reader
             fastpath.filter_events(source, brake, tally, writer, wanted, file)
         else:
             write_verdicts(events_format.parse(source), brake, tally, writer, wanted, file)

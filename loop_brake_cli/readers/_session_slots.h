@@ -24,6 +24,10 @@
  * - The arena: a removed session or a longer call id leaves garbage; when the
  *   arena is full and at least half garbage it is copied compact, else doubled.
  *
+ * Made with a policy (SessionSlots(slot_type, max_sessions, policy)), the table counts
+ * by policy_call instead: policy_step's rules in C, each entry with its decision and
+ * earlier calls beside it (_policy_slots.h; readers/policy_table.py).
+ *
  * Not reentrant (an id's __eq__ that uses the table is refused): LoopBrake holds its
  * lock around the library's calls, and filter is one thread. */
 
@@ -51,6 +55,29 @@ typedef struct {
     uint32_t older, newer; /* the LRU list (bounded tables); newer links the free list */
 } Entry;
 
+/* What a policy adds (_policy_slots.h): the rules the C step applies, fixed at the
+ * table's creation, and per entry the decision and the earlier calls those rules read. */
+typedef struct {
+    int on;                 /* a policy table: policy_call, policy_state */
+    uint32_t window_calls;  /* [window] calls; 0: no [window] */
+    int64_t window_max;     /* [window] max_repeats */
+    uint32_t max_period;    /* [cycles] max_period; 0: no [cycles] */
+    int64_t cycle_max;      /* [cycles] max_repeats */
+    int has_stop;
+    int64_t stop_after;     /* [stop] after_denials */
+    uint32_t depth;         /* earlier digests kept: max(window_calls, max_period) - 1 */
+} PolicyConfig;
+
+typedef struct {
+    int64_t rule_limit; /* Decision.limit (an exempt call: none, PF_EXEMPT) */
+    int64_t call_limit; /* Decision.max_repeats */
+    int64_t warn_at;    /* Decision.warn_at when PF_WARNED */
+    uint64_t repeats, denials;
+    unsigned char *history; /* runs, earlier digests, their tools; NULL until a second call */
+    uint8_t flags, rule, period, window_on;
+    uint8_t held, head; /* earlier digests held in the ring, and where its oldest is */
+} PolicyEntry;
+
 typedef struct {
     PyObject_HEAD
     PyObject *slot_type; /* core.streak.Slot, what count_call answers */
@@ -75,7 +102,14 @@ typedef struct {
     PyObject *tool_numbers;
     PyObject *last_tool; /* the last name asked for (held), and its number */
     uint32_t last_tool_number;
+    /* a policy table only: the rules, an entry's policy state (beside entries), and
+     * whether each tool is exempt (the cycle rule skips cycles through one) */
+    PolicyConfig config;
+    PolicyEntry *policy;
+    uint8_t *tool_exempt;
 } SessionSlots;
+
+static void policy_forget(SessionSlots *t, uint32_t n);
 
 /* A call id or key as bytes: borrowed from the str (or held in holder) */
 typedef struct {
@@ -333,6 +367,10 @@ static int64_t tool_acquire(SessionSlots *t, PyObject *tool)
                 if (names == NULL)
                     return -1;
                 t->tool_names = names;
+                uint8_t *exempt = PyMem_Realloc(t->tool_exempt, capacity);
+                if (exempt == NULL)
+                    return -1;
+                t->tool_exempt = exempt;
                 uint32_t *users = PyMem_Realloc(t->tool_users, capacity * sizeof *users);
                 if (users == NULL)
                     return -1;
@@ -354,6 +392,7 @@ static int64_t tool_acquire(SessionSlots *t, PyObject *tool)
             t->tools_used++;
         t->tool_names[number] = Py_NewRef(tool);
         t->tool_users[number] = 0;
+        t->tool_exempt[number] = 0;
     }
     PyObject *last = t->last_tool;
     t->last_tool = Py_NewRef(tool);
@@ -417,6 +456,8 @@ static PyObject *entry_remove(SessionSlots *t, uint32_t n, size_t where)
     t->index[where] = INDEX_DUMMY;
     t->dummies++;
     t->garbage += e->key_size + ID_SIZE(e->id);
+    if (t->config.on)
+        policy_forget(t, n);
     tool_release(t, e->tool);
     e->data = ENTRY_FREE;
     e->newer = t->free_entry;
@@ -508,6 +549,12 @@ static int entries_reserve(SessionSlots *t)
     if (grown == NULL)
         return -1;
     t->entries = grown;
+    if (t->config.on) {
+        PolicyEntry *states = PyMem_Realloc(t->policy, (size_t)capacity * sizeof(PolicyEntry));
+        if (states == NULL)
+            return -1;
+        t->policy = states;
+    }
     t->capacity = capacity;
     return 0;
 }
@@ -623,10 +670,10 @@ static PyObject *slots_count_call(SessionSlots *t, PyObject *const *args, Py_ssi
         PyErr_SetString(PyExc_TypeError, "count_call() needs session, tool and digest");
         return NULL;
     }
-    if (given[5] != Py_None) {
+    if (given[5] != Py_None || t->config.on) {
         PyErr_SetString(PyExc_ValueError,
-                        "SessionSlots counts the seed's rule only: a policy's state needs "
-                        "core.table.MemoryTable");
+                        "count_call counts the seed's rule only: a policy's state needs "
+                        "core.table.MemoryTable, or a policy table's policy_call");
         return NULL;
     }
     PyObject *session = given[0], *tool = given[1], *digest = given[2], *call_id = given[3];
@@ -767,6 +814,10 @@ static int slots_clear(SessionSlots *t, PyObject **held)
     }
     for (uint32_t n = 0; n < t->used; n++) {
         Entry *e = &t->entries[n];
+        if (t->config.on && e->data != ENTRY_FREE) {
+            PyMem_Free(t->policy[n].history); /* its tools go with every name, below */
+            t->policy[n].history = NULL;
+        }
         PyObject *object = e->data == ENTRY_FREE ? NULL : stored_object(t, e);
         if (object != NULL) {
             PyList_Append(objects, object); /* on failure: a reference kept, not freed */
@@ -780,6 +831,8 @@ static int slots_clear(SessionSlots *t, PyObject **held)
     t->dummies = 0;
     PyMem_Free(t->entries);
     t->entries = NULL;
+    PyMem_Free(t->policy);
+    t->policy = NULL;
     t->used = t->capacity = t->live = 0;
     t->free_entry = t->oldest = t->newest = SLOT_NIL;
     PyMem_Free(t->arena);
@@ -789,6 +842,8 @@ static int slots_clear(SessionSlots *t, PyObject **held)
         Py_XDECREF(t->tool_names[i]); /* str: releasing one runs no code */
     PyMem_Free(t->tool_names);
     PyMem_Free(t->tool_users);
+    PyMem_Free(t->tool_exempt);
+    t->tool_exempt = NULL;
     t->tool_names = NULL;
     t->tool_users = NULL;
     t->tools_used = t->tools_capacity = 0;
@@ -883,12 +938,17 @@ static PyObject *slots_max_sessions(SessionSlots *t, void *closure)
     return PyLong_FromSsize_t(t->max_sessions);
 }
 
+#include "_policy_slots.h"
+
 static PyObject *slots_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"slot_type", "max_sessions", NULL};
-    PyObject *slot_type, *bound = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:SessionSlots", names, &slot_type,
-                                     &bound))
+    static char *names[] = {"slot_type", "max_sessions", "policy", NULL};
+    PyObject *slot_type, *bound = Py_None, *rules = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:SessionSlots", names, &slot_type,
+                                     &bound, &rules))
+        return NULL;
+    PolicyConfig config;
+    if (policy_config(rules, &config) < 0)
         return NULL;
     if (!PyType_Check(slot_type) || !PyType_IsSubtype((PyTypeObject *)slot_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "slot_type must be a tuple type (streak.Slot)");
@@ -911,6 +971,7 @@ static PyObject *slots_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     t->slot_type = Py_NewRef(slot_type);
     t->slot_alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)slot_type, Py_tp_alloc);
     t->max_sessions = max_sessions;
+    t->config = config;
     t->free_entry = t->oldest = t->newest = t->free_tool = SLOT_NIL;
     t->tool_numbers = PyDict_New();
     t->index = PyMem_Malloc(8 * sizeof(uint32_t));
@@ -947,6 +1008,12 @@ static PyMethodDef slots_methods[] = {
     {"reset", (PyCFunction)(void (*)(void))slots_reset, METH_FASTCALL,
      "reset(session=None) -> int\n\nForget one session or all; how many were removed."},
     {"get", (PyCFunction)slots_get, METH_O, "get(session) -> Slot | None"},
+    {"policy_call", (PyCFunction)(void (*)(void))slots_policy_call, METH_FASTCALL,
+     "policy_call(session, tool, digest, call_id, plan) -> int\n\nCount one call under the "
+     "table's policy (_policy_slots.h): -2 a duplicate, -1 a line for the exact writer, "
+     "else the key of its verdict line."},
+    {"policy_state", (PyCFunction)slots_policy_state, METH_O,
+     "policy_state(session) -> tuple | None\n\nThe session's policy state as plain values."},
     {"sessions", (PyCFunction)slots_sessions, METH_NOARGS,
      "sessions() -> list[str]\n\nThe sessions held (least recently used first when bounded)."},
     {NULL, NULL, 0, NULL},

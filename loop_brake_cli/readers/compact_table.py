@@ -13,7 +13,8 @@ the least recently used as ``BoundedMemoryTable`` does.
 
 ``filter`` counts through it when it takes the fast path with the C reader (no
 policy, no store, ``LOOP_BRAKE_EXACT`` and ``LOOP_BRAKE_PURE_PYTHON`` unset):
-``use_compact_table``. Everywhere else, and for every policy, the dict stays: it is
+``use_compact_table`` (under a policy the C step covers, ``policy_table.py``'s table
+instead). Everywhere else, and for every other policy, the dict stays: it is
 the statement, this the copy that ``tests/test_compact_table.py`` holds equal to it
 (drawn sequences, slot for slot) and ``tests/test_fastpath*.py`` hold equal through
 ``filter``'s output (the exact path counts in the dict).
@@ -74,16 +75,20 @@ class CompactTable(SessionSlots):
 def use_compact_table(brake: LoopBrake) -> bool:
     """Count ``brake``'s calls in a ``CompactTable`` when it would count in a memory
     table without a policy (no store), the C reader is built, and neither
-    ``LOOP_BRAKE_EXACT`` nor ``LOOP_BRAKE_PURE_PYTHON`` asks for the plain paths.
-    Only on a brake that holds no session yet; returns whether it did."""
+    ``LOOP_BRAKE_EXACT`` nor ``LOOP_BRAKE_PURE_PYTHON`` asks for the plain paths; under
+    a policy the C step covers, in a ``policy_table.CompactPolicyTable``. Only on a
+    brake that holds no session yet; returns whether it did."""
     if (
         not AVAILABLE
-        or brake.policy is not None
         or brake.store is not None
         or len(brake)
         or os.environ.get("LOOP_BRAKE_EXACT")
         or os.environ.get("LOOP_BRAKE_PURE_PYTHON")
     ):
         return False
+    if brake.policy is not None:
+        from .policy_table import use_policy_table
+
+        return use_policy_table(brake)
     brake.table = CompactTable(brake.max_sessions)
     return True

@@ -44,6 +44,7 @@ from .gc_pace import relaxed_gc
 from .output import LineWriter, json_line
 from .pipeline import Tally, write_verdicts
 from .policy_lines import template as policy_template
+from .policy_table import DUPLICATE, CompactPolicyTable
 from .prove import PythonProver, exact_record
 from .reader import TOO_LONG, Source
 from .shard import shard_of
@@ -156,10 +157,16 @@ class _Judge:
         known = tools[tool] = [_sha256(head), head, self.templates.pass_line(tool), None, tool]
         policy = self.brake.policy
         if policy is not None:
-            # under a policy: its verdict lines by (decision, count), and whether the
-            # tool's calls are counted on a policy hash (its rule's args_ignore)
+            # under a policy: its verdict lines by (decision, count), or by the C step's
+            # key; whether the tool's calls are counted on a policy hash (its rule's
+            # args_ignore); the C step's plan of its calls (policy_table.py)
             found = policy.rule_for(tool)
-            known += [{}, found is not None and bool(found[0].ignore_paths)]
+            plan = getattr(self.brake.table, "plan", None)
+            known += [
+                {},
+                found is not None and bool(found[0].ignore_paths),
+                None if plan is None else plan(tool),
+            ]
         return known
 
     def deny_line(self, known: list[Any]) -> bytes:
@@ -206,14 +213,15 @@ class _Judge:
     def policy_line(
         self,
         known: list[Any],
-        key: tuple[Any, int],
+        key: Any,
         state: Any,
         session: str,
         call_id: Any,
         number: int,
         ids: tuple[bytes, bytes, bytes],
     ) -> None:
-        """A (decision, count) of a tool met for the first time: make its template
+        """A key (a (decision, count), or the C step's int) of a tool met for the first
+        time: make its template
         (``policy_lines.template``), keep it if it writes this call's exact line, and
         write and tally this call the exact way. ``ids``: session JSON, call id JSON,
         hash prefix."""
@@ -351,14 +359,21 @@ def _judge_lines(source: Source, judge: _Judge) -> None:
 def _judge_policy_lines(source: Source, judge: _Judge) -> None:
     """The hot loop under a policy: the same read and prove steps as ``_judge_lines``;
     a call of a tool with ``args_ignore`` is hashed without those paths (cached by its
-    digest); the decision is the table's (``streak.policy_step``, the one statement of
-    the rules); its line is the (decision, count)'s template (``policy_lines``), made and
+    digest); the decision is the table's: in C where the table is
+    ``policy_table.CompactPolicyTable`` (``policy_call``: an int, the key of the line),
+    else ``streak.policy_step``, the one statement of the rules (the key is the
+    (decision, count)); its line is the key's template (``policy_lines``), made and
     checked against the exact writer on first use. Duplicates and lines no template
     writes take the exact writer; the tally is updated even if writing fails."""
     append = judge.out.pending().append  # flushed by the reader's on_wait
     exactly = judge.exactly
     brake = judge.brake
-    count_call = brake.table.count_call  # memory: no store here (takes)
+    table: Any = brake.table
+    count_call = table.count_call  # memory: no store here (takes)
+    # the C step (policy_table.py), or None: policy_step in the dict
+    compact = isinstance(table, CompactPolicyTable)
+    policy_call = table.policy_call if compact else None
+    state_of: Any = table.get if compact else None
     max_repeats, policy = brake.max_repeats, brake.policy
     tools, tool_miss = judge.tools, judge.tool_miss
     in_shard, shard_miss = judge.in_shard, judge.shard_miss
@@ -403,19 +418,27 @@ def _judge_policy_lines(source: Source, judge: _Judge) -> None:
                         continue
                 digest = found
                 hash_prefix = hexlify(digest[:6])
-            # 3. decide: the policy's rules (streak.policy_step)
-            state, duplicate = count_call(session, tool, digest, call_id, max_repeats, policy)
-            if duplicate:
-                policy_exactly(state, session, call_id, tool, number, True)
-                continue
+            # 3. decide: the policy's rules, in C (an int) or by streak.policy_step
+            if policy_call is not None:
+                key = policy_call(session, tool, digest, call_id, known[7])
+                if key < 0:  # a duplicate, or a line for the exact writer (policy_table)
+                    duplicate = key == DUPLICATE
+                    policy_exactly(state_of(session), session, call_id, tool, number, duplicate)
+                    continue
+                state = None
+            else:
+                state, duplicate = count_call(session, tool, digest, call_id, max_repeats, policy)
+                if duplicate:
+                    policy_exactly(state, session, call_id, tool, number, True)
+                    continue
+                key = (state[1], state[0][1])  # (decision, count)
             # 4. write
-            key = (state[1], state[0][1])  # (decision, count)
             entry = known[5].get(key)
             if entry is None:
                 policy_line(
                     known,
                     key,
-                    state,
+                    state_of(session) if state is None else state,
                     session,
                     call_id,
                     number,
@@ -424,6 +447,8 @@ def _judge_policy_lines(source: Source, judge: _Judge) -> None:
                 continue
             made, is_denied, is_warned, wanted = entry
             if made is None:
+                if state is None:
+                    state = state_of(session)
                 policy_exactly(state, session, call_id, tool, number, False)
                 continue
             if is_denied:
