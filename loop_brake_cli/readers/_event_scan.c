@@ -925,6 +925,79 @@ static PyObject *digest_json(PyObject *module, PyObject *const *args, Py_ssize_t
 
 #include "_claude_scan.h"
 
+/* policy_digest(line, head, names): for an event line scan_event answers, the digest
+ * of its call hashed without the top-level argument members named in names (a tuple
+ * of bytes: a policy's args_ignore when every path is $.name, Policy.args_digest):
+ * sha256(head + the canonical arguments with those members left out), read from the
+ * canonical text scan_event hashes (sorted, so leaving members out keeps it sorted);
+ * arguments that are not an object lose nothing. None for a line scan_event declines. */
+static PyObject *policy_digest(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1]) ||
+        !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "policy_digest() takes line, head and a tuple of names");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_Size(args[2]);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!PyBytes_Check(PyTuple_GetItem(args[2], i))) {
+            PyErr_SetString(PyExc_TypeError, "policy_digest(): each name is bytes");
+            return NULL;
+        }
+    }
+    const unsigned char *line = (const unsigned char *)PyBytes_AsString(args[0]);
+    size_t size = (size_t)PyBytes_Size(args[0]);
+    if (reserve(size + 1) < 0)
+        return PyErr_NoMemory();
+    Reader r = {line, line + size, 0, 0, 0};
+    Span tool = {NULL, 0}, session = {NULL, 0}, call = {NULL, 0};
+    size_t args_end = 0;
+    int got = event(&r, &tool, &session, &call, &args_end);
+    if (got != OK)
+        return declined(got);
+    Sha256 sha;
+    sha_init(&sha);
+    sha_update(&sha, (const unsigned char *)PyBytes_AsString(args[1]),
+               (size_t)PyBytes_Size(args[1]));
+    if (args_end < 2 || out_buf[0] != '{') { /* not an object: nothing to leave out */
+        sha_update(&sha, out_buf, args_end);
+    }
+    else {
+        size_t at = 1; /* a member's opening quote (names hold no quote: no escapes) */
+        int first = 1;
+        sha_update(&sha, (const unsigned char *)"{", 1);
+        while (at < args_end && out_buf[at] == '"') {
+            size_t name = at + 1, close = name;
+            while (close < args_end && out_buf[close] != '"')
+                close++;
+            if (close + 2 >= args_end || out_buf[close + 1] != ':')
+                return declined(NO); /* cannot happen: the text is canonical JSON */
+            Reader member = {out_buf + close + 2, out_buf + args_end, 0, 1, 0};
+            if (any_value(&member) != OK)
+                return declined(NO); /* cannot happen, as above */
+            size_t end = (size_t)(member.p - out_buf);
+            int left_out = 0;
+            for (Py_ssize_t i = 0; i < count && !left_out; i++) {
+                PyObject *word = PyTuple_GetItem(args[2], i);
+                left_out = (size_t)PyBytes_Size(word) == close - name &&
+                           memcmp(PyBytes_AsString(word), out_buf + name, close - name) == 0;
+            }
+            if (!left_out) {
+                if (!first)
+                    sha_update(&sha, (const unsigned char *)",", 1);
+                sha_update(&sha, out_buf + at, end - at);
+                first = 0;
+            }
+            at = end < args_end && out_buf[end] == ',' ? end + 1 : end;
+        }
+        sha_update(&sha, (const unsigned char *)"}", 1);
+    }
+    unsigned char digest[32];
+    sha_final(&sha, digest);
+    release_large();
+    return PyBytes_FromStringAndSize((const char *)digest, 32);
+}
+
 static PyMethodDef methods[] = {
     {"digest_json", (PyCFunction)(void (*)(void))digest_json, METH_FASTCALL,
      "digest_json(head: bytes, data: bytes) -> bytes | None\n\nsha256(head + the canonical "
@@ -937,6 +1010,10 @@ static PyMethodDef methods[] = {
      "scan_event(line: bytes) -> (tool, session, call_id, digest, hash_prefix, session_json, "
      "call_json) | None\n\nAn event line of the common shape, read and hashed; None when "
      "the line is outside what this reader proves (the caller's own path decides)."},
+    {"policy_digest", (PyCFunction)(void (*)(void))policy_digest, METH_FASTCALL,
+     "policy_digest(line: bytes, head: bytes, names: tuple[bytes, ...]) -> bytes | None\n\n"
+     "The digest of scan_event's call without the top-level argument members named; None "
+     "when scan_event declines the line."},
     {"sha256", sha256_digest, METH_O,
      "sha256(data) -> bytes\n\nThe digest scan_event uses, for its tests."},
     {NULL, NULL, 0, NULL},

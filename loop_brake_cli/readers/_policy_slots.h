@@ -42,15 +42,9 @@
 #define POLICY_MAX_WINDOW 64
 #define POLICY_INT_BOUND ((int64_t)1 << 62) /* every number handed in is within +-this */
 
-static size_t runs_bytes(const PolicyConfig *c)
-{
-    return c->max_period ? (size_t)(c->max_period - 1) * sizeof(uint64_t) : 0;
-}
-
 static size_t history_bytes(const PolicyConfig *c)
 {
-    return runs_bytes(c) + (size_t)c->depth * 32 +
-           (c->max_period ? (size_t)c->depth * sizeof(uint32_t) : 0);
+    return c->tools_at + (c->max_period ? (size_t)c->depth * sizeof(uint32_t) : 0);
 }
 
 static uint64_t *history_runs(unsigned char *h)
@@ -58,20 +52,24 @@ static uint64_t *history_runs(unsigned char *h)
     return (uint64_t *)h;
 }
 
-/* Ring position of the i-th most recent earlier call (i = 1: the newest held). */
-static uint32_t ring_at(const PolicyConfig *c, const PolicyEntry *p, uint32_t i)
+/* Ring position of the i-th most recent earlier call (i = 1: the newest held; i = 0:
+ * where the next goes while the ring is not full). head < depth and i <= held <= depth,
+ * so head + held - i lies in [0, 2 * depth): one subtraction, no division. */
+static inline uint32_t ring_at(const PolicyConfig *c, const PolicyEntry *p, uint32_t i)
 {
-    return (uint32_t)(((size_t)p->head + p->held - i) % c->depth);
+    uint32_t at = (uint32_t)p->head + p->held - i;
+    return at >= c->depth ? at - c->depth : at;
 }
 
-static unsigned char *history_digest(const PolicyConfig *c, unsigned char *h, uint32_t at)
+static inline unsigned char *history_digest(const PolicyConfig *c, unsigned char *h,
+                                            uint32_t at)
 {
-    return h + runs_bytes(c) + (size_t)at * 32;
+    return h + c->digests_at + (size_t)at * 32;
 }
 
-static uint32_t *history_tool(const PolicyConfig *c, unsigned char *h, uint32_t at)
+static inline uint32_t *history_tool(const PolicyConfig *c, unsigned char *h, uint32_t at)
 {
-    return (uint32_t *)(h + runs_bytes(c) + (size_t)c->depth * 32) + at;
+    return (uint32_t *)(h + c->tools_at) + at;
 }
 
 /* An entry's policy state forgotten: its block freed, the tools it held released. */
@@ -112,7 +110,7 @@ static void ring_push(SessionSlots *t, PolicyEntry *p, const unsigned char *dige
         at = p->head;
         if (c->max_period)
             tool_release(t, *history_tool(c, p->history, at));
-        p->head = (uint8_t)((p->head + 1) % c->depth);
+        p->head = (uint8_t)((uint32_t)p->head + 1u == c->depth ? 0u : p->head + 1u);
     }
     else {
         at = ring_at(c, p, 0);
@@ -475,5 +473,7 @@ static int policy_config(PyObject *given, PolicyConfig *c)
     c->stop_after = v[4];
     uint32_t longest = c->window_calls > c->max_period ? c->window_calls : c->max_period;
     c->depth = longest ? longest - 1 : 0;
+    c->digests_at = c->max_period ? (size_t)(c->max_period - 1) * sizeof(uint64_t) : 0;
+    c->tools_at = c->digests_at + (size_t)c->depth * 32;
     return 0;
 }

@@ -66,6 +66,7 @@ typedef struct {
     int has_stop;
     int64_t stop_after;     /* [stop] after_denials */
     uint32_t depth;         /* earlier digests kept: max(window_calls, max_period) - 1 */
+    size_t digests_at, tools_at; /* offsets in an entry's history block */
 } PolicyConfig;
 
 typedef struct {

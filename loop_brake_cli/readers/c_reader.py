@@ -12,15 +12,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (--versio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["NOT_BUILT", "reader_name", "scan_event"]
+__all__ = ["NOT_BUILT", "policy_digest", "reader_name", "scan_event"]
 
 scan_event: Callable[[bytes], tuple[str, str, str, bytes, bytes, bytes, bytes] | None] | None
+policy_digest: Callable[[bytes, bytes, tuple[bytes, ...]], bytes | None] | None
 
 try:  # optional: built from _event_scan.c when a C compiler was there at install
     from ._event_scan import SHA_INSTRUCTIONS as _SHA_INSTRUCTIONS
-    from ._event_scan import scan_event
+    from ._event_scan import policy_digest, scan_event
 except ImportError:  # pragma: no cover - exercised where the extension is not built
-    scan_event = None
+    scan_event = policy_digest = None
     _SHA_INSTRUCTIONS = ""
 
 NOT_BUILT = (

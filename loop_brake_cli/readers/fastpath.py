@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 from .c_reader import NOT_BUILT, reader_name
+from .c_reader import policy_digest as _c_policy_digest
 from .c_reader import scan_event as _scan_event
 
 
@@ -159,14 +160,16 @@ class _Judge:
         if policy is not None:
             # under a policy: its verdict lines by (decision, count), or by the C step's
             # key; whether the tool's calls are counted on a policy hash (its rule's
-            # args_ignore); the C step's plan of its calls (policy_table.py)
+            # args_ignore); the C step's plan of its calls (policy_table.py); the
+            # argument names args_ignore leaves out when each path is ``$.name`` (the
+            # C reader's policy_digest), else None
             found = policy.rule_for(tool)
             plan = getattr(self.brake.table, "plan", None)
-            known += [
-                {},
-                found is not None and bool(found[0].ignore_paths),
-                None if plan is None else plan(tool),
-            ]
+            paths = () if found is None else found[0].ignore_paths
+            names = None
+            if all(len(path) == 1 and path[0].__class__ is str for path in paths):
+                names = tuple(str(path[0]).encode("utf-8", "surrogatepass") for path in paths)
+            known += [{}, bool(paths), None if plan is None else plan(tool), names]
         return known
 
     def deny_line(self, known: list[Any]) -> bytes:
@@ -256,17 +259,27 @@ class _Judge:
         )
         self.policy_exactly(state, session, call_id, tool, number, False)
 
-    def policy_digest(self, line: bytes, number: int, tool: str, digest: bytes) -> bytes | None:
+    def policy_digest(
+        self, line: bytes, number: int, known: list[Any], digest: bytes
+    ) -> bytes | None:
         """The policy hash of a call whose tool's rule has ``args_ignore``
-        (``Policy.args_digest``, by ``fast_digest``), from the line's arguments; None
-        when the line must take the exact path. Kept by the call's own digest: equal
-        digests, equal canonical arguments, equal arguments once the paths are removed."""
+        (``Policy.args_digest``): by the C reader where every path is ``$.name`` and it
+        reads the line (``policy_digest``: the canonical arguments it hashed, those
+        members left out), else by ``fast_digest`` from the line's arguments; None when
+        the line must take the exact path. Kept by the call's own digest: equal digests,
+        equal canonical arguments, equal arguments once the paths are removed."""
         digests = self.policy_digests
-        try:
-            args = decode_event(_fc.loads(line), number).args  # type: ignore[union-attr]  # a call
-        except (_fc.DecodeError, AttributeError):  # pragma: no cover - the line was proven
-            return None
-        found = self.brake.policy.args_digest(tool, args, fast_digest)  # type: ignore[union-attr]  # a policy
+        names = known[8]
+        found = None
+        if names is not None and self.scan is not None and _c_policy_digest is not None:
+            found = _c_policy_digest(line, known[1], names)
+        if found is None:
+            try:
+                args = decode_event(_fc.loads(line), number).args  # type: ignore[union-attr]  # a call
+            except (_fc.DecodeError, AttributeError):  # pragma: no cover - the line was proven
+                return None
+            policy = self.brake.policy
+            found = policy.args_digest(known[4], args, fast_digest)  # type: ignore[union-attr]  # a policy
         if len(digests) >= CACHE_LIMIT:
             digests.clear()
         digests[digest] = found
@@ -412,7 +425,7 @@ def _judge_policy_lines(source: Source, judge: _Judge) -> None:
             if known[6]:  # counted on the policy hash: the arguments without args_ignore's paths
                 found = policy_digests.get(digest)
                 if found is None:
-                    found = policy_digest(line, number, tool, digest)
+                    found = policy_digest(line, number, known, digest)
                     if found is None:  # pragma: no cover - the line was proven
                         exactly(exact_record(line, number))
                         continue
