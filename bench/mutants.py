@@ -116,6 +116,7 @@ CREADER = ("test_event_scan.py",)
 CLAUDE_SCAN = ("test_replay_claude_scan.py",)
 BRAKE = ("test_brake_edges.py", "test_brake.py", "test_max_sessions.py")
 SLOTS = ("test_compact_table.py",)
+POLICY_SLOTS = ("test_policy_table.py",)
 BRAKE_LRU = ("test_max_sessions.py",)
 REDIS = ("test_stores.py",)  # each case on SQLite and on a real redis-server
 REDIS_TTL = ("test_store_redis.py::test_idle_sessions_expire",)
@@ -1817,6 +1818,176 @@ MUTANTS: tuple[Mutant, ...] = (
         " n - e->key_size);",
         SLOTS,
         "the arena compacted keeps the call ids but not the keys (many sessions, evictions)",
+    ),
+    # -- filter's rule step under a policy, in C (_policy_slots.h, policy_table.py) ----------
+    # written from docs/policies.md and streak.py's docstring: each rule, in its order
+    M(
+        "readers/_policy_slots.h",
+        "    int denied = !exempt && (int64_t)count >= limit; /* streak */",
+        "    int denied = !exempt && (int64_t)count > limit; /* streak */",
+        POLICY_SLOTS,
+        "the call that brings a streak to its tool's limit passes (denied one call late)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    int denied = !exempt && (int64_t)count >= limit; /* streak */",
+        "    int denied = (int64_t)count >= limit; /* streak */",
+        POLICY_SLOTS,
+        "an exempt tool's streak is denied",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "        uint64_t found = (run + period) / period;",
+        "        uint64_t found = run / period;",
+        POLICY_SLOTS,
+        "a cycle is denied one repetition late (abab ab at max_repeats 3 passes)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "        if (!distinct || exempt)",
+        "        if (exempt)",
+        POLICY_SLOTS,
+        "a streak of identical calls is denied as a cycle (a cycle needs two distinct calls)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "            exempt |= t->tool_exempt[*history_tool(c, p->history, at)];",
+        "            exempt |= 0;",
+        POLICY_SLOTS,
+        "a cycle through an exempt tool (list_*) is denied",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "        runs[period - 2] = same ? runs[period - 2] + 1 : 0;",
+        "        runs[period - 2] = same ? runs[period - 2] + 1 : runs[period - 2];",
+        POLICY_SLOTS,
+        "a broken cycle's repetitions go on counting (abab x abab is denied)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    uint32_t earlier = c->window_calls - 1;",
+        "    uint32_t earlier = c->window_calls;",
+        POLICY_SLOTS,
+        "[window] calls = 4 sees the last 5 calls",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "        if ((int64_t)times >= c->window_max) {",
+        "        if ((int64_t)times > c->window_max) {",
+        POLICY_SLOTS,
+        "a call seen max_repeats times in the window passes",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    if (p->held == c->depth) {",
+        "    if (p->held && p->held + 1 >= c->depth) {",
+        POLICY_SLOTS,
+        "the ring keeps one earlier call less: [window] calls = 8 sees 7",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    uint64_t denials = denied ? prev_denials + 1 : 0; /* stop */",
+        "    uint64_t denials = denied ? 1 : 0; /* stop */",
+        POLICY_SLOTS,
+        "denials in a row never add up: [stop] after_denials = 2 never stops",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    if (denied && c->has_stop && (int64_t)denials >= c->stop_after) {",
+        "    if (denied && c->has_stop && (int64_t)denials > c->stop_after) {",
+        POLICY_SLOTS,
+        "the after_denials-th denial in a row is no stop (one late)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    int warned = warns && !denied && !exempt && (int64_t)count >= warn_at; /* warn */",
+        "    int warned = warns && !exempt && (int64_t)count >= warn_at; /* warn */",
+        POLICY_SLOTS,
+        "a denied call is warned too (warn_at is for calls that run)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    int warned = warns && !denied && !exempt && (int64_t)count >= warn_at; /* warn */",
+        "    int warned = warns && !denied && !exempt && (int64_t)count > warn_at; /* warn */",
+        POLICY_SLOTS,
+        "the call whose streak reaches warn_at is not warned (one late)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "        if (t->max_sessions && (Py_ssize_t)t->live > t->max_sessions) {",
+        "        if (t->max_sessions && (Py_ssize_t)t->live > t->max_sessions + 1) {",
+        POLICY_SLOTS,
+        "--max-sessions 2 holds three sessions under a policy",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    if (same) {\n        answer = POLICY_DUPLICATE;",
+        "    if (0) {\n        answer = POLICY_DUPLICATE;",
+        POLICY_SLOTS,
+        "a call whose id equals the session's last one is counted again (no duplicate)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "p->denials << 31 | p->repeats << 51",
+        "p->denials << 31 | 0 << 51",
+        FAST_POLICY,
+        "two window denials seen 3 and 4 times share one template (the line's seen)",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "    uint64_t key = count | p->denials << 31",
+        "    uint64_t key = count | 0 << 31",
+        FAST_POLICY,
+        "a denial and a stop after it share one template when the rule keeps its name",
+    ),
+    M(
+        "readers/_policy_slots.h",
+        "                   (uint64_t)((p->flags & PF_WARNED) != 0) << 62;",
+        "                   (uint64_t)0 << 62;",
+        FAST_POLICY,
+        "a warned call and a call that passes unwarned share one template",
+    ),
+    M(
+        "readers/_event_scan.c",
+        "                left_out = (size_t)PyBytes_Size(word) == close - name &&",
+        "                left_out = (size_t)PyBytes_Size(word) <= close - name &&",
+        POLICY_SLOTS,
+        "args_ignore $.limit also leaves out a member named limits (a name's prefix)",
+    ),
+    M(
+        "readers/_event_scan.c",
+        "    if (args_end < 2 || out_buf[0] != '{') { /* not an object: nothing to leave out */",
+        "    if (args_end < 2) { /* not an object: nothing to leave out */",
+        POLICY_SLOTS,
+        "arguments that are an array lose their first element under args_ignore",
+    ),
+    M(
+        "readers/policy_table.py",
+        "            None if flags & _EXEMPT else rule_limit,",
+        "            rule_limit,",
+        POLICY_SLOTS,
+        "an exempt call's verdict has a limit (the brake's maxRepeats) instead of none",
+    ),
+    M(
+        "readers/policy_table.py",
+        "        policy.reads_results\n",
+        "        False\n",
+        POLICY_SLOTS,
+        "a progress policy counts in C, which reads no results (c_rules must say None)",
+    ),
+    M(
+        "readers/policy_table.py",
+        "            seen=() if window is None else digests[-window.calls :],",
+        "            seen=() if window is None else digests[-window.calls + 1 :],",
+        POLICY_SLOTS,
+        "the window's digests handed back lack the oldest (a state policy_step did not make)",
+    ),
+    M(
+        "readers/fastpath.py",
+        "            if all(len(path) == 1 and path[0].__class__ is str for path in paths):",
+        "            if all(path[0].__class__ is str for path in paths):",
+        FAST_POLICY,
+        "args_ignore $.a.b leaves out the whole member a (a nested path hashed as $.a)",
     ),
     # -- adapters ----------------------------------------------------------------------
     M(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
+from test_event_scan import event_lines, subset_lines
 
 from loop_brake_cli.core.canonical import call_digest
 from loop_brake_cli.core.policy import PolicyError, parse_policy
@@ -224,3 +225,69 @@ def test_the_table_counts_only_its_own_policy():
         policy_table.SessionSlots.count_call(compact, "s", "t", DIGESTS[0])
     with pytest.raises(ValueError, match="reads no results"):
         compact.observe_result("s", None, DIGESTS[0], policy)
+
+
+# ---- the policy hash in C: policy_digest (_event_scan.c) ---------------------------------
+
+NAMES = st.lists(
+    st.sampled_from(["q", "limit", "t", "a", "b", "cursor", "é", "x y", ""]), max_size=4
+)
+
+
+def _policy_hash(line: bytes, names: list[str]) -> bytes | None:
+    """``Policy.args_digest`` of the line's call under ``$.name`` paths: the exact path's."""
+    from loop_brake_cli.core.canonical import parse_json
+    from loop_brake_cli.core.policy.args_paths import strip
+    from loop_brake_cli.readers.wire.event_line import decode
+
+    record = decode(parse_json(line), 1)
+    return call_digest(record.tool, strip(record.args, tuple((name,) for name in names)))
+
+
+def _check_policy_digest(line: bytes, names: list[str]) -> bool:
+    from loop_brake_cli.readers._event_scan import policy_digest, scan_event
+
+    scanned = scan_event(line)
+    keys = tuple(name.encode() for name in names)
+    got = policy_digest(line, b"ignored\n", keys)
+    if scanned is None:
+        assert got is None, line
+        return False
+    head = (scanned[0] + "\n").encode("utf-8", "surrogatepass")
+    assert policy_digest(line, head, keys) == _policy_hash(line, names), (line, names)
+    return True
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data(), NAMES)
+def test_policy_digest_leaves_out_the_named_members_as_args_paths_strip_does(data, names):
+    """Every line scan_event answers (the subset's lines, near misses), with names some
+    of its arguments' members have: the digest ``Policy.args_digest`` makes; None for a
+    line it declines."""
+    line = data.draw(st.one_of(subset_lines(), event_lines()))
+    try:
+        from loop_brake_cli.core.canonical import parse_json
+
+        args = parse_json(line).get("args")
+    except Exception:
+        args = None
+    if isinstance(args, dict) and args:
+        names = names + data.draw(st.lists(st.sampled_from(sorted(args)), max_size=3))
+    _check_policy_digest(line, names)
+
+
+def test_policy_digest_on_the_benchmarks_lines():
+    """bench/gen.py's search calls without ``limit`` (the realistic policy), every
+    member left out in turn, and arguments that are not an object."""
+    lines = [
+        b'{"tool":"search","args":{"q":"x","limit":5,"filters":{"limit":1}},'
+        b'"sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":{"a":1,"b":[1,{"a":2}],"c":"\\u00e9\\n"},"sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":[1,2],"sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":"limit","sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":{},"sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":{"limit":{}},"sessionId":"s","callId":"c"}',
+    ]
+    for line in lines:
+        for names in ([], ["limit"], ["a"], ["b"], ["c"], ["a", "b", "c"], ["q", "filters"]):
+            assert _check_policy_digest(line, names)
