@@ -36,9 +36,9 @@ from loop_brake_cli.core.policy import PolicyError, parse_policy
 from loop_brake_cli.formats import events as events_format
 from loop_brake_cli.readers import fastpath
 from loop_brake_cli.readers.compact_table import use_compact_table
-from loop_brake_cli.readers.policy_table import CompactPolicyTable, c_rules
 from loop_brake_cli.readers.output import LineWriter
 from loop_brake_cli.readers.pipeline import Tally, write_verdicts
+from loop_brake_cli.readers.policy_table import CompactPolicyTable, c_rules
 from loop_brake_cli.readers.reader import Source
 
 sys.path.insert(0, str(ROOT / "bench"))

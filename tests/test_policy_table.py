@@ -291,3 +291,35 @@ def test_policy_digest_on_the_benchmarks_lines():
     for line in lines:
         for names in ([], ["limit"], ["a"], ["b"], ["c"], ["a", "b", "c"], ["q", "filters"]):
             assert _check_policy_digest(line, names)
+
+
+EXHAUSTIVE = [
+    "[window]\ncalls = 2\nmax_repeats = 2\n[cycles]\nmax_period = 4\nmax_repeats = 2\n",
+    "[window]\ncalls = 3\nmax_repeats = 2\n[cycles]\nmax_period = 16\nmax_repeats = 2\n"
+    "[stop]\nafter_denials = 2\n",
+    "warn_at = 2\n[cycles]\nmax_period = 2\nmax_repeats = 2\n",
+    '[[tools]]\nmatch = "b"\nexempt = true\n[cycles]\nmax_period = 3\nmax_repeats = 2\n'
+    "[window]\ncalls = 4\nmax_repeats = 3\n",
+    '[[tools]]\nmatch = "a"\nmax_repeats = 4\nwarn_at = 3\n[window]\ncalls = 5\nmax_repeats = 3\n',
+]
+
+
+@pytest.mark.parametrize("text", EXHAUSTIVE)
+@pytest.mark.parametrize("max_repeats", [3, 9])
+def test_every_short_sequence_under_each_rule(text: str, max_repeats: int) -> None:
+    """Every sequence of up to six calls over three (tool, digest) pairs in one session,
+    under rules whose windows differ in size (a window smaller than the cycle window, an
+    exempt tool inside cycles and windows, identical calls under a limit too high to deny
+    them first): each state equal to policy_step's."""
+    import itertools
+
+    policy = _policy(text)
+    calls = [("a", DIGESTS[0]), ("a", DIGESTS[1]), ("b", DIGESTS[2])]
+    for size in range(1, 7):
+        for sequence in itertools.product(calls, repeat=size):
+            reference = memory_table(None)
+            compact = CompactPolicyTable(policy, max_repeats, None)
+            for tool, digest in sequence:
+                got = compact.count_call("s", tool, digest, None, max_repeats, policy)
+                want = reference.count_call("s", tool, digest, None, max_repeats, policy)
+                assert _same(got, want), (text, sequence)
