@@ -276,3 +276,28 @@ def test_cycle_denials_name_their_own_calls(event_reader) -> None:
     assert fast == exact
     denials = [json.loads(line) for line in fast[0].splitlines() if b'"deny"' in line]
     assert len(denials) == 2 and denials[0]["cycle"] != denials[1]["cycle"]
+
+
+@pytest.mark.parametrize(
+    "paths", ['["$.q.x"]', '["$.q", "$.t[0]"]', '["$.*"]', '["$.q", "$.limit"]', "[\"$['q']\"]"]
+)
+def test_args_ignore_paths_top_level_or_not(event_reader, paths: str) -> None:
+    """A rule's ``args_ignore``: where every path is ``$.name`` the C reader leaves those
+    members out itself (``policy_digest``), any other path (a member below, an element,
+    a wildcard) takes ``Policy.args_digest``; the same policy hashes either way."""
+    policy = _policy(f'[[tools]]\nmatch = "s*"\nmax_repeats = 3\nargs_ignore = {paths}\n')
+    lines = [
+        json.dumps(
+            {
+                "tool": "search",
+                "args": {"q": {"x": i, "y": 1}, "t": [i, 2], "limit": i % 2, "z": 0},
+                "sessionId": "s",
+                "callId": f"c{i}",
+            }
+        )
+        for i in range(8)
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    fast, exact = _runs(data, policy, 5, {"pass", "deny", "stop", "warn", "error"}, None)
+    assert fast == exact
+    assert b'"policyHash":true' in fast[0]

@@ -287,6 +287,7 @@ def test_policy_digest_on_the_benchmarks_lines():
         b'{"tool":"t","args":"limit","sessionId":"s","callId":"c"}',
         b'{"tool":"t","args":{},"sessionId":"s","callId":"c"}',
         b'{"tool":"t","args":{"limit":{}},"sessionId":"s","callId":"c"}',
+        b'{"tool":"t","args":{"lines":2,"limit":1,"limits":3},"sessionId":"s","callId":"c"}',
     ]
     for line in lines:
         for names in ([], ["limit"], ["a"], ["b"], ["c"], ["a", "b", "c"], ["q", "filters"]):

@@ -135,7 +135,7 @@ static uint32_t find_cycle(SessionSlots *t, const PolicyEntry *p, const unsigned
     const uint64_t *runs = history_runs(p->history);
     for (uint32_t period = 2; period <= c->max_period; period++) {
         uint64_t run = runs[period - 2];
-        if (run < period)
+        if (run < period || period - 1 > p->held) /* a run of period holds the period */
             continue;
         uint64_t found = (run + period) / period;
         if ((int64_t)found < c->cycle_max) /* found <= count of calls < 2**62 */
