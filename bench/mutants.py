@@ -6,7 +6,7 @@ exactly once in that file), its replacement, and the few test files that should 
 it. Each break is applied alone in a scratch copy of the tree (never in the checkout:
 a crash cannot leave a break behind), those tests run with a timeout, and the break
 is *killed* when they fail (or hang), *survives* when they pass. A break of the C
-reader (``_event_scan.c``, ``_session_slots.h``) is rebuilt in the scratch copy
+reader (``_event_scan.c``, ``_session_slots.h``, ``_policy_slots.h``) is rebuilt in the scratch copy
 (``setup.py build_ext --inplace``) before its tests run.
 
 Equivalent breaks (no input can tell them apart) are listed with the reason and not
