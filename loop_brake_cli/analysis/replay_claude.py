@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core.brake import LoopBrake
 from ..core.canonical import JSONInputError
-from ..core.records import BadRecord, Record, ToolCall, line_too_long
+from ..core.records import BadRecord, Record, ToolCall, Usage, line_too_long
 from ..formats import claude_code
 from ..formats._common import RecentIds, TurnUsage
 from ..readers.fast_observe import observe_for
@@ -39,6 +39,8 @@ except ImportError:  # pragma: no cover - exercised where the extension is not b
     _scan_claude = None
 
 __all__ = ["replay_lines", "takes"]
+
+USAGE = "$.message.usage"  # where a turn's figures are
 
 
 def takes(adapter: Any, brake: LoopBrake, results: bool, mismatch: str | None) -> bool:
@@ -75,7 +77,7 @@ def replay_lines(
     observe = observe_for(brake)
     seen, turns = RecentIds(), TurnUsage()
     seen_call = seen.seen
-    usage_record = claude_code.usage_record
+    turns_get, remember, merge_usage = turns.get, turns.remember, claude_code.merge_usage
     if on_progress is not None:
         add = _counted(add, on_progress)
     number = 1  # the next line's
@@ -92,10 +94,18 @@ def replay_lines(
                 continue
             # a line read in C (six items): mypy does not narrow the union by len()
             line, session, turn, model, figures, calls = item  # type: ignore[misc]
-            if figures is not None:
-                usage = usage_record(session, turn, model, figures, line, turns)
-                if usage is not None:
+            if figures is not None:  # claude_code._usage, for figures read in C
+                key = (session, turn)
+                if turn is None or (earlier := turns_get(key)) is None:
+                    given, output, read, written = figures
+                    usage = Usage(
+                        session, turn, model, given, output, read, written, None, line, USAGE
+                    )
+                    if turn is not None:
+                        remember(key, usage)
                     add(usage, None)
+                else:  # a later line of a split response: no new record
+                    merge_usage(earlier, figures)
             for path, tool, call_id, digest in calls:
                 if call_id is not None and seen_call(call_id):
                     continue  # a split response's block written again

@@ -288,6 +288,16 @@ def _usage(
     return record
 
 
+def merge_usage(earlier: Usage, figures: tuple[int | None, ...]) -> None:
+    """A later line of a turn already reported (``_usage``), its figures already read as
+    token counts (an int >= 0, or None: replay's C reader): the larger ones raised."""
+    given, output, read, written = figures
+    earlier.input_tokens = _larger(earlier.input_tokens, given)
+    earlier.output_tokens = _larger(earlier.output_tokens, output)
+    earlier.cache_read_tokens = _larger(earlier.cache_read_tokens, read)
+    earlier.cache_write_tokens = _larger(earlier.cache_write_tokens, written)
+
+
 def _larger(old: int | None, value: Any) -> int | None:
     """``value`` when it is a token count above ``old`` (None: not recorded), else ``old``."""
     if value.__class__ is int and value >= 0 and (old is None or value > old):
@@ -493,32 +503,3 @@ def line_records(raw: bytes, number: int, seen: RecentIds, turns: TurnUsage) -> 
         if error is not None:
             return [BadRecord(error, number)] if _reported(raw) else []
     return _calls(obj, number, seen, turns, False)
-
-
-def usage_record(
-    session: str,
-    turn: str | None,
-    model: str | None,
-    figures: tuple[int | None, int | None, int | None, int | None],
-    number: int,
-    turns: TurnUsage,
-) -> Usage | None:
-    """``_usage`` for figures already read as token counts (an int >= 0, or None: the C
-    reader's): the turn's record, or None for a later line of a turn already reported,
-    whose larger figures are merged into that record."""
-    given, output, read, written = figures
-    if turn is not None:
-        key = (session, turn)
-        earlier = turns.get(key)
-        if earlier is not None:
-            earlier.input_tokens = _larger(earlier.input_tokens, given)
-            earlier.output_tokens = _larger(earlier.output_tokens, output)
-            earlier.cache_read_tokens = _larger(earlier.cache_read_tokens, read)
-            earlier.cache_write_tokens = _larger(earlier.cache_write_tokens, written)
-            return None
-    record = Usage(
-        session, turn, model, given, output, read, written, None, number, "$.message.usage"
-    )
-    if turn is not None:
-        turns.remember(key, record)
-    return record
