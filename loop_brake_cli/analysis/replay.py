@@ -73,7 +73,6 @@ def replay_file(
     from ..readers.gc_pace import relaxed_gc
     from ..readers.pipeline import judge
     from ..readers.reader import UnreadableInputError, open_source
-    from . import replay_claude
 
     try:
         size = os.path.getsize(path) if path != "-" else 0
@@ -107,9 +106,9 @@ def replay_file(
         info.format = adapter.INFO.name
         results = brake.progress or getattr(analyzer, "wants_results", False)
         progress = None if on_progress is None else partial(_progress, on_progress, raw, source)
-        if replay_claude.takes(adapter, brake, results, mismatch):  # the C line reader
+        if (claude := _claude_reader(adapter, brake, results, mismatch)) is not None:
             with relaxed_gc():  # records are acyclic; the GC's default pace cost 3% here
-                replay_claude.replay_lines(source, brake, analyzer, progress)
+                claude.replay_lines(source, brake, analyzer, progress)
         else:
             judged = judge(parse_records(adapter, source, results, brake.user_turns), brake)
             if mismatch is not None:
@@ -358,3 +357,16 @@ def replay_files(
             on_file(info, analyzer.report)
     reports.append(analyzer.finish())
     return merge(reports)
+
+
+def _claude_reader(
+    adapter: Any, brake: LoopBrake, results: bool, mismatch: str | None
+) -> Any | None:
+    """``replay_claude`` when its C line reader reads this file, else None: asked only of
+    Claude Code files, so a replay of another format imports neither it nor the Claude
+    Code adapter (tests/test_startup_imports.py)."""
+    if adapter.INFO.name != "claude-code":
+        return None
+    from . import replay_claude
+
+    return replay_claude if replay_claude.takes(adapter, brake, results, mismatch) else None
