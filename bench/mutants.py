@@ -4302,6 +4302,43 @@ MUTANTS: tuple[Mutant, ...] = (
         REDIS_LOOP_SUITE,
         "a counted call's slot keeps its id (the duplicate rule, the seed's verdicts)",
     ),
+    # one write a turn, an end held for the next count (at most end_hold), from the
+    # module docstring: every command still goes out, in order, and each is answered
+    M(
+        "stores/redis_loop.py",
+        "            if connection.unsent is not None:\n                return connection\n",
+        "            pass\n",
+        REDIS_LOOP,
+        "four counts asked in one turn ride one connection and one write (one server read)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "            if urgent:\n                if not self.soon:\n",
+        "            if True:\n                if not self.soon:\n",
+        REDIS_LOOP,
+        "an end asked alone is held until the next count, the two in one write",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "                self.hold = loop.call_later(link.end_hold, self.flush)\n",
+        "                pass\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "an end with no count after it still goes out (end_hold later): its id counts again",
+    ),
+    M(
+        "stores/redis_loop.py",
+        '            self.transport.write(unsent[0] if len(unsent) == 1 else b"".join(unsent))\n',
+        "            self.transport.write(unsent[0])\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "every command of a turn's write goes out, not only the first",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "args, deadline_at, False))\n",
+        "args, deadline_at, True))\n",
+        REDIS_LOOP,
+        "an end is not urgent: it waits for the next count",
+    ),
     M(
         "mcp_gateway/store_calls.py",
         "if self.on_loop is not None and policy is None and table is self.on_loop.store:",

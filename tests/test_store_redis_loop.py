@@ -298,3 +298,65 @@ def test_under_a_policy_the_count_is_the_policys_through_the_pool(
         reference.end_call("pol", "same")
     assert verdicts == expected
     assert [verdict.denied for verdict in verdicts] == [False] * 4 + [True] * 2
+
+
+def _reads(client: Any) -> int:
+    """The server's read events so far (``INFO stats``), this command's own included."""
+    return int(client.info("stats")["total_reads_processed"])
+
+
+def test_the_commands_of_one_turn_go_out_in_one_write(redis_url: str) -> None:
+    """Four counts asked in one turn of the loop ride one connection's one write: the
+    server reads once for them (and once for each INFO that asks it)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.ping()
+    link = on_loop(redis_url, connections=4)
+
+    async def run() -> list[Any]:
+        deadline = asyncio.get_running_loop().time() + LONG
+        await link.count("turn", "read", DIGEST, "c0", deadline)  # the connection opened
+        before = _reads(client)
+        answers = await asyncio.gather(
+            *(link.count("turn", "read", DIGEST, f"c{n}", deadline) for n in range(1, 5))
+        )
+        after = _reads(client)
+        return [[slot.count for slot, _ in answers], len(link.pool), after - before]
+
+    try:
+        assert asyncio.run(run()) == [[2, 3, 4, 5], 1, 2]
+    finally:
+        client.close()
+
+
+def test_an_end_waits_for_the_next_count_and_goes_out_with_it(redis_url: str) -> None:
+    """An end asked alone is held (here as long as the hang guard) until a count is
+    asked on a later turn: the two go out in one write, each answered (the id freed, so
+    the same id counts again as a new call, not a duplicate)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.ping()
+    link = on_loop(redis_url, connections=4)
+    link.end_hold = LONG
+
+    async def run() -> list[Any]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LONG
+        first = await link.count("held", "read", DIGEST, "c1", deadline)
+        before = _reads(client)
+        ending = loop.create_task(link.end("held", "c1", deadline))
+        while not link.pool[0].unsent:  # the end asked
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a turn later: still held, not written alone
+        other = await link.count("held", "read", call_digest("read", {"p": 2}), "c2", deadline)
+        ended = await ending
+        after = _reads(client)
+        again = await link.count("held", "read", DIGEST, "c1", deadline)
+        return [first[1], ended, other[1], after - before, again[1], len(link.pool)]
+
+    try:
+        assert asyncio.run(run()) == [False, True, False, 2, False, 1]
+    finally:
+        client.close()
