@@ -4254,7 +4254,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "stores/redis_loop.py",
-        '        await self._ask(("SCRIPT", "LOAD", script[0]), deadline_at)\n',
+        '        await self._ask(resp.pack(("SCRIPT", "LOAD", script[0])), deadline_at)\n',
         "",
         REDIS_LOOP_SUITE,
         "SCRIPT FLUSH is transparent: the script is loaded again and run once more",
@@ -4338,6 +4338,36 @@ MUTANTS: tuple[Mutant, ...] = (
         "args, deadline_at, True))\n",
         REDIS_LOOP,
         "an end is not urgent: it waits for the next count",
+    ),
+    # a write waits one more turn of the loop (the requests read then ride it), and the
+    # EVALSHA command's fixed part is packed once: every command still goes out whole
+    M(
+        "stores/redis_loop.py",
+        "                    loop.call_soon(loop.call_soon, self.flush)  # the next turn's end\n",
+        "                    loop.call_soon(loop.call_soon, lambda: None)\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "a count asked is written (at the next turn's end), not left unsent",
+    ),
+    M(
+        "stores/redis_loop.py",
+        "(len(args) + 4, script[1], resp.bulks((key, *args)))\n",
+        "(len(args) + 3, script[1], resp.bulks((key, *args)))\n",
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "the script's command counts all its parts (EVALSHA, sha, 1, the key, its arguments)",
+    ),
+    M(
+        "stores/redis_loop.py",
+        'resp.bulks(("EVALSHA", sha1(script.encode("utf-8")).hexdigest(), 1))\n',
+        'resp.bulks(("EVALSHA", sha1(script.encode("utf-8")).hexdigest(), 0))\n',
+        REDIS_LOOP + REDIS_LOOP_SUITE,
+        "the script is run on the session's key (one key named)",
+    ),
+    M(
+        "stores/resp.py",
+        "for data in map(_arg, args)])\n",
+        "for data in map(_arg, args[1:])])\n",
+        REDIS_LOOP,
+        "every argument of a script's command is written (the key first)",
     ),
     M(
         "mcp_gateway/store_calls.py",

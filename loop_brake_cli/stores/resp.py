@@ -174,6 +174,12 @@ def pack(args: Sequence[Any]) -> bytes:
     return b"".join(parts)
 
 
+def bulks(args: Sequence[Any]) -> bytes:
+    """``pack``'s arguments without its array header: a command's fixed head packed once
+    (``redis_loop``: a script's EVALSHA and sha) and the rest per call."""
+    return b"".join([b"$%d\r\n%s\r\n" % (len(data), data) for data in map(_arg, args)])
+
+
 def is_error(reply: Any) -> bool:
     """Whether a reply read by ``RespConnection._round_trip`` is an error reply."""
     return isinstance(reply, hiredis.ReplyError)
