@@ -125,27 +125,29 @@ class Source:
         data = b"".join(parts)
         return data[3:] if data.startswith(BOM) else data
 
+    def _chunks(self) -> Iterator[bytes]:
+        """The input's chunks, a byte-order mark dropped from the first (``lines`` and
+        ``bodies`` both read them)."""
+        chunk = self._read()
+        # The first chunk may be shorter than the BOM (the gzip sniff reads 2 bytes).
+        while chunk and len(chunk) < len(BOM) and BOM.startswith(chunk):
+            more = self._read()
+            if not more:
+                break
+            chunk += more
+        if chunk.startswith(BOM):
+            chunk = chunk[3:] or self._read()  # a first read of the BOM alone
+        while chunk:
+            yield chunk
+            chunk = self._read()
+
     def lines(self) -> Iterator[Line]:
         """Yield (line number, bytes without the line ending); blank lines are skipped."""
         limit = self.max_line_bytes
         number = 0
         pending = bytearray()  # a line's start, grown in place (long lines stay linear)
         skipping = False  # inside a line already reported as too long
-        first = True
-        while True:
-            chunk = self._read()
-            if not chunk:
-                break
-            if first:
-                first = False
-                # The first chunk may be shorter than the BOM (the gzip sniff reads 2 bytes).
-                while len(chunk) < len(BOM) and BOM.startswith(chunk):
-                    more = self._read()
-                    if not more:
-                        break
-                    chunk += more
-                if chunk.startswith(BOM):
-                    chunk = chunk[3:]
+        for chunk in self._chunks():
             start = 0
             end = chunk.find(b"\n")
             if end >= 0:  # the first line may continue one from earlier chunks
@@ -203,20 +205,7 @@ class Source:
         limit = self.max_line_bytes
         pending = bytearray()
         skipping = False
-        first = True
-        while True:
-            chunk = self._read()
-            if not chunk:
-                break
-            if first:
-                first = False
-                while len(chunk) < len(BOM) and BOM.startswith(chunk):
-                    more = self._read()
-                    if not more:
-                        break
-                    chunk += more
-                if chunk.startswith(BOM):
-                    chunk = chunk[3:]
+        for chunk in self._chunks():
             start = 0
             end = chunk.find(b"\n")
             if end >= 0:  # the first line may continue one from earlier chunks
