@@ -69,12 +69,19 @@ class _Bridge(ClientEnd):
         self.requests: list[threading.Thread] = []
         self.listening = False
         self.last_problem: str | None = None
+        self._problem_lock = threading.Lock()
 
     def problem(self, text: str | None) -> None:
-        """A failure to reach the server, noted once until something else happens."""
-        if text is not None and text != self.last_problem:
-            self.note(text)
-        self.last_problem = text
+        """A failure to reach the server, noted once until something else happens.
+
+        Requests run in their own threads and the client may send the next one as
+        soon as it reads this one's error: the compare and the set are one step, or
+        two threads could both see a new problem and say it twice."""
+        with self._problem_lock:
+            new = text is not None and text != self.last_problem
+            self.last_problem = text
+        if new:
+            self.note(text)  # type: ignore[arg-type]
 
     def send(self, body: bytes, message: Any, id_bytes: bytes | None) -> None:
         try:
