@@ -15,6 +15,7 @@ is answered 503 at once.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -139,7 +140,35 @@ def port_of(url: str) -> int:
     return int(url.split(":")[2].split("/")[0])
 
 
-def test_half_open_and_slow_requests_are_cut_and_whole_ones_answered(tmp_path: Path) -> None:
+@pytest.fixture(params=["installed", "pure-python"])
+def http_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The gateway's environment: as installed (the ``mcp`` extra brings httptools and
+    uvloop, which uvicorn picks), or with both hidden, so uvicorn falls back to h11 and
+    asyncio's loop, as where their wheels are missing: the bounds hold on both.
+
+    Yields the environment; afterwards, a hidden module that was never asked for fails
+    the test (then the fallback was not what ran)."""
+    if request.param == "installed":
+        yield {}
+        return
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    asked = tmp_path / "asked"
+    for name in ("httptools", "uvloop"):
+        (shadow / f"{name}.py").write_text(
+            "import os\n"
+            "with open(os.environ['LOOP_BRAKE_TEST_ASKED'], 'a') as f:\n"
+            "    f.write(__name__ + '\\n')\n"
+            "raise ImportError('hidden by the test')\n"
+        )
+    path = os.pathsep.join(p for p in (str(shadow), os.environ.get("PYTHONPATH")) if p)
+    yield {"PYTHONPATH": path, "LOOP_BRAKE_TEST_ASKED": str(asked)}
+    assert sorted(set(asked.read_text().split())) == ["httptools", "uvloop"]
+
+
+def test_half_open_and_slow_requests_are_cut_and_whole_ones_answered(
+    tmp_path: Path, http_stack: dict[str, str]
+) -> None:
     pytest.importorskip("mcp", reason="the MCP SDK is in the test extra")
     import httpx2
     from remote_helpers import gateway, upstream
@@ -147,7 +176,7 @@ def test_half_open_and_slow_requests_are_cut_and_whole_ones_answered(tmp_path: P
     head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     with (
         upstream(tmp_path) as (up, calls),
-        gateway(tmp_path, up, "--request-timeout", "5") as (url, log, err),
+        gateway(tmp_path, up, "--request-timeout", "5", env=http_stack) as (url, log, err),
     ):
         port = port_of(url)
         stalled = [
@@ -200,12 +229,17 @@ def status_line(sock: socket.socket) -> bytes:
     return seen
 
 
-def test_a_connection_beyond_max_connections_is_answered_503(tmp_path: Path) -> None:
+def test_a_connection_beyond_max_connections_is_answered_503(
+    tmp_path: Path, http_stack: dict[str, str]
+) -> None:
     pytest.importorskip("mcp", reason="the MCP SDK is in the test extra")
     from remote_helpers import gateway, upstream
 
     options = ("--max-connections", "2", "--request-timeout", "600", "--keep-alive", "600")
-    with upstream(tmp_path) as (up, _calls), gateway(tmp_path, up, *options) as (url, _log, _err):
+    with (
+        upstream(tmp_path) as (up, _calls),
+        gateway(tmp_path, up, *options, env=http_stack) as (url, _log, _err),
+    ):
         port = port_of(url)
         # one after the other, each answered: the gateway then holds exactly these two
         # (the start-up probe's connection, accepted with the first, is gone by its answer)
