@@ -168,6 +168,7 @@ SQLITE_FILES = ("test_hook_store_files.py", "test_state_store_files.py")
 LIMITS = ("test_brake.py", "test_config_rule.py")
 EXIT = ("test_exit_table.py",)
 TENANTS = ("test_mcp_gateway_tenants.py",)
+SESSION_FROM = ("test_mcp_gateway_session_from.py",)  # real gateways: --session-from
 PROXY_PROCESS = ("test_mcp_proxy_raw.py", "test_mcp_proxy_streams.py")
 GATEWAY_SERVE = ("test_mcp_gateway.py",)
 BRIDGE = ("test_mcp_bridge_transport.py", "test_mcp_bridge.py", "test_mcp_remote_node.py")
@@ -3716,6 +3717,90 @@ MUTANTS: tuple[Mutant, ...] = (
         "            if used[oldest] >= cutoff:",
         GATEWAY_LIMITS + ("test_max_sessions.py",),
         "expire forgets a session unused for exactly idle seconds (a test clock)",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        '    if "meta" in believe:\n',
+        "    if True:\n",
+        GATEWAY_KEYS,
+        "--session-from authorization: a _meta name never picks the streak",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'if "header" in believe and SESSION_HEADER in headers:',
+        "if SESSION_HEADER in headers:",
+        GATEWAY_KEYS,
+        "--session-from authorization: a Loop-Brake-Session header never picks the streak",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'if mcp_session and "mcp-session-id" in believe:',
+        "if mcp_session:",
+        GATEWAY_KEYS,
+        "--session-from authorization: an Mcp-Session-Id under one credential is its streak",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'if auth and "authorization" in believe:',
+        "if auth:",
+        GATEWAY_KEYS,
+        "--session-from meta: a call with Authorization and no name is anonymous",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        'return SessionKey(f"{scope}conn:{peer}", "connection")',
+        'return SessionKey(f"conn:{peer}", "connection")',
+        GATEWAY_KEYS,
+        "--session-from meta --anonymous connection: a credential scopes its connection",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        "    return tuple(source for source in NAMING_SOURCES if source in given)",
+        "    return tuple(source for source in given if source)",
+        GATEWAY_KEYS,
+        "--session-from authorization,meta: the fixed order, whatever order is written",
+    ),
+    M(
+        "mcp_gateway/keys.py",
+        "    if not any(given):",
+        "    if not given:",
+        GATEWAY_KEYS,
+        "--session-from '': name at least one source (not: an empty source)",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "    if believe == NAMING_SOURCES:\n        return NO_KEY",
+        "    if False:\n        return NO_KEY",
+        SESSION_FROM,
+        "--session-from not given: the refusal of a call naming no session is unchanged",
+    ),
+    M(
+        "mcp_gateway/decide.py",
+        "key = session_key(value, headers, peer, self.anonymous, self.session_from)",
+        "key = session_key(value, headers, peer, self.anonymous)",
+        SESSION_FROM,
+        "--session-from authorization: one token, a fresh _meta name a call, denied at 3",
+    ),
+    M(
+        "mcp_gateway/tenants.py",
+        "        if prefixes and not client_names:",
+        "        if False:",
+        TENANTS,
+        "--session-from without meta and header: session_prefixes are refused, located",
+    ),
+    M(
+        "commands/mcp_gateway.py",
+        '        names = "meta" in session_from or "header" in session_from',
+        "        names = True",
+        TENANTS,
+        "--session-from mcp-session-id --tenants with session_prefixes: exit 2",
+    ),
+    M(
+        "commands/mcp_gateway.py",
+        '        "session_from": session_from,\n',
+        "",
+        SESSION_FROM,
+        "--session-from reaches the gateway's brake (denied at the third call)",
     ),
     M(
         "mcp_gateway/tenants.py",

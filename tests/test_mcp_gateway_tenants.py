@@ -261,3 +261,45 @@ def test_tenants_sharing_a_real_store_keep_their_own_limits(tmp_path: Path) -> N
         brake.close()
     names = {row.session for row in store.sessions()[0]}
     assert names == {f"tenant:team-a/auth:{digest(TOKEN_A)}/name:s", "tenant:blue/name:s", "name:s"}
+
+
+def test_session_prefixes_no_believed_source_can_match_are_a_located_mistake(
+    tmp_path: Path,
+) -> None:
+    """--session-from without meta and header: a prefix of a name no client can give the
+    gateway would silently never match, so the file is refused (the command: exit 2)."""
+    path = write_tenants(tmp_path)
+    with pytest.raises(TenantError) as caught:
+        load_tenants(str(path), 3, None, client_names=False)
+    assert str(caught.value) == (
+        f"{path}:15: [[tenant]] 2 (blue): session_prefixes never match: --session-from "
+        "believes no session name a client chooses (neither meta nor header)"
+    )
+    assert load_tenants(str(path), 3, None, client_names=True).tenants[1].prefixes == ("ci-",)
+    import socket
+
+    from conftest import run_cli
+
+    with socket.socket() as taken:  # a gateway that got past the check exits, never hangs
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        listen = f"127.0.0.1:{taken.getsockname()[1]}"
+        upstream = ("--upstream", "http://127.0.0.1:9/mcp", "--listen", listen)
+        result = run_cli(
+            "mcp-gateway", *upstream, "--tenants", str(path), "--session-from", "mcp-session-id"
+        )
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert stderr.splitlines() == [f"loop-brake mcp-gateway: --tenants: {caught.value}"]
+
+
+def test_a_credential_still_picks_its_tenant_when_only_names_are_believed(
+    tmp_path: Path,
+) -> None:
+    """--session-from meta: Authorization no longer keys a call, but it still scopes the
+    name it is under, so its tenant (chosen by credential digest) is still its own."""
+    tenants = load_tenants(str(write_tenants(tmp_path)), 3, None)
+    log: list[dict[str, Any]] = []
+    brake = GatewayBrake(9, log.append, lambda _text: None, tenants=tenants, session_from=("meta",))
+    assert first_denied(brake, "s", {"authorization": TOKEN_A}) == 2  # team-a: limit 2
+    assert {line["sessionId"] for line in log} == {f"tenant:team-a/auth:{digest(TOKEN_A)}/name:s"}

@@ -46,6 +46,7 @@ def _note(message: str) -> None:
     more=(
         "forward_auth",
         "anonymous",
+        "session_from",
         "max_body",
         "timeout",
         "read_timeout",
@@ -99,8 +100,20 @@ def _note(message: str) -> None:
     show_default=True,
     help=(
         "A tools/call that names no session (no _meta loop-brake/session, Loop-Brake-Session, "
-        "Mcp-Session-Id or Authorization): refuse it with an error, or count it per TCP "
-        "connection. Never one streak shared by every client."
+        "Mcp-Session-Id or Authorization that --session-from believes): refuse it with an "
+        "error, or count it per TCP connection. Never one streak shared by every client."
+    ),
+)
+@click.option(
+    "--session-from",
+    metavar="SOURCE[,SOURCE...]",
+    default="meta,header,mcp-session-id,authorization",
+    show_default=True,
+    help=(
+        "The sources a call's session key may come from (in the order above, whatever "
+        "order you write): a source left out is ignored as if absent, so with "
+        "--session-from authorization a client that names a new session per call stays "
+        "in its credential's streak."
     ),
 )
 @click.option(
@@ -226,8 +239,11 @@ def mcp_gateway_command(**params: Any) -> int:
     Agents connect to http://127.0.0.1:8808/mcp (any path) with Streamable HTTP.
     Each tools/call counts in its session: params._meta["loop-brake/session"],
     else a Loop-Brake-Session header, else the Mcp-Session-Id, else a digest of
-    the Authorization header; with none, --anonymous decides. A denied call never
-    reaches the upstream: the agent gets a tool error (isError: true).
+    the Authorization header; with none, --anonymous decides. --session-from
+    names the sources believed (default: all four); e.g. with --session-from
+    authorization an agent that names a new session for every call still counts
+    in its credential's streak. A denied call never reaches the upstream: the
+    agent gets a tool error (isError: true).
     """
     return run_mcp_gateway(GatewayCommandOptions(**params))
 
@@ -241,6 +257,7 @@ class GatewayCommandOptions(NamedTuple):
     header_specs: tuple[str, ...]
     forward_auth: bool
     anonymous: str
+    session_from: str
     max_body: int
     max_sessions: int
     session_idle: str
@@ -282,7 +299,13 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
     except ListenError as exc:
         raise CommandError(str(exc)) from None
 
-    tenants = _tenants(opts.tenants_path, limit, policy)
+    from ..mcp_gateway.keys import believed_sources
+
+    try:
+        session_from = believed_sources(opts.session_from)
+    except ValueError as exc:
+        raise CommandError(f"--session-from: {exc}") from None
+    tenants = _tenants(opts.tenants_path, limit, policy, session_from)
     from ..hook.runner import parse_duration
     from ..mcp_gateway.limits import GatewayLimits
 
@@ -308,6 +331,7 @@ def run_mcp_gateway(opts: GatewayCommandOptions) -> int:
         "max_repeats": limit,
         "shadow": opts.shadow,
         "anonymous": opts.anonymous,
+        "session_from": session_from,
         "policy": policy,
         "store": store,
         "fail_closed": opts.fail_closed,
@@ -352,14 +376,16 @@ def _metrics(opts: GatewayCommandOptions) -> Any:
     return GatewayMetrics(sessions=opts.metrics_sessions)
 
 
-def _tenants(path: str | None, limit: int, policy: Any) -> Any:
+def _tenants(path: str | None, limit: int, policy: Any, session_from: tuple[str, ...]) -> Any:
     """``--tenants FILE`` read (None without it); its mistakes are one located error each
-    (exit 2; 3 for a file that cannot be read)."""
+    (exit 2; 3 for a file that cannot be read), ``session_prefixes`` that no believed
+    source could match (``--session-from`` without meta and header) among them."""
     if path is None:
         return None
     from ..mcp_gateway.tenants import TenantError, load_tenants
 
     try:
-        return load_tenants(path, limit, policy)
+        names = "meta" in session_from or "header" in session_from
+        return load_tenants(path, limit, policy, client_names=names)
     except TenantError as exc:
         raise CommandError(f"--tenants: {exc}", 3 if exc.unopened else 2) from None

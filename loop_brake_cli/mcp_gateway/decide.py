@@ -61,7 +61,7 @@ from ..mcp_shared.spans import member_span
 from ..readers.wire.mcp import continues_call, decode_call
 from ..render.visible import visible
 from .counters import GatewayCounters
-from .keys import SessionNameError, call_scope, scoped_id, session_key
+from .keys import NAMING_SOURCES, SessionNameError, call_scope, scoped_id, session_key
 from .metrics import GatewayMetrics
 from .store_calls import DEFAULT_DEADLINE, DEFAULT_WORKERS, StoreCalls
 from .tenants import Tenants, tenant_of
@@ -131,6 +131,27 @@ NO_KEY = (
     "Loop-Brake-Session header (or an Authorization header), or start the gateway with "
     "--anonymous connection"
 )
+_HOW_TO_NAME = {
+    "meta": 'params._meta["loop-brake/session"]',
+    "header": "a Loop-Brake-Session header",
+    "mcp-session-id": "an Mcp-Session-Id (the initialize handshake)",
+    "authorization": "an Authorization header",
+}
+
+
+def no_key_message(believe: tuple[str, ...]) -> str:
+    """What a refused call without a key is told: ``NO_KEY``, or, when the gateway
+    believes fewer sources (``--session-from``), only the ones that would be believed."""
+    if believe == NAMING_SOURCES:
+        return NO_KEY
+    ways = " or ".join(_HOW_TO_NAME[source] for source in believe)
+    return (
+        "loop-brake mcp-gateway: this tools/call names no session this gateway believes "
+        f"(--session-from {','.join(believe)}), so it cannot be counted apart from other "
+        f"clients' calls: send {ways}, or start the gateway with --anonymous connection"
+    )
+
+
 BATCH = (
     "loop-brake mcp-gateway: a JSON-RPC batch holding tools/call is not accepted "
     "(batches were removed from MCP in 2025-06-18); send each call alone"
@@ -150,6 +171,7 @@ class GatewayBrake:
         *,
         shadow: bool = False,
         anonymous: str = "refuse",
+        session_from: tuple[str, ...] = NAMING_SOURCES,
         policy: Any = None,
         store: Any = None,
         fail_closed: bool = False,
@@ -197,6 +219,9 @@ class GatewayBrake:
         self.denials = DenialNotes(note)
         self.shadow = shadow
         self.anonymous = anonymous
+        self.session_from = session_from
+        """The sources a call's session key may come from (``--session-from``)."""
+        self.no_key = no_key_message(session_from)
         self.awaiting: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self.exchanges: OrderedDict[tuple[str, Any], Forward] = OrderedDict()
         self.counters = counters or GatewayCounters()
@@ -299,7 +324,7 @@ class GatewayBrake:
         if not _is_call(value):
             return PLAIN
         try:
-            key = session_key(value, headers, peer, self.anonymous)
+            key = session_key(value, headers, peer, self.anonymous, self.session_from)
         except SessionNameError as exc:
             text = f"{PROG}: {exc}"
             self.log(error_record(BadRecord(str(exc), None, "$.params._meta")))
@@ -308,7 +333,7 @@ class GatewayBrake:
         if key is None:
             self.log(error_record(BadRecord("no session key (refused)")))
             self.metrics.refused("no_session")
-            return 400, request_error(_id_bytes(body), INVALID_REQUEST, NO_KEY)
+            return 400, request_error(_id_bytes(body), INVALID_REQUEST, self.no_key)
         if self.tenants is not None:  # the tenant's namespace: its own sessions
             key, _tenant = self.tenants.key(key, headers)
         record = decode_call(value, key.name)

@@ -29,6 +29,14 @@ another's streak by naming its key. Without ``Authorization`` (the loopback
 default: one user's agents) names are the clients' own: two clients that give
 the same name share a streak, as they asked.
 
+An operator may believe fewer sources (``--session-from``, ``believed_sources``):
+a source not believed is skipped as if absent, its value not even checked, so it
+never picks the streak (the order of the rest stays the one above). With
+``--session-from authorization`` a client that names a new session for every
+call stays in its credential's streak. The credential still scopes whatever keys
+the call (a name, a session id, a connection) even when it is not believed as a
+source: scoping only ever keeps two credentials apart, never joins them.
+
 Digests are the first 16 hex digits of a SHA-256 under a fixed label: they stay
 equal across gateway processes (a shared store needs that) and across restarts.
 A low-entropy credential (a password in ``Basic`` auth) could be guessed from its
@@ -38,7 +46,7 @@ digest by someone who reads the log; bearer tokens cannot.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..core.canonical import canonical_json
@@ -47,10 +55,12 @@ __all__ = [
     "ANONYMOUS_RULES",
     "MAX_NAME",
     "META_KEY",
+    "NAMING_SOURCES",
     "SESSION_HEADER",
     "SOURCES",
     "SessionNameError",
     "SessionKey",
+    "believed_sources",
     "call_scope",
     "digest",
     "scoped_id",
@@ -60,6 +70,9 @@ __all__ = [
 META_KEY = "loop-brake/session"
 SESSION_HEADER = "loop-brake-session"
 SOURCES = ("meta", "header", "mcp-session-id", "authorization", "connection")
+NAMING_SOURCES = SOURCES[:4]
+"""The sources a client's request names its session by (``--session-from``'s choices
+and default); ``connection`` is the ``--anonymous`` rule's, never named there."""
 ANONYMOUS_RULES = ("refuse", "connection")
 MAX_NAME = 256  # characters of a session name a client may give
 
@@ -105,32 +118,54 @@ def _named(value: Any, where: str) -> str:
     return value
 
 
+def believed_sources(text: str) -> tuple[str, ...]:
+    """``--session-from``'s value (``authorization`` or ``meta,authorization``: names
+    from ``NAMING_SOURCES``, comma-separated, any order) as those sources in their order
+    of precedence. Raises ``ValueError`` (one line) for an empty list or an unknown name."""
+    given = [part.strip() for part in text.split(",")]
+    if not any(given):
+        raise ValueError(f"name at least one source ({', '.join(NAMING_SOURCES)})")
+    for part in given:
+        if part == "connection":
+            raise ValueError(
+                "connection is not a source a client names: --anonymous connection "
+                "counts calls that name none per TCP connection"
+            )
+        if part not in NAMING_SOURCES:
+            what = "an empty source" if not part else f"unknown source {part[:40]!r}"
+            raise ValueError(f"{what} (choose from {', '.join(NAMING_SOURCES)})")
+    return tuple(source for source in NAMING_SOURCES if source in given)
+
+
 def session_key(
     message: Mapping[str, Any],
     headers: Mapping[str, str],
     peer: str | None,
     anonymous: str = "refuse",
+    believe: Collection[str] = NAMING_SOURCES,
 ) -> SessionKey | None:
     """The key of one ``tools/call`` (``headers`` keyed in lower case), or None when
-    nothing names a session and ``anonymous`` is ``refuse``. Raises ``SessionNameError``
-    for a name that is given but unusable."""
+    no source in ``believe`` names a session and ``anonymous`` is ``refuse``. Raises
+    ``SessionNameError`` for a name that is given, believed, but unusable."""
     auth = headers.get("authorization")
     scope = f"auth:{digest(auth)}/" if auth else ""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict) and META_KEY in meta:
-        name = _named(meta[META_KEY], f'params._meta["{META_KEY}"]')
-        return SessionKey(f"{scope}name:{name}", "meta")
-    if SESSION_HEADER in headers:
+    if "meta" in believe:
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and META_KEY in meta:
+            name = _named(meta[META_KEY], f'params._meta["{META_KEY}"]')
+            return SessionKey(f"{scope}name:{name}", "meta")
+    if "header" in believe and SESSION_HEADER in headers:
         name = _named(headers[SESSION_HEADER], "Loop-Brake-Session")
         return SessionKey(f"{scope}name:{name}", "header")
     mcp_session = headers.get("mcp-session-id")
-    if mcp_session:
+    if mcp_session and "mcp-session-id" in believe:
         return SessionKey(f"{scope}mcp-session:{digest(mcp_session)}", "mcp-session-id")
-    if auth:
+    if auth and "authorization" in believe:
         return SessionKey(f"auth:{digest(auth)}", "authorization")
     if anonymous == "connection" and peer is not None:
-        return SessionKey(f"conn:{peer}", "connection")
+        # ``scope`` is empty unless Authorization is there but not believed
+        return SessionKey(f"{scope}conn:{peer}", "connection")
     return None
 
 

@@ -218,10 +218,14 @@ class _Reader:
         return tuple(value)
 
 
-def load_tenants(path: str, fallback_repeats: int, fallback_policy: Any) -> Tenants:
+def load_tenants(
+    path: str, fallback_repeats: int, fallback_policy: Any, *, client_names: bool = True
+) -> Tenants:
     """The tenants of the file at ``path``; the default tenant's limits, unless the file
     has ``[default]``, are ``fallback_repeats`` and ``fallback_policy`` (the command's).
-    ``TenantError`` with every located mistake."""
+    ``TenantError`` with every located mistake. Without ``client_names`` (the gateway
+    believes no session name a client chose: ``--session-from`` without ``meta`` and
+    ``header``) a ``session_prefixes`` is a mistake too: it could never match."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_TENANT_BYTES + 1)
@@ -260,13 +264,15 @@ def load_tenants(path: str, fallback_repeats: int, fallback_policy: Any) -> Tena
             chosen = reader.limits("default", 0, given, "[default]")
             if chosen.policy is not None or chosen.max_repeats is not None:
                 default = Tenant(None, chosen.max_repeats or fallback_repeats, chosen.policy)
-    tenants = _tenants(document.get("tenant", []), reader, header, default)
+    tenants = _tenants(document.get("tenant", []), reader, header, default, client_names)
     if reader.problems:
         raise TenantError(reader.problems)
     return Tenants(tenants, default, header)
 
 
-def _tenants(entries: Any, reader: _Reader, header: str | None, default: Tenant) -> list[Tenant]:
+def _tenants(
+    entries: Any, reader: _Reader, header: str | None, default: Tenant, client_names: bool
+) -> list[Tenant]:
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         reader.problem("", 0, "tenant", "tenant must be [[tenant]] tables")
         return []
@@ -291,6 +297,14 @@ def _tenants(entries: Any, reader: _Reader, header: str | None, default: Tenant)
         credentials = reader.strings(index, entry, "credentials", _DIGEST)
         headers = reader.strings(index, entry, "headers", None)
         prefixes = reader.strings(index, entry, "session_prefixes", None)
+        if prefixes and not client_names:
+            reader.problem(
+                "tenant",
+                index,
+                "session_prefixes",
+                f"{label} ({name}): session_prefixes never match: --session-from "
+                "believes no session name a client chooses (neither meta nor header)",
+            )
         if headers and header is None:
             reader.problem(
                 "tenant", index, "headers", f"{label}: headers needs a top-level header = NAME"
