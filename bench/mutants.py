@@ -4099,8 +4099,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     M(
         "mcp_proxy/bridge.py",
-        "if text is not None and text != self.last_problem:",
-        "if text is not None:",
+        "new = text is not None and text != self.last_problem",
+        "new = text is not None",
         BRIDGE,
         "a server that cannot be reached is said once, not at every request",
     ),

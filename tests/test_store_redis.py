@@ -321,8 +321,10 @@ def test_idle_sessions_expire(redis_server: RedisServer, redis_url: str) -> None
     patient.close()
     store = RedisStore(redis_url, idle_ttl=0.5)
     assert store.count_call("ttl", "read", digest, None, 3)[0].count >= 1
-    # the server expires the key: waited for, not slept on
-    _wait_for(lambda: redis_server.command("EXISTS", "lb:v1:{ttl}") == "0", "never expired")
+    # the server expires the key: waited for, not slept on. It expires it when EXISTS
+    # reads it past its TTL (0.5 s), whatever the load: 30 s only turns a key without
+    # an expiry into a failure
+    _wait_for(lambda: redis_server.command("EXISTS", "lb:v1:{ttl}") == "0", "never expired", 30)
     assert store.count_call("ttl", "read", digest, None, 3)[0].count == 1
     store.close()
 
@@ -359,7 +361,7 @@ def test_a_policy_session_expires_too(
     idle = RedisStore(redis_url, idle_ttl=0.2)
     try:
         assert idle.count_call("pttl", "read", digest, "c4", 3, policy)[0].slot.count == 4
-        _wait_for(lambda: redis_server.command("EXISTS", key) == "0", f"{key} never expired")
+        _wait_for(lambda: redis_server.command("EXISTS", key) == "0", f"{key} never expired", 30)
         assert idle.count_call("pttl", "read", digest, "c5", 3, policy)[0].slot.count == 1
     finally:
         idle.close()
