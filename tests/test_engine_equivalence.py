@@ -182,6 +182,12 @@ def verdict_lines(stdout: bytes) -> list[dict]:
     return [json.loads(line) for line in stdout.decode().splitlines() if line.strip()]
 
 
+def logged_verdicts(path: Path) -> list[dict]:
+    """A hook's verdict log: written at its first denial (or fail-open), so a log not
+    there yet holds no verdict."""
+    return verdict_lines(path.read_bytes() if path.exists() else b"")
+
+
 def compared(verdict: dict) -> tuple:
     if verdict["verdict"] == "error":
         return ("error",)
@@ -293,8 +299,7 @@ def test_hook_and_hook_log_replay_equal_filter(tmp_path_factory: pytest.TempPath
             log = batch.file("".join(line + "\n" for line in inputs))
             replayed = batch.add(("replay", "--verdicts", "--format", "claude-hooks", *limit), log)
             decisions = run_hook(agent, inputs, tmp, max_repeats)
-            log_path = tmp / f"{agent}.log"  # written on the first denial or fail-open
-            logged = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
+            logged = logged_verdicts(tmp / f"{agent}.log")
             runs.append((agent, reference, replayed, decisions, logged))
         cases.append((sequence, runs))
 

@@ -18,7 +18,14 @@ from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp_reference import equal_until, proxy_log
-from test_engine_equivalence import AGENTS, event_line, hook_input, mcp_request, verdict_lines
+from test_engine_equivalence import (
+    AGENTS,
+    event_line,
+    hook_input,
+    logged_verdicts,
+    mcp_request,
+    verdict_lines,
+)
 
 from loop_brake_cli.hook.runner import main as hook_main
 
@@ -209,8 +216,7 @@ def test_hook_dialects_and_their_logs_equal_filter_under_a_policy(
                 ("replay", "--verdicts", "--format", "claude-hooks", "--policy", policy), log
             )
             decisions = run_hook(agent, inputs, tmp, policy)
-            hook_log = tmp / f"{agent}.log"
-            denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
+            denied = logged_verdicts(tmp / f"{agent}.log")
             runs.append((agent, reference, replayed, decisions, denied))
         cases.append((sequence, runs))
 

@@ -37,6 +37,7 @@ from cli_batch import CliBatch
 from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_engine_equivalence import logged_verdicts, verdict_lines
 
 from loop_brake_cli.hook.runner import main as hook_main
 
@@ -135,10 +136,6 @@ def hook_input(agent: str, step: dict, variant: int = 0) -> str:
         else:
             out["tool_response"] = step["result"]
     return _json(out)
-
-
-def verdict_lines(stdout: bytes) -> list[dict]:
-    return [json.loads(line) for line in stdout.decode().splitlines() if line.strip()]
 
 
 def compared(verdict: dict) -> tuple:
@@ -244,8 +241,7 @@ def test_hook_post_tool_events_and_their_replay_equal_filter(
             replayed = batch.add((replay[0], "--verdicts", *replay[1:]), log)
             batch.add(replay, log)  # the summary
             decisions = [d for d in run_hook(agent, inputs, tmp, max_repeats, policy) if d]
-            log_path = tmp / f"{agent}.log"  # written on the first denial
-            denied_log = verdict_lines(log_path.read_bytes() if log_path.exists() else b"")
+            denied_log = logged_verdicts(tmp / f"{agent}.log")
             runs.append((agent, reference, replayed, decisions, denied_log))
         cases.append((sequence, runs))
 

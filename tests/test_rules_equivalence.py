@@ -28,7 +28,14 @@ from conftest import ROOT, cli_env, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp_reference import equal_until, proxy_log
-from test_engine_equivalence import AGENTS, event_line, hook_input, mcp_request, verdict_lines
+from test_engine_equivalence import (
+    AGENTS,
+    event_line,
+    hook_input,
+    logged_verdicts,
+    mcp_request,
+    verdict_lines,
+)
 from test_policy_engine import CANARY
 from test_policy_engine import POLICY as FEATURES
 from test_policy_engine import calls as policy_calls
@@ -154,7 +161,7 @@ def test_window_hook_dialects_and_their_logs_equal_filter(
             decisions = hook_decisions(agent, inputs, tmp, policy, state)
             assert CANARY.encode() not in Path(state).read_bytes()
             hook_log = tmp / f"{agent}-hook.log"
-            denied = verdict_lines(hook_log.read_bytes() if hook_log.exists() else b"")
+            denied = logged_verdicts(hook_log)
             hook_log.unlink(missing_ok=True)
             runs.append((agent, reference, replayed, decisions, denied))
         cases.append((sequence, runs))
